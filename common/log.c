@@ -1,0 +1,44 @@
+/* common/log.c -- see log.h. */
+#include "config.h"
+
+#include "common/log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/env.h"
+
+static atomic_int threshold = -1; /* -1: not read yet */
+
+int t4a__log_parse(const char *v) {
+  if (!v)
+    return 0;
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(v, names[i]) == 0)
+      return i + 1;
+  return 0;
+}
+
+int t4a__log_enabled(int level) {
+  int t = atomic_load_explicit(&threshold, memory_order_relaxed);
+  if (t < 0) {
+    t = t4a__log_parse(t4a__getenv("T4A_LOG"));
+    atomic_store(&threshold, t);
+  }
+  return level <= t;
+}
+
+void t4a__log(int level, const char *component, const char *fmt, ...) {
+  if (!t4a__log_enabled(level))
+    return;
+  static const char *const names[] = {"", "error", "warn", "info", "debug"};
+  char line[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "t4a[%s] %s: %s\n", component, names[level], line);
+}

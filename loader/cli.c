@@ -1,0 +1,265 @@
+/* loader/cli.c -- t4a-gpu, the loader's command-line front end.
+ *
+ *   t4a-gpu info [--backend NAME|PATH] [--json]
+ *
+ * Exit status (documented in README.md):
+ *   0  the backend initialised and has at least one device
+ *   2  usage error
+ *   3  the backend could not be found or loaded (ENOBACKEND, EABI)
+ *   4  the backend loaded but cannot be used here (no driver, stub driver,
+ *      no device, driver too old, ...): the reason is printed
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "t4a/gpu_loader.h"
+
+enum { EXIT_USABLE = 0, EXIT_USAGE = 2, EXIT_NOBACKEND = 3, EXIT_UNUSABLE = 4 };
+
+typedef struct options {
+  const char *backend;
+  int json;
+} options;
+
+static void usage(FILE *f) {
+  fputs("usage: t4a-gpu info [--backend NAME|PATH] [--json]\n"
+        "       t4a-gpu --version | --help\n"
+        "exit status: 0 usable, 2 usage error, 3 backend not found or invalid,\n"
+        "             4 backend present but unusable here (reason printed)\n",
+        f);
+}
+
+/* Prints s as a JSON string literal. */
+static void json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
+}
+
+static void uuid_str(const uint8_t u[16], char out[37]) {
+  static const int dash[16] = {0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0};
+  char *p = out;
+  for (int i = 0; i < 16; i++) {
+    p += sprintf(p, "%02x", u[i]);
+    if (dash[i])
+      *p++ = '-';
+  }
+  *p = '\0';
+}
+
+static const char *backend_error(const t4a_gpu_backend_v1 *t) {
+  static t4a_error_info e;
+  memset(&e, 0, sizeof e);
+  e.struct_size = sizeof e;
+  return t->last_error(&e) == T4A_OK && e.message ? e.message : "";
+}
+
+static void print_list(const options *o) {
+  t4a_gpu_backend_entry list[32];
+  size_t n = 0;
+  if (t4a_gpu_list(list, 32, &n) != T4A_OK)
+    n = 0;
+  if (n > 32)
+    n = 32;
+  if (o->json) {
+    printf("\"installed\":[");
+    for (size_t i = 0; i < n; i++) {
+      printf("%s{\"name\":", i ? "," : "");
+      json_str(list[i].name);
+      printf(",\"path\":");
+      json_str(list[i].path);
+      putchar('}');
+    }
+    printf("],");
+  } else {
+    printf("installed backends:%s\n", n ? "" : " none");
+    for (size_t i = 0; i < n; i++)
+      printf("  %-8s %s\n", list[i].name, list[i].path);
+  }
+}
+
+static void print_compiler(const t4a_gpu_backend_v1 *t, const options *o) {
+  if (!t->compiler_info)
+    return;
+  t4a_compiler_info c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  if (t->compiler_info(&c) != T4A_OK)
+    return;
+  if (o->json) {
+    printf(",\"compiler\":{\"available\":%s,\"version\":\"%d.%d\",\"path\":",
+           c.status == T4A_OK ? "true" : "false", c.version_major, c.version_minor);
+    json_str(c.path);
+    printf(",\"reason\":");
+    json_str(c.reason);
+    putchar('}');
+  } else if (c.status == T4A_OK) {
+    printf("NVRTC:        %d.%d (%s)\n", c.version_major, c.version_minor, c.path);
+  } else {
+    printf("NVRTC:        unavailable: %s\n", c.reason);
+  }
+}
+
+static void print_devices(const t4a_gpu_backend_v1 *t, int32_t count, const options *o) {
+  if (o->json)
+    printf(",\"devices\":[");
+  for (int32_t d = 0; d < count; d++) {
+    t4a_device_info i;
+    memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    if (t->device_info(d, &i) != T4A_OK)
+      continue;
+    char uuid[37];
+    uuid_str(i.uuid, uuid);
+    if (o->json) {
+      printf("%s{\"ordinal\":%d,\"name\":", d ? "," : "", (int)i.ordinal);
+      json_str(i.name);
+      printf(",\"uuid\":\"%s\",\"compute_capability\":\"%d.%d\",\"total_memory\":%llu,"
+             "\"pci_bus_id\":\"%s\",\"multiprocessors\":%d,\"memory_pools\":%s}",
+             uuid, (int)i.cc_major, (int)i.cc_minor, (unsigned long long)i.total_memory,
+             i.pci_bus_id, (int)i.multiprocessors,
+             (i.flags & T4A_DEVICE_MEMORY_POOLS) ? "true" : "false");
+    } else {
+      printf("device %d:     %s\n", (int)i.ordinal, i.name);
+      printf("  uuid:               GPU-%s\n", uuid);
+      printf("  compute capability: %d.%d\n", (int)i.cc_major, (int)i.cc_minor);
+      printf("  memory:             %.1f GiB\n", (double)i.total_memory / (1024.0 * 1024 * 1024));
+      printf("  PCI bus id:         %s\n", i.pci_bus_id);
+      printf("  multiprocessors:    %d\n", (int)i.multiprocessors);
+      printf("  memory pools:       %s\n", (i.flags & T4A_DEVICE_MEMORY_POOLS) ? "yes" : "no");
+    }
+  }
+  if (o->json)
+    putchar(']');
+  if (!t->peer_access_supported || count < 2)
+    return;
+  if (o->json)
+    printf(",\"peer_access\":[");
+  else
+    printf("peer access (row reads column):\n");
+  for (int32_t s = 0; s < count; s++) {
+    if (o->json)
+      printf("%s[", s ? "," : "");
+    else
+      printf("  %2d:", (int)s);
+    for (int32_t d = 0; d < count; d++) {
+      bool ok = false;
+      int rc = t->peer_access_supported(s, d, &ok);
+      if (o->json)
+        printf("%s%s", d ? "," : "", rc ? "null" : ok ? "true" : "false");
+      else
+        printf(" %s", rc ? "?" : ok ? "yes" : "no ");
+    }
+    if (o->json)
+      putchar(']');
+    else
+      putchar('\n');
+  }
+  if (o->json)
+    putchar(']');
+}
+
+static int cmd_info(const options *o) {
+  int major, minor, patch, abi_major, abi_minor;
+  t4a_gpu_loader_version(&major, &minor, &patch);
+  t4a_gpu_loader_abi(&abi_major, &abi_minor);
+  if (o->json) {
+    printf("{\"loader\":{\"version\":\"%d.%d.%d\",\"abi\":\"%d.%d\",\"search_path\":", major, minor,
+           patch, abi_major, abi_minor);
+    json_str(t4a_gpu_search_path());
+    printf("},");
+  } else {
+    printf("t4a-gpu loader %d.%d.%d (backend ABI %d.%d)\n", major, minor, patch, abi_major,
+           abi_minor);
+    printf("search path:  %s\n", t4a_gpu_search_path());
+  }
+  print_list(o);
+  t4a_gpu_backend *b = NULL;
+  int rc = t4a_gpu_open(o->backend, &b);
+  if (rc != T4A_OK) {
+    if (o->json) {
+      printf("\"backend\":{\"status\":\"%s\",\"reason\":", t4a_status_name(rc));
+      json_str(t4a_gpu_last_error());
+      printf("}}\n");
+    } else {
+      printf("backend:      unavailable: %s\n", t4a_gpu_last_error());
+    }
+    return EXIT_NOBACKEND;
+  }
+  const t4a_gpu_backend_v1 *t = t4a_gpu_backend_table(b);
+  int init = t->init();
+  t4a_backend_info bi;
+  memset(&bi, 0, sizeof bi);
+  bi.struct_size = sizeof bi;
+  t->get_info(&bi);
+  int32_t count = 0;
+  if (init == T4A_OK)
+    t->device_count(&count);
+  if (o->json) {
+    printf("\"backend\":{\"name\":");
+    json_str(bi.name);
+    printf(",\"version\":");
+    json_str(bi.version);
+    printf(",\"path\":");
+    json_str(t4a_gpu_backend_path(b));
+    printf(",\"status\":\"%s\",\"reason\":", t4a_status_name(init));
+    json_str(init == T4A_OK ? "" : backend_error(t));
+    printf(",\"driver_version\":%d,\"driver_path\":", (int)bi.driver_version);
+    json_str(bi.driver_path);
+  } else {
+    printf("backend:      %s %s (%s)\n", bi.name, bi.version, t4a_gpu_backend_path(b));
+    if (bi.driver_version)
+      printf("driver:       CUDA %d.%d (%s)\n", (int)bi.driver_version / 1000,
+             (int)bi.driver_version % 1000 / 10, bi.driver_path);
+    if (init != T4A_OK)
+      printf("status:       unusable (%s): %s\n", t4a_status_name(init), backend_error(t));
+  }
+  if (init == T4A_OK) {
+    print_compiler(t, o);
+    print_devices(t, count, o);
+  }
+  if (o->json)
+    printf("}}\n");
+  t4a_gpu_close(b);
+  return init == T4A_OK && count > 0 ? EXIT_USABLE : EXIT_UNUSABLE;
+}
+
+int main(int argc, char **argv) {
+  options o = {NULL, 0};
+  const char *cmd = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) {
+      o.json = 1;
+    } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      o.backend = argv[++i];
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return EXIT_USABLE;
+    } else if (strcmp(argv[i], "--version") == 0) {
+      printf("t4a-gpu %s\n", PACKAGE_VERSION);
+      return EXIT_USABLE;
+    } else if (!cmd && argv[i][0] != '-') {
+      cmd = argv[i];
+    } else {
+      fprintf(stderr, "t4a-gpu: unexpected argument '%s'\n", argv[i]);
+      usage(stderr);
+      return EXIT_USAGE;
+    }
+  }
+  if (!cmd || strcmp(cmd, "info") == 0)
+    return cmd_info(&o);
+  fprintf(stderr, "t4a-gpu: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,78 @@
+/* plugin-cuda/backend.h -- process-wide state of the CUDA plugin: the loaded
+ * driver, its resolved entry points, the devices, and the compiler. */
+#ifndef T4A_PLUGIN_CUDA_BACKEND_H
+#define T4A_PLUGIN_CUDA_BACKEND_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "plugin-cuda/cuda_decls.h"
+#include "t4a/gpu_backend_v1.h"
+
+#define T4A__CUDA_MIN_DRIVER 12000
+
+/* One device, as discovered at init. */
+typedef struct t4a__device {
+  t4a__CUdevice dev;
+  t4a_device_info info;
+} t4a__device;
+
+enum t4a__init_state { T4A__INIT_NONE = 0, T4A__INIT_READY = 1, T4A__INIT_FAILED = 2 };
+
+typedef struct t4a__backend {
+  atomic_int state;      /* enum t4a__init_state */
+  pthread_mutex_t lock;  /* serialises init and compiler loading */
+  t4a__error init_error; /* the failure, replayed to later callers */
+  void *dl;              /* libcuda, kept loaded once cuInit succeeded */
+  char driver_path[256];
+  int driver_version;
+  t4a__cuda_api cu;
+  bool has_peer; /* optional peer entry points present */
+  int device_count;
+  t4a__device *devices;
+} t4a__backend;
+
+extern t4a__backend t4a__be;
+
+/* T4A_OK when init succeeded; else T4A_ENOTINIT with a detail (naming the
+ * init failure when there was one). */
+int t4a__require_init(void);
+
+/* Records a failed driver call: maps r to a status (see errors.c), names the
+ * native error, and formats "<what>; <todo>". Returns the status. */
+int t4a__cu_fail(t4a__CUresult r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The t4a status for a CUresult (T4A_OK for CUDA_SUCCESS). */
+int t4a__cu_status(t4a__CUresult r);
+
+/* Whether r is a sticky device fault (the context is unusable). */
+bool t4a__cu_is_fault(t4a__CUresult r);
+
+/* The driver's name for r ("CUDA_ERROR_OUT_OF_MEMORY"), or "CUDA_ERROR_<n>". */
+const char *t4a__cu_name(t4a__CUresult r, char *buf, size_t size);
+
+/* Checks the struct_size of a caller-provided struct. */
+int t4a__check_struct(const void *s, size_t min_size, const char *what);
+
+/* Copies min(caller size, ours) bytes of a filled info struct and sets its
+ * struct_size to the bytes written. */
+void t4a__fill_struct(void *dst, const void *src, size_t src_size);
+
+/* Slots (entry.c puts them in the table). */
+int t4a__slot_last_error(t4a_error_info *info);
+int t4a__slot_init(void);
+int t4a__slot_get_info(t4a_backend_info *info);
+int t4a__slot_device_count(int32_t *count);
+int t4a__slot_device_info(int32_t ordinal, t4a_device_info *info);
+int t4a__slot_compiler_info(t4a_compiler_info *info);
+int t4a__slot_peer_access_supported(int32_t src, int32_t dst, bool *supported);
+
+/* Fills t4a__be.devices (device.c); called once by init. */
+int t4a__devices_discover(void);
+
+/* Validates a device ordinal against the discovered devices. */
+int t4a__check_ordinal(int32_t ordinal, const char *what);
+
+#endif

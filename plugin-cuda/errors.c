@@ -1,0 +1,108 @@
+/* plugin-cuda/errors.c -- CUresult to t4a status, failure records, and the
+ * last_error slot. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plugin-cuda/backend.h"
+
+bool t4a__cu_is_fault(t4a__CUresult r) {
+  switch (r) {
+  case T4A__CUDA_ERROR_ILLEGAL_ADDRESS:
+  case T4A__CUDA_ERROR_LAUNCH_TIMEOUT:
+  case T4A__CUDA_ERROR_ASSERT:
+  case T4A__CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case T4A__CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case T4A__CUDA_ERROR_MISALIGNED_ADDRESS:
+  case T4A__CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case T4A__CUDA_ERROR_INVALID_PC:
+  case T4A__CUDA_ERROR_LAUNCH_FAILED:
+  case T4A__CUDA_ERROR_ECC_UNCORRECTABLE:
+  case T4A__CUDA_ERROR_NVLINK_UNCORRECTABLE:
+  case T4A__CUDA_ERROR_CONTEXT_IS_DESTROYED:
+  case T4A__CUDA_ERROR_DEINITIALIZED: return true;
+  default: return false;
+  }
+}
+
+int t4a__cu_status(t4a__CUresult r) {
+  if (t4a__cu_is_fault(r))
+    return T4A_EDEVICEFAULT;
+  switch (r) {
+  case T4A__CUDA_SUCCESS: return T4A_OK;
+  case T4A__CUDA_ERROR_OUT_OF_MEMORY: return T4A_ENOMEM;
+  case T4A__CUDA_ERROR_NOT_READY: return T4A_ENOTREADY;
+  case T4A__CUDA_ERROR_INVALID_VALUE:
+  case T4A__CUDA_ERROR_INVALID_IMAGE:
+  case T4A__CUDA_ERROR_INVALID_PTX: return T4A_EINVAL;
+  case T4A__CUDA_ERROR_NOT_FOUND: return T4A_ENOTFOUND;
+  case T4A__CUDA_ERROR_NOT_SUPPORTED:
+  case T4A__CUDA_ERROR_PEER_ACCESS_UNSUPPORTED:
+  case T4A__CUDA_ERROR_NO_BINARY_FOR_GPU:
+  case T4A__CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+  case T4A__CUDA_ERROR_TOO_MANY_PEERS: return T4A_EUNSUPPORTED;
+  case T4A__CUDA_ERROR_TIMEOUT: return T4A_ETIMEOUT;
+  case T4A__CUDA_ERROR_STUB_LIBRARY: return T4A_ESTUBDRIVER;
+  case T4A__CUDA_ERROR_NO_DEVICE: return T4A_ENODEVICE;
+  case T4A__CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+  case T4A__CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: return T4A_EDRIVERMISMATCH;
+  case T4A__CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER: return T4A_EDRIVEROLD;
+  default: return T4A_EDRIVER;
+  }
+}
+
+const char *t4a__cu_name(t4a__CUresult r, char *buf, size_t size) {
+  const char *s = NULL;
+  if (t4a__be.cu.cuGetErrorName && t4a__be.cu.cuGetErrorName(r, &s) == T4A__CUDA_SUCCESS && s)
+    return s;
+  snprintf(buf, size, "CUDA_ERROR_%u", r);
+  return buf;
+}
+
+int t4a__cu_fail(t4a__CUresult r, const char *fmt, ...) {
+  char msg[T4A__ERROR_MESSAGE_MAX - 96];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char buf[32];
+  return t4a__fail_native(t4a__cu_status(r), (int64_t)r, t4a__cu_name(r, buf, sizeof buf), "%s",
+                          msg);
+}
+
+int t4a__slot_last_error(t4a_error_info *info) {
+  int rc = t4a__check_struct(info, T4A_ERROR_INFO_V1_0_SIZE, "t4a_error_info");
+  if (rc)
+    return rc;
+  const t4a__error *e = t4a__error_get();
+  t4a_error_info out = {.struct_size = sizeof out,
+                        .status = e->status,
+                        .native_code = e->native_code,
+                        .native_name = e->native_name,
+                        .message = e->message};
+  t4a__fill_struct(info, &out, sizeof out);
+  return T4A_OK;
+}
+
+int t4a__check_struct(const void *s, size_t min_size, const char *what) {
+  if (!s)
+    return t4a__fail(T4A_EINVAL, "%s pointer is NULL; pass a struct with struct_size set", what);
+  uint32_t size;
+  memcpy(&size, s, sizeof size);
+  if (size < min_size)
+    return t4a__fail(T4A_EINVAL,
+                     "%s.struct_size is %u, below its v1.0 size %zu; set struct_size = "
+                     "sizeof(%s)",
+                     what, size, min_size, what);
+  return T4A_OK;
+}
+
+void t4a__fill_struct(void *dst, const void *src, size_t src_size) {
+  uint32_t caller;
+  memcpy(&caller, dst, sizeof caller);
+  uint32_t n = caller < src_size ? caller : (uint32_t)src_size;
+  memcpy(dst, src, n);
+  memcpy(dst, &n, sizeof n);
+}

@@ -1,0 +1,122 @@
+/* tests/abi/test_abi.c -- the v1 header compiles as C99 (-std=c99
+ * -pedantic), and its layout is frozen: fields in order, append-only. */
+#include "config.h"
+
+#include <string.h>
+
+#include "t4a/gpu_backend_v1.h"
+#include "tests/testutil.h"
+
+/* The table header: size, then version. */
+_Static_assert(offsetof(t4a_gpu_backend_v1, struct_size) == 0, "struct_size first");
+_Static_assert(offsetof(t4a_gpu_backend_v1, abi_major) == 4, "abi_major at 4");
+_Static_assert(offsetof(t4a_gpu_backend_v1, abi_minor) == 6, "abi_minor at 6");
+_Static_assert(offsetof(t4a_gpu_backend_v1, name) == 8, "name at 8");
+
+/* Slots in their published order, each one pointer after the previous. The
+ * list is the v1.0 table: new slots go at the end, this list never changes. */
+#define V1_0_SLOTS(X)                                                                              \
+  X(version, name)                                                                                 \
+  X(last_error, version) X(init, last_error) X(get_info, init) X(device_count, get_info) X(        \
+      device_info, device_count) X(compiler_info, device_info)                                     \
+      X(peer_access_supported, compiler_info) X(runtime_create, peer_access_supported) X(          \
+          runtime_destroy, runtime_create) X(runtime_counters,                                     \
+                                             runtime_destroy) X(buffer_alloc, runtime_counters)    \
+          X(buffer_free, buffer_alloc) X(buffer_size, buffer_free) X(cache_trim, buffer_size) X(   \
+              cache_stats, cache_trim) X(host_alloc, cache_stats) X(host_free, host_alloc)         \
+              X(copy_h2d_pinned, host_free) X(copy_d2h_pinned, copy_h2d_pinned) X(                 \
+                  copy_h2d, copy_d2h_pinned) X(copy_d2h, copy_h2d) X(copy_d2d, copy_d2h)           \
+                  X(copy_from_runtime, copy_d2d) X(copy_from_peer, copy_from_runtime) X(           \
+                      copy_from_peer_via_host, copy_from_peer) X(seal, copy_from_peer_via_host)    \
+                      X(witness_query, seal) X(witness_wait, witness_query) X(                     \
+                          witness_retain, witness_wait) X(witness_release, witness_retain)         \
+                          X(runtime_wait_witness, witness_release) X(                              \
+                              artifact_compile, runtime_wait_witness) X(artifact_from_bytes,       \
+                                                                        artifact_compile)          \
+                              X(artifact_log, artifact_from_bytes) X(                              \
+                                  artifact_data, artifact_log) X(artifact_release, artifact_data)  \
+                                  X(compile_cache_stats, artifact_release) X(                      \
+                                      compile_cache_clear,                                         \
+                                      compile_cache_stats) X(module_load, compile_cache_clear)     \
+                                      X(module_unload, module_load) X(function_get, module_unload) \
+                                          X(function_attributes,                                   \
+                                            function_get) X(function_set_max_dynamic_shared,       \
+                                                            function_attributes)                   \
+                                              X(launch, function_set_max_dynamic_shared)           \
+                                                  X(raw_runtime, launch)                           \
+                                                      X(buffer_device_address, raw_runtime)        \
+                                                          X(raw_function, buffer_device_address)   \
+                                                              X(raw_begin, raw_function)           \
+                                                                  X(raw_end, raw_begin)
+
+#define FOLLOWS(slot, prev)                                                                        \
+  _Static_assert(offsetof(t4a_gpu_backend_v1, slot) ==                                             \
+                     offsetof(t4a_gpu_backend_v1, prev) + sizeof(void *),                          \
+                 #slot " follows " #prev);
+V1_0_SLOTS(FOLLOWS)
+
+/* v1.0 ends at raw_end; the frozen size constants agree with the structs. */
+_Static_assert(T4A_GPU_BACKEND_V1_0_SIZE == sizeof(t4a_gpu_backend_v1),
+               "the v1.0 table is the whole struct in ABI 1.0");
+_Static_assert(sizeof(t4a_gpu_backend_v1) == 8 + 2 * sizeof(void *) + 49 * sizeof(void *),
+               "v1.0 table: header + name/version + 49 slots");
+_Static_assert(sizeof(t4a_runtime) == 8 && sizeof(t4a_buffer) == 8 && sizeof(t4a_witness) == 8,
+               "handles are one 64-bit value");
+_Static_assert(offsetof(t4a_device_info, struct_size) == 0, "info structs start with size");
+_Static_assert(T4A_DEVICE_INFO_V1_0_SIZE == sizeof(t4a_device_info), "device info v1.0");
+_Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 bytes");
+_Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 8, "options layout");
+_Static_assert(T4A_LAUNCH_CONFIG_V1_0_SIZE == 32, "launch config v1.0 is 32 bytes");
+_Static_assert(T4A_RUNTIME_COUNTERS_V1_0_SIZE == 8 + 27 * 8, "counters v1.0");
+_Static_assert(T4A_ERROR_INFO_V1_0_SIZE == 32, "error info v1.0");
+
+/* Status values are ABI too. */
+_Static_assert(T4A_OK == 0 && T4A_EINVAL == -1 && T4A_EHANDLE == -2 && T4A_ENOMEM == -3,
+               "status values");
+_Static_assert(T4A_ENOBACKEND == -18 && T4A_EDRIVER == -19 && T4A_EINTERNAL == -23,
+               "status values");
+
+START_TEST(status_list_is_complete_and_distinct) {
+  static const int all[] = {
+#define ALL(name, value, msg) value,
+      T4A_STATUS_MAP(ALL)
+#undef ALL
+  };
+  size_t n = sizeof all / sizeof all[0];
+  ck_assert_uint_eq(n, 24);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_int_eq(all[i], -(int)i); /* dense: 0, -1, -2, ... */
+    ck_assert_str_ne(t4a_status_name(all[i]), "T4A_UNKNOWN");
+    ck_assert_str_ne(t4a_status_message(all[i]), "unknown status");
+    for (size_t j = 0; j < i; j++)
+      ck_assert_str_ne(t4a_status_message(all[i]), t4a_status_message(all[j]));
+  }
+  ck_assert_str_eq(t4a_status_name(T4A_OK), "T4A_OK");
+  ck_assert_str_eq(t4a_status_name(T4A_ERANGE), "T4A_ERANGE");
+  ck_assert_str_eq(t4a_status_name(1), "T4A_UNKNOWN");
+  ck_assert_str_eq(t4a_status_message(-999), "unknown status");
+}
+END_TEST
+
+START_TEST(has_macro_checks_struct_size) {
+  t4a_gpu_backend_v1 t;
+  memset(&t, 0, sizeof t);
+  t.struct_size = (uint32_t)T4A_SIZE_THROUGH(t4a_gpu_backend_v1, device_info);
+  ck_assert(T4A_GPU_BACKEND_V1_HAS(&t, init));
+  ck_assert(T4A_GPU_BACKEND_V1_HAS(&t, device_info));
+  ck_assert(!T4A_GPU_BACKEND_V1_HAS(&t, compiler_info));
+  t.struct_size = sizeof t;
+  ck_assert(T4A_GPU_BACKEND_V1_HAS(&t, raw_end));
+  const t4a_gpu_backend_v1 *null_table = NULL;
+  ck_assert(!T4A_GPU_BACKEND_V1_HAS(null_table, init));
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("abi");
+  TCase *tc = tcase_create("abi");
+  tcase_add_test(tc, status_list_is_complete_and_distinct);
+  tcase_add_test(tc, has_macro_checks_struct_size);
+  suite_add_tcase(s, tc);
+  return t4a_test_run(s);
+}

@@ -1,0 +1,95 @@
+/* tests/cpu/test_cli.c -- t4a-gpu info: output and documented exit codes,
+ * with the fake driver, without a driver, and without a backend. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "tests/testutil.h"
+
+static char output[1 << 16];
+
+/* Runs t4a-gpu with args; returns its exit status, output in `output`. */
+static int run(const char *args) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", t4a_test_build_path("loader/t4a-gpu"), args);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(output, 1, sizeof output - 1, p);
+  output[n] = '\0';
+  int st = pclose(p);
+  ck_assert(WIFEXITED(st));
+  return WEXITSTATUS(st);
+}
+
+#define ASSERT_OUT(needle)                                                                         \
+  ck_assert_msg(strstr(output, needle), "output lacks '%s':\n%s", needle, output)
+
+START_TEST(info_lists_fake_devices) {
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  ck_assert_int_eq(run("info"), 0);
+  ASSERT_OUT("backend:      cuda");
+  ASSERT_OUT("driver:       CUDA 12.8");
+  ASSERT_OUT("device 0:     Fake GPU 0");
+  ASSERT_OUT("device 1:     Fake GPU 1");
+  ASSERT_OUT("compute capability: 9.0");
+  ASSERT_OUT("peer access");
+  ASSERT_OUT("installed backends:");
+  ck_assert_int_eq(run("info --json"), 0);
+  ASSERT_OUT("\"status\":\"T4A_OK\"");
+  ASSERT_OUT("\"name\":\"Fake GPU 1\"");
+  ASSERT_OUT("\"peer_access\":[[true,true],[true,true]]");
+}
+END_TEST
+
+START_TEST(info_without_driver_says_why) {
+  setenv("T4A_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+  ck_assert_int_eq(run("info"), 4);
+  ASSERT_OUT("unusable (T4A_ENODRIVER)");
+  ASSERT_OUT("install the NVIDIA driver");
+  ck_assert_int_eq(run("--json info"), 4);
+  ASSERT_OUT("\"status\":\"T4A_ENODRIVER\"");
+}
+END_TEST
+
+START_TEST(info_without_gpu_says_why) {
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  setenv("FAKE_CUDA_MODE", "nodevice", 1);
+  ck_assert_int_eq(run("info"), 4);
+  ASSERT_OUT("unusable (T4A_ENODEVICE)");
+}
+END_TEST
+
+START_TEST(info_without_backend_says_why) {
+  setenv("T4A_GPU_BACKEND_PATH", "/nonexistent", 1);
+  ck_assert_int_eq(run("info"), 3);
+  ASSERT_OUT("backend:      unavailable: backend 'cuda' not found");
+  ck_assert_int_eq(run("info --backend /nonexistent/libt4a_x.so"), 3);
+}
+END_TEST
+
+START_TEST(usage_errors) {
+  ck_assert_int_eq(run("frobnicate"), 2);
+  ASSERT_OUT("unknown command");
+  ck_assert_int_eq(run("info --bogus"), 2);
+  ck_assert_int_eq(run("--help"), 0);
+  ASSERT_OUT("usage: t4a-gpu info");
+  ck_assert_int_eq(run("--version"), 0);
+  ASSERT_OUT(PACKAGE_VERSION);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("cli");
+  TCase *tc = tcase_create("cli");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, info_lists_fake_devices);
+  tcase_add_test(tc, info_without_driver_says_why);
+  tcase_add_test(tc, info_without_gpu_says_why);
+  tcase_add_test(tc, info_without_backend_says_why);
+  tcase_add_test(tc, usage_errors);
+  suite_add_tcase(s, tc);
+  return t4a_test_run(s);
+}

@@ -1,0 +1,228 @@
+/* tests/fakecuda/fake_cuda.c -- a test-only libcuda.so.1 stand-in; see
+ * README beside this file. It implements the entry points the plugin
+ * resolves with the 12.0 signatures from plugin-cuda/cuda_decls.h. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin-cuda/cuda_decls.h"
+
+#define EXPORT __attribute__((visibility("default")))
+typedef t4a__CUresult R;
+
+/* Every entry point by base name, bound to its exported
+ * (versioned) symbol. Entry points this file does not implement resolve to
+ * the weak "not supported" definitions in fake_stubs.c. */
+#define FAKE_DECLARE(name, sym, req, params) EXPORT R fake_sym_##name params __asm__(sym);
+T4A__CUDA_FUNCS(FAKE_DECLARE)
+#undef FAKE_DECLARE
+
+static int env_int(const char *name, int dflt) {
+  const char *v = getenv(name);
+  return v && *v ? atoi(v) : dflt;
+}
+
+static int mode_is(const char *m) {
+  const char *v = getenv("FAKE_CUDA_MODE");
+  return v && strcmp(v, m) == 0;
+}
+
+static int initialised;
+static int init_calls;
+
+/* Test control: how many times cuInit was called in this process. */
+EXPORT int fake_cuda_init_calls(void);
+int fake_cuda_init_calls(void) { return init_calls; }
+
+static R check_ready(void) {
+  return initialised ? T4A__CUDA_SUCCESS : T4A__CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static int device_count(void) { return env_int("FAKE_CUDA_DEVICES", 2); }
+
+static R check_device(t4a__CUdevice d) {
+  R r = check_ready();
+  if (r)
+    return r;
+  return d >= 0 && d < device_count() ? T4A__CUDA_SUCCESS : T4A__CUDA_ERROR_INVALID_DEVICE;
+}
+
+EXPORT R cuDriverGetVersion(int *v);
+R cuDriverGetVersion(int *v) {
+  if (mode_is("stub"))
+    return T4A__CUDA_ERROR_STUB_LIBRARY;
+  if (!v)
+    return T4A__CUDA_ERROR_INVALID_VALUE;
+  *v = env_int("FAKE_CUDA_VERSION", 12080);
+  return T4A__CUDA_SUCCESS;
+}
+
+EXPORT R cuInit(unsigned int flags);
+R cuInit(unsigned int flags) {
+  __atomic_add_fetch(&init_calls, 1, __ATOMIC_SEQ_CST);
+  if (flags)
+    return T4A__CUDA_ERROR_INVALID_VALUE;
+  if (mode_is("stub"))
+    return T4A__CUDA_ERROR_STUB_LIBRARY;
+  if (mode_is("nodevice"))
+    return T4A__CUDA_ERROR_NO_DEVICE;
+  if (mode_is("insufficient"))
+    return T4A__CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
+  if (mode_is("initfail"))
+    return T4A__CUDA_ERROR_UNKNOWN;
+  initialised = 1;
+  return T4A__CUDA_SUCCESS;
+}
+
+static const struct {
+  R code;
+  const char *name;
+} names[] = {
+#define FAKE_NAME(n, v) {v, #n},
+    T4A__CUDA_DECL_CONSTANTS(FAKE_NAME)
+#undef FAKE_NAME
+};
+
+R fake_sym_cuGetErrorName(R e, const char **s) {
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (names[i].code == e && strncmp(names[i].name, "CUDA_", 5) == 0) {
+      *s = names[i].name;
+      return T4A__CUDA_SUCCESS;
+    }
+  *s = NULL;
+  return T4A__CUDA_ERROR_INVALID_VALUE;
+}
+
+R fake_sym_cuGetErrorString(R e, const char **s) { return fake_sym_cuGetErrorName(e, s); }
+
+R fake_sym_cuDeviceGetCount(int *n) {
+  R r = check_ready();
+  if (r)
+    return r;
+  *n = device_count();
+  return T4A__CUDA_SUCCESS;
+}
+
+R fake_sym_cuDeviceGet(t4a__CUdevice *d, int ordinal) {
+  R r = check_device(ordinal);
+  if (r)
+    return r;
+  *d = ordinal;
+  return T4A__CUDA_SUCCESS;
+}
+
+R fake_sym_cuDeviceGetName(char *name, int len, t4a__CUdevice d) {
+  R r = check_device(d);
+  if (r)
+    return r;
+  snprintf(name, (size_t)len, "Fake GPU %d", d);
+  return T4A__CUDA_SUCCESS;
+}
+
+R fake_sym_cuDeviceGetUuid(t4a__CUuuid *u, t4a__CUdevice d) {
+  R r = check_device(d);
+  if (r)
+    return r;
+  for (int i = 0; i < 16; i++)
+    u->bytes[i] = (char)(0xf0 + d * 16 + i);
+  return T4A__CUDA_SUCCESS;
+}
+
+R fake_sym_cuDeviceTotalMem(size_t *bytes, t4a__CUdevice d) {
+  R r = check_device(d);
+  if (r)
+    return r;
+  *bytes = (size_t)1 << 30;
+  return T4A__CUDA_SUCCESS;
+}
+
+R fake_sym_cuDeviceGetPCIBusId(char *id, int len, t4a__CUdevice d) {
+  R r = check_device(d);
+  if (r)
+    return r;
+  snprintf(id, (size_t)len, "0000:%02x:00.0", 0x10 + d);
+  return T4A__CUDA_SUCCESS;
+}
+
+R fake_sym_cuDeviceGetAttribute(int *v, t4a__CUdevice_attribute a, t4a__CUdevice d) {
+  R r = check_device(d);
+  if (r)
+    return r;
+  switch (a) {
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *v = 1024; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 2147483647; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *v = 65535; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 * 1024; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 * 1024; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_INTEGRATED: *v = 0; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 1; break;
+  default: return T4A__CUDA_ERROR_INVALID_VALUE;
+  }
+  return T4A__CUDA_SUCCESS;
+}
+
+R fake_sym_cuDeviceCanAccessPeer(int *can, t4a__CUdevice d, t4a__CUdevice p) {
+  R r;
+  if ((r = check_device(d)) || (r = check_device(p)))
+    return r;
+  *can = getenv("FAKE_CUDA_NO_PEER") ? 0 : d != p;
+  return T4A__CUDA_SUCCESS;
+}
+
+typedef struct entry {
+  const char *name;
+  void *fn;
+} entry;
+
+static const entry entries[] = {
+#define FAKE_ENTRY(name, sym, req, params) {#name, (void *)fake_sym_##name},
+    T4A__CUDA_FUNCS(FAKE_ENTRY)
+#undef FAKE_ENTRY
+};
+
+static int hidden(const char *name) {
+  const char *h = getenv("FAKE_CUDA_HIDE");
+  if (!h)
+    return 0;
+  size_t n = strlen(name);
+  for (const char *p = h; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == h || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+      return 1;
+  return 0;
+}
+
+__attribute__((unused)) static void *lookup(const char *name) {
+  if (hidden(name))
+    return NULL;
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+    if (strcmp(entries[i].name, name) == 0)
+      return entries[i].fn;
+  return NULL;
+}
+
+#ifndef FAKE_NO_GETPROC
+EXPORT R cuGetProcAddress_v2(const char *symbol, void **pfn, int version, t4a__cuuint64_t flags,
+                             t4a__CUdriverProcAddressQueryResult *status);
+R cuGetProcAddress_v2(const char *symbol, void **pfn, int version, t4a__cuuint64_t flags,
+                      t4a__CUdriverProcAddressQueryResult *status) {
+  if (mode_is("stub"))
+    return T4A__CUDA_ERROR_STUB_LIBRARY;
+  if (!symbol || !pfn || version < 12000 || flags)
+    return T4A__CUDA_ERROR_INVALID_VALUE;
+  *pfn = lookup(symbol);
+  if (status)
+    *status = *pfn ? 0 : 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+  return *pfn ? T4A__CUDA_SUCCESS : T4A__CUDA_ERROR_NOT_FOUND;
+}
+#endif

@@ -1,0 +1,119 @@
+/* tests/loader/fake_backend.c -- fake backend plugins for the loader tests.
+ * Built once per FAKE_VARIANT (see Makefile.am); each variant breaks or
+ * bends one rule of the v1 contract. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "t4a/gpu_backend_v1.h"
+
+#define FAKE_GOOD 1
+#define FAKE_MAJOR 2    /* reports ABI major 2 */
+#define FAKE_NEWER 3    /* minor 7, a bigger table with unknown slots */
+#define FAKE_OLDER 4    /* a table covering only the required slots */
+#define FAKE_NOENTRY 5  /* no entry symbol */
+#define FAKE_NULLSLOT 6 /* init slot NULL */
+#define FAKE_INITFAIL 7 /* init fails with ENODEVICE */
+#define FAKE_OTHER 8    /* a second good backend, for swapping */
+#define FAKE_TINY 9     /* struct_size below the required slots */
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int inits; /* per load: reset when the plugin is unloaded and reloaded */
+static _Thread_local t4a_error_info last = {sizeof(t4a_error_info), 0, 0, "", ""};
+
+static int fake_last_error(t4a_error_info *info) {
+  if (!info || info->struct_size < T4A_ERROR_INFO_V1_0_SIZE)
+    return T4A_EINVAL;
+  *info = last;
+  return T4A_OK;
+}
+
+static int fake_init(void) {
+  inits++;
+#if FAKE_VARIANT == FAKE_INITFAIL
+  last.status = T4A_ENODEVICE;
+  last.message = "fake: no device; plug one in";
+  return T4A_ENODEVICE;
+#else
+  return T4A_OK;
+#endif
+}
+
+static int fake_get_info(t4a_backend_info *info) {
+  if (!info || info->struct_size < T4A_BACKEND_INFO_V1_0_SIZE)
+    return T4A_EINVAL;
+  size_t n = info->struct_size < sizeof *info ? info->struct_size : sizeof *info;
+  memset((char *)info + 4, 0, n - 4);
+  snprintf(info->name, sizeof info->name, "%s", FAKE_NAME);
+  info->device_count = inits; /* tests read the init count of this load */
+  return T4A_OK;
+}
+
+static int fake_device_count(int32_t *n) {
+  *n = 3;
+  return T4A_OK;
+}
+
+static int fake_device_info(int32_t ordinal, t4a_device_info *info) {
+  (void)ordinal;
+  (void)info;
+  return T4A_EUNSUPPORTED;
+}
+
+/* A table with room after the v1.0 slots, so the "newer" variant can claim
+ * slots this loader does not know. */
+__attribute__((unused)) static struct {
+  t4a_gpu_backend_v1 v1;
+  void (*future[2])(void);
+} table = {
+    .v1 =
+        {
+            .struct_size = sizeof(t4a_gpu_backend_v1),
+            .abi_major = T4A_GPU_BACKEND_ABI_MAJOR,
+            .abi_minor = T4A_GPU_BACKEND_ABI_MINOR,
+            .name = FAKE_NAME,
+            .version = "0.0.1",
+            .last_error = fake_last_error,
+            .init = fake_init,
+            .get_info = fake_get_info,
+            .device_count = fake_device_count,
+            .device_info = fake_device_info,
+        },
+};
+
+__attribute__((unused)) static void
+poison(void) { /* never called: a non-NULL pointer in a slot the table hides */
+}
+
+#if FAKE_VARIANT != FAKE_NOENTRY
+EXPORT int t4a_gpu_backend_v1_entry(uint16_t major, uint16_t minor, const t4a_gpu_backend_v1 **out);
+int t4a_gpu_backend_v1_entry(uint16_t major, uint16_t minor, const t4a_gpu_backend_v1 **out) {
+  (void)minor;
+  if (major != T4A_GPU_BACKEND_ABI_MAJOR)
+    return T4A_EABI;
+#if FAKE_VARIANT == FAKE_MAJOR
+  table.v1.abi_major = 2;
+#elif FAKE_VARIANT == FAKE_NEWER
+  table.v1.abi_minor = 7;
+  table.v1.struct_size = sizeof table;
+  table.future[0] = poison;
+  table.future[1] = poison;
+#elif FAKE_VARIANT == FAKE_OLDER
+  table.v1.struct_size = T4A_SIZE_THROUGH(t4a_gpu_backend_v1, device_info);
+  table.v1.compiler_info = (int (*)(t4a_compiler_info *))poison; /* beyond struct_size */
+  table.v1.launch = (int (*)(t4a_runtime, t4a_function, const t4a_launch_config *, void **))poison;
+#elif FAKE_VARIANT == FAKE_NULLSLOT
+  table.v1.init = NULL;
+#elif FAKE_VARIANT == FAKE_TINY
+  table.v1.struct_size = 24;
+#endif
+  *out = &table.v1;
+  return T4A_OK;
+}
+#else
+EXPORT int not_the_entry(void);
+int not_the_entry(void) { return (int)(uintptr_t)poison; }
+#endif

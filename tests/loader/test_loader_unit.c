@@ -1,0 +1,86 @@
+/* tests/loader/test_loader_unit.c -- the loader's internals, linked
+ * directly: the setuid rule, name rules, logging levels, checked math. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checked.h"
+#include "common/env.h"
+#include "common/log.h"
+#include "loader/loader_internal.h"
+#include "tests/testutil.h"
+
+START_TEST(privileged_process_ignores_environment) {
+  setenv("T4A_GPU_BACKEND_PATH", "/evil/dir", 1);
+  setenv("T4A_GPU_BACKEND", "/evil/libt4a_x.so", 1);
+  char path[T4A__PATH_MAX];
+
+  t4a__env_force_secure(0);
+  t4a__search_path(path, sizeof path);
+  ck_assert_str_eq(path, "/evil/dir");
+  ck_assert_str_eq(t4a__default_spec(), "/evil/libt4a_x.so");
+  ck_assert_str_eq(t4a__getenv("T4A_GPU_BACKEND"), "/evil/libt4a_x.so");
+
+  t4a__env_force_secure(1); /* as in a setuid/setgid process */
+  ck_assert(t4a__env_is_secure());
+  ck_assert_ptr_null(t4a__getenv("T4A_GPU_BACKEND"));
+  t4a__search_path(path, sizeof path);
+  ck_assert_str_eq(path, T4A_PLUGIN_DIR);
+  ck_assert_str_eq(t4a__default_spec(), "cuda");
+
+  t4a__env_force_secure(-1); /* decided by the process: this one is not privileged */
+  ck_assert(!t4a__env_is_secure());
+}
+END_TEST
+
+START_TEST(backend_names) {
+  ck_assert(t4a__valid_name("cuda"));
+  ck_assert(t4a__valid_name("fake_2"));
+  ck_assert(!t4a__valid_name(""));
+  ck_assert(!t4a__valid_name("CUDA"));
+  ck_assert(!t4a__valid_name("a.b"));
+  ck_assert(!t4a__valid_name("a b"));
+  ck_assert(t4a__valid_name("x2345678901234567890123456789012"));
+  ck_assert(!t4a__valid_name("x23456789012345678901234567890123"));
+}
+END_TEST
+
+START_TEST(log_levels) {
+  ck_assert_int_eq(t4a__log_parse(NULL), 0);
+  ck_assert_int_eq(t4a__log_parse(""), 0);
+  ck_assert_int_eq(t4a__log_parse("error"), T4A__LOG_ERROR);
+  ck_assert_int_eq(t4a__log_parse("warn"), T4A__LOG_WARN);
+  ck_assert_int_eq(t4a__log_parse("info"), T4A__LOG_INFO);
+  ck_assert_int_eq(t4a__log_parse("debug"), T4A__LOG_DEBUG);
+  ck_assert_int_eq(t4a__log_parse("verbose"), 0);
+}
+END_TEST
+
+START_TEST(checked_arithmetic) {
+  uint64_t r;
+  ck_assert(t4a__add_u64(1, 2, &r) && r == 3);
+  ck_assert(!t4a__add_u64(UINT64_MAX, 1, &r));
+  ck_assert(t4a__mul_u64(1u << 20, 1u << 20, &r) && r == (1ull << 40));
+  ck_assert(!t4a__mul_u64(UINT64_MAX / 2 + 1, 2, &r));
+  ck_assert(t4a__range_ok(0, 0, 0));
+  ck_assert(t4a__range_ok(3, 4, 7));
+  ck_assert(!t4a__range_ok(3, 5, 7));
+  ck_assert(!t4a__range_ok(8, 0, 7));
+  ck_assert(!t4a__range_ok(UINT64_MAX, 2, UINT64_MAX));
+  ck_assert(t4a__align_up_u64(5, 4, &r) && r == 8);
+  ck_assert(t4a__align_up_u64(8, 4, &r) && r == 8);
+  ck_assert(!t4a__align_up_u64(UINT64_MAX - 1, 4, &r));
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("loader-unit");
+  TCase *tc = tcase_create("unit");
+  tcase_add_test(tc, privileged_process_ignores_environment);
+  tcase_add_test(tc, backend_names);
+  tcase_add_test(tc, log_levels);
+  tcase_add_test(tc, checked_arithmetic);
+  suite_add_tcase(s, tc);
+  return t4a_test_run(s);
+}
