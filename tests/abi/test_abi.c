@@ -18,36 +18,54 @@ _Static_assert(offsetof(t4a_gpu_backend_v1, name) == 8, "name at 8");
 #define V1_0_SLOTS(X)                                                                              \
   X(version, name)                                                                                 \
   X(last_error, version)                                                                           \
-  X(init, last_error) X(get_info, init) X(device_count, get_info) X(device_info, device_count) X(  \
-      compiler_info, device_info) X(peer_access_supported, compiler_info) X(runtime_create,        \
-                                                                            peer_access_supported) \
-      X(runtime_destroy, runtime_create) X(runtime_counters, runtime_destroy) X(                   \
-          buffer_alloc, runtime_counters) X(buffer_free, buffer_alloc) X(buffer_size, buffer_free) \
-          X(cache_trim, buffer_size) X(cache_stats, cache_trim) X(host_alloc, cache_stats) X(      \
-              host_free, host_alloc) X(copy_h2d_pinned, host_free) X(copy_d2h_pinned,              \
-                                                                     copy_h2d_pinned)              \
-              X(copy_h2d, copy_d2h_pinned) X(copy_d2h, copy_h2d) X(copy_d2d, copy_d2h) X(          \
-                  copy_from_runtime, copy_d2d) X(copy_from_peer, copy_from_runtime)                \
-                  X(copy_from_peer_via_host, copy_from_peer) X(seal, copy_from_peer_via_host) X(   \
-                      witness_query, seal) X(witness_wait, witness_query) X(witness_retain,        \
-                                                                            witness_wait)          \
-                      X(witness_release, witness_retain) X(runtime_wait_witness, witness_release)  \
-                          X(artifact_compile, runtime_wait_witness) X(                             \
-                              artifact_from_bytes, artifact_compile) X(artifact_log,               \
-                                                                       artifact_from_bytes)        \
-                              X(artifact_data, artifact_log) X(artifact_release, artifact_data) X( \
-                                  compile_cache_stats, artifact_release) X(compile_cache_clear,    \
-                                                                           compile_cache_stats)    \
-                                  X(module_load, compile_cache_clear) X(                           \
-                                      module_unload, module_load) X(function_get, module_unload)   \
-                                      X(function_attributes, function_get)                         \
-                                          X(function_set_max_dynamic_shared, function_attributes)  \
-                                              X(launch, function_set_max_dynamic_shared)           \
-                                                  X(raw_runtime, launch)                           \
-                                                      X(buffer_device_address, raw_runtime)        \
-                                                          X(raw_function, buffer_device_address)   \
-                                                              X(raw_begin, raw_function)           \
-                                                                  X(raw_end, raw_begin)
+  X(init, last_error)                                                                              \
+  X(get_info, init)                                                                                \
+  X(device_count, get_info)                                                                        \
+  X(device_info, device_count)                                                                     \
+  X(compiler_info, device_info)                                                                    \
+  X(peer_access_supported, compiler_info)                                                          \
+  X(runtime_create, peer_access_supported)                                                         \
+  X(runtime_destroy, runtime_create)                                                               \
+  X(runtime_counters, runtime_destroy)                                                             \
+  X(buffer_alloc, runtime_counters)                                                                \
+  X(buffer_free, buffer_alloc)                                                                     \
+  X(buffer_size, buffer_free)                                                                      \
+  X(cache_trim, buffer_size)                                                                       \
+  X(cache_stats, cache_trim)                                                                       \
+  X(host_alloc, cache_stats)                                                                       \
+  X(host_free, host_alloc)                                                                         \
+  X(copy_h2d_pinned, host_free)                                                                    \
+  X(copy_d2h_pinned, copy_h2d_pinned)                                                              \
+  X(copy_h2d, copy_d2h_pinned)                                                                     \
+  X(copy_d2h, copy_h2d)                                                                            \
+  X(copy_d2d, copy_d2h)                                                                            \
+  X(copy_from_runtime, copy_d2d)                                                                   \
+  X(copy_from_peer, copy_from_runtime)                                                             \
+  X(copy_from_peer_via_host, copy_from_peer)                                                       \
+  X(seal, copy_from_peer_via_host)                                                                 \
+  X(witness_query, seal)                                                                           \
+  X(witness_wait, witness_query)                                                                   \
+  X(witness_retain, witness_wait)                                                                  \
+  X(witness_release, witness_retain)                                                               \
+  X(runtime_wait_witness, witness_release)                                                         \
+  X(artifact_compile, runtime_wait_witness)                                                        \
+  X(artifact_from_bytes, artifact_compile)                                                         \
+  X(artifact_log, artifact_from_bytes)                                                             \
+  X(artifact_data, artifact_log)                                                                   \
+  X(artifact_release, artifact_data)                                                               \
+  X(compile_cache_stats, artifact_release)                                                         \
+  X(compile_cache_clear, compile_cache_stats)                                                      \
+  X(module_load, compile_cache_clear)                                                              \
+  X(module_unload, module_load)                                                                    \
+  X(function_get, module_unload)                                                                   \
+  X(function_attributes, function_get)                                                             \
+  X(function_set_max_dynamic_shared, function_attributes)                                          \
+  X(launch, function_set_max_dynamic_shared)                                                       \
+  X(raw_runtime, launch)                                                                           \
+  X(buffer_device_address, raw_runtime)                                                            \
+  X(raw_function, buffer_device_address)                                                           \
+  X(raw_begin, raw_function)                                                                       \
+  X(raw_end, raw_begin)
 
 #define FOLLOWS(slot, prev)                                                                        \
   _Static_assert(offsetof(t4a_gpu_backend_v1, slot) ==                                             \
