@@ -17,6 +17,9 @@
 typedef struct t4a__device {
   t4a__CUdevice dev;
   t4a_device_info info;
+  /* A sticky fault seen by any runtime on this device: the primary context
+   * all of them share is unusable (CUresult, 0 = none). */
+  atomic_uint fault;
 } t4a__device;
 
 enum t4a__init_state { T4A__INIT_NONE = 0, T4A__INIT_READY = 1, T4A__INIT_FAILED = 2 };

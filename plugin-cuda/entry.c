@@ -2,7 +2,7 @@
  * A slot stays NULL ("unsupported") until it is implemented. */
 #include "config.h"
 
-#include "plugin-cuda/backend.h"
+#include "plugin-cuda/runtime.h"
 
 static const t4a_gpu_backend_v1 table = {
     .struct_size = sizeof(t4a_gpu_backend_v1),
@@ -17,6 +17,31 @@ static const t4a_gpu_backend_v1 table = {
     .device_info = t4a__slot_device_info,
     .compiler_info = t4a__slot_compiler_info,
     .peer_access_supported = t4a__slot_peer_access_supported,
+    .runtime_create = t4a__slot_runtime_create,
+    .runtime_destroy = t4a__slot_runtime_destroy,
+    .runtime_counters = t4a__slot_runtime_counters,
+    .buffer_alloc = t4a__slot_buffer_alloc,
+    .buffer_free = t4a__slot_buffer_free,
+    .buffer_size = t4a__slot_buffer_size,
+    .cache_trim = t4a__slot_cache_trim,
+    .cache_stats = t4a__slot_cache_stats,
+    .host_alloc = t4a__slot_host_alloc,
+    .host_free = t4a__slot_host_free,
+    .copy_h2d_pinned = t4a__slot_copy_h2d_pinned,
+    .copy_d2h_pinned = t4a__slot_copy_d2h_pinned,
+    .copy_h2d = t4a__slot_copy_h2d,
+    .copy_d2h = t4a__slot_copy_d2h,
+    .copy_d2d = t4a__slot_copy_d2d,
+    .seal = t4a__slot_seal,
+    .witness_query = t4a__slot_witness_query,
+    .witness_wait = t4a__slot_witness_wait,
+    .witness_retain = t4a__slot_witness_retain,
+    .witness_release = t4a__slot_witness_release,
+    .runtime_wait_witness = t4a__slot_runtime_wait_witness,
+    .raw_runtime = t4a__slot_raw_runtime,
+    .buffer_device_address = t4a__slot_buffer_device_address,
+    .raw_begin = t4a__slot_raw_begin,
+    .raw_end = t4a__slot_raw_end,
 };
 
 __attribute__((visibility("default"))) int t4a_gpu_backend_v1_entry(uint16_t caller_major,

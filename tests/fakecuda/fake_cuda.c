@@ -7,10 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin-cuda/cuda_decls.h"
-
-#define EXPORT __attribute__((visibility("default")))
-typedef t4a__CUresult R;
+#include "tests/fakecuda/fake_internal.h"
 
 /* Every entry point by base name, bound to its exported
  * (versioned) symbol. Entry points this file does not implement resolve to
@@ -19,7 +16,7 @@ typedef t4a__CUresult R;
 T4A__CUDA_FUNCS(FAKE_DECLARE)
 #undef FAKE_DECLARE
 
-static int env_int(const char *name, int dflt) {
+int fake_env_int(const char *name, int dflt) {
   const char *v = getenv(name);
   return v && *v ? atoi(v) : dflt;
 }
@@ -32,6 +29,8 @@ static int mode_is(const char *m) {
 static int initialised;
 static int init_calls;
 
+bool fake_initialised(void) { return __atomic_load_n(&initialised, __ATOMIC_SEQ_CST) != 0; }
+
 /* Test control: how many times cuInit was called in this process. */
 EXPORT int fake_cuda_init_calls(void);
 int fake_cuda_init_calls(void) { return init_calls; }
@@ -40,7 +39,8 @@ static R check_ready(void) {
   return initialised ? T4A__CUDA_SUCCESS : T4A__CUDA_ERROR_NOT_INITIALIZED;
 }
 
-static int device_count(void) { return env_int("FAKE_CUDA_DEVICES", 2); }
+int fake_device_count(void) { return fake_env_int("FAKE_CUDA_DEVICES", 2); }
+#define device_count fake_device_count
 
 static R check_device(t4a__CUdevice d) {
   R r = check_ready();
@@ -55,7 +55,7 @@ R cuDriverGetVersion(int *v) {
     return T4A__CUDA_ERROR_STUB_LIBRARY;
   if (!v)
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  *v = env_int("FAKE_CUDA_VERSION", 12080);
+  *v = fake_env_int("FAKE_CUDA_VERSION", 12080);
   return T4A__CUDA_SUCCESS;
 }
 
@@ -72,7 +72,7 @@ R cuInit(unsigned int flags) {
     return T4A__CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
   if (mode_is("initfail"))
     return T4A__CUDA_ERROR_UNKNOWN;
-  initialised = 1;
+  __atomic_store_n(&initialised, 1, __ATOMIC_SEQ_CST);
   return T4A__CUDA_SUCCESS;
 }
 
@@ -134,7 +134,7 @@ R fake_sym_cuDeviceTotalMem(size_t *bytes, t4a__CUdevice d) {
   R r = check_device(d);
   if (r)
     return r;
-  *bytes = (size_t)1 << 30;
+  *bytes = (size_t)fake_env_int("FAKE_CUDA_MEM_MIB", 1024) << 20;
   return T4A__CUDA_SUCCESS;
 }
 

@@ -1,0 +1,306 @@
+/* plugin-cuda/memory.c -- device buffers: stream-ordered allocation from the
+ * runtime's pool through a host-side cache of freed blocks.
+ *
+ * A freed block goes to the cache bin of its size class (8 classes per power
+ * of two, at most 12.5% slack). A later allocation of that class takes it
+ * back without a driver call: its previous uses were all enqueued on the
+ * runtime's stream before the free, and every new use is enqueued after the
+ * allocation, so stream order already separates them. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/checked.h"
+#include "plugin-cuda/runtime.h"
+
+int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out) {
+  uint64_t b = h.bits;
+  if (t4a__h_tag(b) != T4A__TAG_BUFFER)
+    return t4a__fail(b ? T4A_EHANDLE : T4A_EINVAL,
+                     "%s: %s is not a buffer handle; pass one from buffer_alloc", what,
+                     b ? "the handle" : "a null handle");
+  if (t4a__h_rt(b) != rt->index)
+    return t4a__fail(T4A_EHANDLE,
+                     "%s: the buffer belongs to runtime #%u, not #%u; use it with "
+                     "its own runtime (or copy_from_runtime)",
+                     what, t4a__h_rt(b), rt->index);
+  uint32_t i = t4a__h_index(b);
+  if (i >= rt->buf_count || !rt->bufs[i].live || rt->bufs[i].gen != t4a__h_gen(b))
+    return t4a__fail(T4A_EHANDLE,
+                     "%s: the buffer was freed (or its runtime destroyed); "
+                     "allocate a new one",
+                     what);
+  *out = &rt->bufs[i];
+  return T4A_OK;
+}
+
+/* Takes a free buffer slot, growing the table; returns its index. */
+static int take_buffer_slot(t4a__runtime *rt, uint32_t *index) {
+  if (rt->buf_free) {
+    *index = rt->buf_free - 1;
+    rt->buf_free = rt->bufs[*index].next_free;
+    return T4A_OK;
+  }
+  if (rt->buf_count == rt->buf_cap) {
+    uint32_t cap = rt->buf_cap ? rt->buf_cap * 2 : 64;
+    if (cap > T4A__MAX_INDEX)
+      return t4a__fail(T4A_ENOMEM, "buffer_alloc: %u live buffers in one runtime; free some",
+                       T4A__MAX_INDEX);
+    t4a__buffer *p = realloc(rt->bufs, cap * sizeof *p);
+    if (!p)
+      return t4a__fail(T4A_ENOMEM, "buffer_alloc: out of host memory for the handle table; "
+                                   "free memory");
+    rt->bufs = p;
+    rt->buf_cap = cap;
+  }
+  *index = rt->buf_count;
+  rt->bufs[rt->buf_count++] = (t4a__buffer){0};
+  return T4A_OK;
+}
+
+/* Takes a block of class `cls` from the cache; false when the bin is empty. */
+static bool cache_take(t4a__runtime *rt, unsigned cls, uint64_t cap, t4a__CUdeviceptr *ptr) {
+  t4a__bin *bin = &rt->bins[cls];
+  if (!bin->count)
+    return false;
+  *ptr = bin->ptrs[--bin->count];
+  rt->cache_entries--;
+  rt->cache_bytes -= cap;
+  return true;
+}
+
+/* Puts a block in its bin; false when the cache is full or the bin cannot
+ * grow (the caller then frees it to the pool). */
+static bool cache_put(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
+  uint64_t cls_cap;
+  unsigned cls = t4a__size_class(cap, &cls_cap);
+  if (rt->cache_bytes + cap > rt->opts.cache_limit_bytes || rt->cache_bytes + cap < cap)
+    return false;
+  t4a__bin *bin = &rt->bins[cls];
+  if (bin->count == bin->cap) {
+    uint32_t n = bin->cap ? bin->cap * 2 : 8;
+    t4a__CUdeviceptr *p = realloc(bin->ptrs, n * sizeof *p);
+    if (!p)
+      return false;
+    bin->ptrs = p;
+    bin->cap = n;
+  }
+  bin->ptrs[bin->count++] = ptr;
+  rt->cache_entries++;
+  rt->cache_bytes += cap;
+  return true;
+}
+
+/* Stream-ordered free to the pool. Needs rt's context current. */
+static int pool_free(t4a__runtime *rt, t4a__CUdeviceptr ptr) {
+  t4a__CUresult r = t4a__be.cu.cuMemFreeAsync(ptr, rt->stream);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "cuMemFreeAsync failed; the runtime may be unusable");
+  rt->c.driver_frees++;
+  return T4A_OK;
+}
+
+int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep) {
+  if (rt->cache_bytes <= keep)
+    return T4A_OK;
+  t4a__CUcontext saved;
+  int rc = t4a__ctx_enter(rt, &saved);
+  if (rc)
+    return rc;
+  /* largest blocks first: fewest frees for the bytes returned */
+  for (unsigned cls = T4A__NUM_CLASSES; cls-- > 0 && rt->cache_bytes > keep && !rc;) {
+    t4a__bin *bin = &rt->bins[cls];
+    uint64_t cap = t4a__class_cap(cls);
+    while (bin->count && rt->cache_bytes > keep) {
+      if ((rc = pool_free(rt, bin->ptrs[bin->count - 1])))
+        break;
+      bin->count--;
+      rt->cache_entries--;
+      rt->cache_bytes -= cap;
+    }
+  }
+  if (!rc) {
+    t4a__CUresult r = t4a__be.cu.cuMemPoolTrimTo(rt->pool, 0);
+    if (r != T4A__CUDA_SUCCESS)
+      rc = t4a__rt_cu_fail(rt, r, "cuMemPoolTrimTo failed; check the driver");
+  }
+  t4a__ctx_leave(rt, saved);
+  return rc;
+}
+
+/* Allocates `cap` bytes from the pool; on exhaustion trims the cache, waits
+ * for the stream (so freed blocks return to the pool) and retries once. */
+static int pool_alloc(t4a__runtime *rt, uint64_t cap, t4a__CUdeviceptr *ptr) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__CUcontext saved;
+  int rc = t4a__ctx_enter(rt, &saved);
+  if (rc)
+    return rc;
+  t4a__CUresult r = cu->cuMemAllocFromPoolAsync(ptr, (size_t)cap, rt->pool, rt->stream);
+  if (r == T4A__CUDA_ERROR_OUT_OF_MEMORY) {
+    t4a__ctx_leave(rt, saved);
+    if ((rc = t4a__cache_trim_locked(rt, 0)))
+      return rc;
+    if ((rc = t4a__ctx_enter(rt, &saved)))
+      return rc;
+    r = cu->cuStreamSynchronize(rt->stream);
+    if (r == T4A__CUDA_SUCCESS)
+      r = cu->cuMemPoolTrimTo(rt->pool, 0);
+    if (r == T4A__CUDA_SUCCESS)
+      r = cu->cuMemAllocFromPoolAsync(ptr, (size_t)cap, rt->pool, rt->stream);
+  }
+  t4a__ctx_leave(rt, saved);
+  if (r == T4A__CUDA_ERROR_OUT_OF_MEMORY)
+    return t4a__cu_fail(r,
+                        "buffer_alloc: device %d has no room for %llu bytes, even after "
+                        "trimming this runtime's cache; free buffers or trim other runtimes",
+                        (int)rt->ordinal, (unsigned long long)cap);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "buffer_alloc: cuMemAllocFromPoolAsync of %llu bytes failed",
+                           (unsigned long long)cap);
+  rt->c.driver_allocations++;
+  return T4A_OK;
+}
+
+int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
+  if (!out)
+    return t4a__fail(T4A_EINVAL, "buffer_alloc: out is NULL; pass a pointer");
+  out->bits = 0;
+  if (bytes > T4A__MAX_ALLOC)
+    return t4a__fail(T4A_ENOMEM, "buffer_alloc: %llu bytes exceeds any device; allocate less",
+                     (unsigned long long)bytes);
+  t4a__runtime *rt;
+  int rc = t4a__rt_lock(h, "buffer_alloc", &rt);
+  if (rc)
+    return rc;
+  uint64_t cap = 0;
+  t4a__CUdeviceptr ptr = 0;
+  if (bytes) {
+    unsigned cls = t4a__size_class(bytes, &cap);
+    if (cache_take(rt, cls, cap, &ptr)) {
+      rt->c.cache_hits++;
+    } else {
+      rt->c.cache_misses++;
+      if ((rc = pool_alloc(rt, cap, &ptr)))
+        goto out;
+    }
+  }
+  uint32_t i = 0;
+  if ((rc = take_buffer_slot(rt, &i))) {
+    if (cap && !cache_put(rt, ptr, cap)) {
+      t4a__CUcontext saved;
+      if (t4a__ctx_enter(rt, &saved) == T4A_OK) {
+        pool_free(rt, ptr);
+        t4a__ctx_leave(rt, saved);
+      }
+    }
+    goto out;
+  }
+  t4a__buffer *b = &rt->bufs[i];
+  b->live = true;
+  b->gen = t4a__gen_next(b->gen);
+  b->next_free = 0;
+  b->size = bytes;
+  b->cap = cap;
+  b->ptr = ptr;
+  rt->c.live_buffers++;
+  out->bits = t4a__h_make(T4A__TAG_BUFFER, rt->index, i, b->gen);
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  int rc = t4a__rt_lock(h, "buffer_free", &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, buf, "buffer_free", &b)))
+    goto out;
+  if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
+    t4a__CUcontext saved;
+    if ((rc = t4a__ctx_enter(rt, &saved)))
+      goto out;
+    rc = pool_free(rt, b->ptr);
+    t4a__ctx_leave(rt, saved);
+    if (rc)
+      goto out;
+  }
+  uint32_t i = (uint32_t)(b - rt->bufs);
+  b->live = false;
+  b->gen = t4a__gen_next(b->gen);
+  b->next_free = rt->buf_free;
+  rt->buf_free = i + 1;
+  rt->c.live_buffers--;
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_buffer_size(t4a_runtime h, t4a_buffer buf, uint64_t *bytes) {
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  if (!bytes)
+    return t4a__fail(T4A_EINVAL, "buffer_size: bytes is NULL; pass a pointer");
+  int rc = t4a__rt_lock_any(h, "buffer_size", &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, buf, "buffer_size", &b)) == T4A_OK)
+    *bytes = b->size;
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_buffer_device_address(t4a_runtime h, t4a_buffer buf, uint64_t *address) {
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  if (!address)
+    return t4a__fail(T4A_EINVAL, "buffer_device_address: address is NULL; pass a pointer");
+  int rc = t4a__rt_lock(h, "buffer_device_address", &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, buf, "buffer_device_address", &b)) == T4A_OK)
+    *address = b->ptr;
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_cache_trim(t4a_runtime h, uint64_t keep_bytes) {
+  t4a__runtime *rt;
+  int rc = t4a__rt_lock(h, "cache_trim", &rt);
+  if (rc)
+    return rc;
+  rc = t4a__cache_trim_locked(rt, keep_bytes);
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
+  int rc = t4a__check_struct(out, T4A_CACHE_STATS_V1_0_SIZE, "t4a_cache_stats");
+  t4a__runtime *rt;
+  if (rc || (rc = t4a__rt_lock_any(h, "cache_stats", &rt)))
+    return rc;
+  t4a_cache_stats s = {.struct_size = sizeof s,
+                       .entries = rt->cache_entries,
+                       .bytes = rt->cache_bytes,
+                       .hits = rt->c.cache_hits,
+                       .misses = rt->c.cache_misses,
+                       .limit_bytes = rt->opts.cache_limit_bytes,
+                       .pinned_entries = rt->pinned_count,
+                       .pinned_bytes = rt->pinned_bytes};
+  t4a__rt_unlock(rt);
+  t4a__fill_struct(out, &s, sizeof s);
+  return T4A_OK;
+}
+
+void t4a__memory_release_all(t4a__runtime *rt) {
+  for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
+    for (uint32_t i = 0; i < rt->bins[cls].count; i++)
+      pool_free(rt, rt->bins[cls].ptrs[i]);
+  for (uint32_t i = 0; i < rt->buf_count; i++)
+    if (rt->bufs[i].live && rt->bufs[i].cap)
+      pool_free(rt, rt->bufs[i].ptr);
+  t4a__be.cu.cuStreamSynchronize(rt->stream);
+}

@@ -1,0 +1,165 @@
+/* plugin-cuda/staging.c -- pageable transfers through bounded pinned staging.
+ *
+ * Each runtime allocates its staging once, at creation: one pinned block of
+ * `staging_bytes` split into chunks (8 MiB, or fewer bytes for small
+ * bounds; at least two chunks so copying and DMA overlap). Chunks are used
+ * round robin; each carries an event recorded after the DMA that used it,
+ * and is reused only after that event completed. The bound is never
+ * exceeded: there is no other pinned memory behind these copies.
+ *
+ *   H2D: memcpy a piece of the source into a free chunk (several threads for
+ *        large pieces), enqueue the DMA, record the chunk's event, go on with
+ *        the next chunk while that DMA runs. Returns when the whole source
+ *        was copied into staging: the source may be reused; the device write
+ *        completes in stream order.
+ *   D2H: enqueue DMAs into as many chunks as are free, then in order wait for
+ *        each chunk, memcpy it out, and reuse it for the next piece. Returns
+ *        when the destination holds all the data. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin-cuda/runtime.h"
+
+#define CHUNK_MAX (8ull << 20)
+
+int t4a__staging_init(t4a__runtime *rt) {
+  t4a__staging *s = &rt->staging;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  uint64_t bytes = rt->opts.staging_bytes;
+  uint64_t chunk = bytes / 2 < CHUNK_MAX ? bytes / 2 : CHUNK_MAX;
+  chunk &= ~(uint64_t)4095;
+  uint32_t count = (uint32_t)(bytes / chunk);
+  s->chunks = calloc(count, sizeof *s->chunks);
+  if (!s->chunks)
+    return t4a__fail(T4A_ENOMEM, "runtime_create: out of host memory for staging");
+  void *base = NULL;
+  t4a__CUresult r =
+      cu->cuMemHostAlloc(&base, (size_t)(chunk * count), T4A__CU_MEMHOSTALLOC_PORTABLE);
+  if (r != T4A__CUDA_SUCCESS) {
+    free(s->chunks);
+    s->chunks = NULL;
+    return t4a__cu_fail(r,
+                        "runtime_create: pinning %llu bytes of staging failed; lower "
+                        "t4a_runtime_options.staging_bytes or free pinned memory",
+                        (unsigned long long)(chunk * count));
+  }
+  s->base = base;
+  s->bytes = chunk * count;
+  s->chunk_bytes = chunk;
+  for (uint32_t i = 0; i < count; i++) {
+    s->chunks[i].ptr = s->base + (uint64_t)i * chunk;
+    r = cu->cuEventCreate(&s->chunks[i].ev, T4A__CU_EVENT_DISABLE_TIMING);
+    if (r != T4A__CUDA_SUCCESS) {
+      s->count = i;
+      t4a__staging_release(rt, true);
+      return t4a__cu_fail(r, "runtime_create: cuEventCreate for staging failed; free "
+                             "resources and retry");
+    }
+    rt->c.events_created++;
+  }
+  s->count = count;
+  return T4A_OK;
+}
+
+void t4a__staging_release(t4a__runtime *rt, bool idle) {
+  t4a__staging *s = &rt->staging;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if (idle) {
+    for (uint32_t i = 0; i < s->count; i++)
+      cu->cuEventDestroy(s->chunks[i].ev);
+    if (s->base)
+      cu->cuMemFreeHost(s->base);
+  }
+  free(s->chunks);
+  memset(s, 0, sizeof *s);
+}
+
+/* Waits until chunk c is free. */
+static int chunk_acquire(t4a__runtime *rt, t4a__chunk *c) {
+  if (!c->busy)
+    return T4A_OK;
+  t4a__CUresult r = t4a__be.cu.cuEventSynchronize(c->ev);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "staged copy: waiting for a staging chunk failed");
+  c->busy = false;
+  return T4A_OK;
+}
+
+static int chunk_record(t4a__runtime *rt, t4a__chunk *c) {
+  t4a__CUresult r = t4a__be.cu.cuEventRecord(c->ev, rt->stream);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "staged copy: cuEventRecord failed");
+  c->busy = true;
+  rt->c.staging_events_recorded++;
+  return T4A_OK;
+}
+
+/* Tracks the most staging in flight at once. */
+static void note_in_use(t4a__runtime *rt) {
+  t4a__staging *s = &rt->staging;
+  uint64_t busy = 0;
+  for (uint32_t i = 0; i < s->count; i++)
+    busy += s->chunks[i].busy ? s->chunk_bytes : 0;
+  if (busy > s->peak_bytes)
+    s->peak_bytes = busy;
+}
+
+int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
+  t4a__staging *s = &rt->staging;
+  const char *from = src;
+  for (uint64_t off = 0; off < bytes;) {
+    t4a__chunk *c = &s->chunks[s->next];
+    s->next = (s->next + 1) % s->count;
+    int rc = chunk_acquire(rt, c);
+    if (rc)
+      return rc;
+    uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
+    t4a__parallel_memcpy(c->ptr, from + off, (size_t)n, rt->opts.copy_threads);
+    t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst + off, c->ptr, (size_t)n, rt->stream);
+    if (r != T4A__CUDA_SUCCESS)
+      return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
+                             (unsigned long long)n);
+    if ((rc = chunk_record(rt, c)))
+      return rc;
+    note_in_use(rt);
+    off += n;
+  }
+  return T4A_OK;
+}
+
+int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes) {
+  t4a__staging *s = &rt->staging;
+  char *to = dst;
+  uint64_t pieces = (bytes + s->chunk_bytes - 1) / s->chunk_bytes;
+  uint64_t issued = 0, done = 0;
+  uint32_t first = s->next; /* piece i uses chunk (first + i) % count */
+  int rc = T4A_OK;
+  while (done < pieces) {
+    while (issued < pieces && issued - done < s->count) {
+      t4a__chunk *c = &s->chunks[(first + issued) % s->count];
+      if ((rc = chunk_acquire(rt, c)))
+        return rc;
+      uint64_t off = issued * s->chunk_bytes;
+      uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
+      t4a__CUresult r = t4a__be.cu.cuMemcpyDtoHAsync(c->ptr, src + off, (size_t)n, rt->stream);
+      if (r != T4A__CUDA_SUCCESS)
+        return t4a__rt_cu_fail(rt, r, "copy_d2h: cuMemcpyDtoHAsync of %llu bytes failed",
+                               (unsigned long long)n);
+      if ((rc = chunk_record(rt, c)))
+        return rc;
+      note_in_use(rt);
+      issued++;
+    }
+    t4a__chunk *c = &s->chunks[(first + done) % s->count];
+    if ((rc = chunk_acquire(rt, c)))
+      return rc;
+    uint64_t off = done * s->chunk_bytes;
+    uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
+    t4a__parallel_memcpy(to + off, c->ptr, (size_t)n, rt->opts.copy_threads);
+    done++;
+  }
+  s->next = (uint32_t)((first + pieces) % s->count);
+  return rc;
+}

@@ -1,0 +1,155 @@
+/* plugin-cuda/transfer.c -- copies within one runtime, on its stream, in call
+ * order. Every range is bounds-checked with overflow-safe arithmetic before
+ * the driver sees it; a zero-length copy enqueues nothing. */
+#include "config.h"
+
+#include "common/checked.h"
+#include "plugin-cuda/runtime.h"
+
+static int range(const char *what, const char *which, uint64_t off, uint64_t n, uint64_t size) {
+  if (t4a__range_ok(off, n, size))
+    return T4A_OK;
+  return t4a__fail(T4A_ERANGE,
+                   "%s: %s range [%llu, +%llu) exceeds its %llu bytes; check the "
+                   "offset and length",
+                   what, which, (unsigned long long)off, (unsigned long long)n,
+                   (unsigned long long)size);
+}
+
+/* Common prologue: lock the runtime, resolve the device buffer, check its
+ * range. */
+static int begin(t4a_runtime h, const char *what, t4a_buffer bh, uint64_t off, uint64_t n,
+                 const char *which, t4a__runtime **rt, t4a__buffer **b) {
+  int rc = t4a__rt_lock(h, what, rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(*rt, bh, what, b)) || (rc = range(what, which, off, n, (*b)->size)))
+    t4a__rt_unlock(*rt);
+  return rc;
+}
+
+static void count(t4a__runtime *rt, uint64_t *copies, uint64_t *bytes_kind, uint64_t n) {
+  (*copies)++;
+  *bytes_kind += n;
+  t4a__rt_dirty(rt);
+}
+
+static int pinned_copy(t4a_runtime h, bool to_device, t4a_buffer bh, uint64_t boff,
+                       t4a_host_buffer hh, uint64_t hoff, uint64_t n) {
+  const char *what = to_device ? "copy_h2d_pinned" : "copy_d2h_pinned";
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  t4a__host *hb;
+  int rc = begin(h, what, bh, boff, n, to_device ? "destination" : "source", &rt, &b);
+  if (rc)
+    return rc;
+  if ((rc = t4a__host_get(rt, hh, what, &hb)) ||
+      (rc = range(what, to_device ? "source" : "destination", hoff, n, hb->size)) || !n)
+    goto out;
+  t4a__CUcontext saved;
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
+  t4a__CUresult r = to_device ? t4a__be.cu.cuMemcpyHtoDAsync(b->ptr + boff, (char *)hb->ptr + hoff,
+                                                             (size_t)n, rt->stream)
+                              : t4a__be.cu.cuMemcpyDtoHAsync((char *)hb->ptr + hoff, b->ptr + boff,
+                                                             (size_t)n, rt->stream);
+  t4a__ctx_leave(rt, saved);
+  if (r != T4A__CUDA_SUCCESS) {
+    rc = t4a__rt_cu_fail(rt, r, "%s of %llu bytes failed", what, (unsigned long long)n);
+    goto out;
+  }
+  hb->last_use = rt->next_seq;
+  if (to_device)
+    count(rt, &rt->c.copies_h2d_pinned, &rt->c.bytes_h2d, n);
+  else
+    count(rt, &rt->c.copies_d2h_pinned, &rt->c.bytes_d2h, n);
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_copy_h2d_pinned(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset,
+                              t4a_host_buffer src, uint64_t src_offset, uint64_t bytes) {
+  return pinned_copy(rt, true, dst, dst_offset, src, src_offset, bytes);
+}
+
+int t4a__slot_copy_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, uint64_t dst_offset,
+                              t4a_buffer src, uint64_t src_offset, uint64_t bytes) {
+  return pinned_copy(rt, false, src, src_offset, dst, dst_offset, bytes);
+}
+
+/* Runs a staged copy with rt's context current. */
+static int staged(t4a__runtime *rt, bool to_device, t4a__CUdeviceptr dptr, void *host, uint64_t n) {
+  t4a__CUcontext saved;
+  int rc = t4a__ctx_enter(rt, &saved);
+  if (rc)
+    return rc;
+  rc = to_device ? t4a__staged_h2d(rt, dptr, host, n) : t4a__staged_d2h(rt, host, dptr, n);
+  t4a__ctx_leave(rt, saved);
+  return rc;
+}
+
+int t4a__slot_copy_h2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, const void *src,
+                       uint64_t bytes) {
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  if (!src && bytes)
+    return t4a__fail(T4A_EINVAL, "copy_h2d: src is NULL; pass the host data");
+  int rc = begin(h, "copy_h2d", dst, dst_offset, bytes, "destination", &rt, &b);
+  if (rc)
+    return rc;
+  if (bytes && (rc = staged(rt, true, b->ptr + dst_offset, (void *)(uintptr_t)src, bytes)) == 0)
+    count(rt, &rt->c.copies_h2d_pageable, &rt->c.bytes_h2d, bytes);
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_copy_d2h(t4a_runtime h, void *dst, t4a_buffer src, uint64_t src_offset,
+                       uint64_t bytes) {
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  if (!dst && bytes)
+    return t4a__fail(T4A_EINVAL, "copy_d2h: dst is NULL; pass the host destination");
+  int rc = begin(h, "copy_d2h", src, src_offset, bytes, "source", &rt, &b);
+  if (rc)
+    return rc;
+  if (bytes && (rc = staged(rt, false, b->ptr + src_offset, dst, bytes)) == 0)
+    count(rt, &rt->c.copies_d2h_pageable, &rt->c.bytes_d2h, bytes);
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_copy_d2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, t4a_buffer src,
+                       uint64_t src_offset, uint64_t bytes) {
+  t4a__runtime *rt;
+  t4a__buffer *d, *sb;
+  int rc = begin(h, "copy_d2d", dst, dst_offset, bytes, "destination", &rt, &d);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, src, "copy_d2d", &sb)) ||
+      (rc = range("copy_d2d", "source", src_offset, bytes, sb->size)))
+    goto out;
+  if (d == sb && bytes && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes) {
+    rc = t4a__fail(T4A_EINVAL,
+                   "copy_d2d: source [%llu, +%llu) and destination [%llu, +%llu) "
+                   "overlap in one buffer; copy through a temporary buffer",
+                   (unsigned long long)src_offset, (unsigned long long)bytes,
+                   (unsigned long long)dst_offset, (unsigned long long)bytes);
+    goto out;
+  }
+  if (!bytes)
+    goto out;
+  t4a__CUcontext saved;
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
+  t4a__CUresult r = t4a__be.cu.cuMemcpyDtoDAsync(d->ptr + dst_offset, sb->ptr + src_offset,
+                                                 (size_t)bytes, rt->stream);
+  t4a__ctx_leave(rt, saved);
+  if (r != T4A__CUDA_SUCCESS)
+    rc = t4a__rt_cu_fail(rt, r, "copy_d2d of %llu bytes failed", (unsigned long long)bytes);
+  else
+    count(rt, &rt->c.copies_d2d, &rt->c.bytes_d2d, bytes);
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}

@@ -1,0 +1,199 @@
+/* tests/runtime/rtutil.c -- see rtutil.h. */
+#include "config.h"
+
+#include "tests/runtime/rtutil.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin-cuda/cuda_decls.h"
+
+const t4a_gpu_backend_v1 *T;
+t4a_gpu_backend *B;
+t4a_device_info DEV;
+
+bool rt_on_fake(void) {
+  const char *lib = getenv("T4A_CUDA_LIBRARY");
+  return lib && strstr(lib, "fakecuda") != NULL;
+}
+
+void rt_setup(void) {
+  B = t4a_test_open_cuda(&T);
+  int rc = T->init();
+  ck_assert_msg(rc == T4A_OK, "init: %s", t4a_test_backend_error(T));
+  memset(&DEV, 0, sizeof DEV);
+  DEV.struct_size = sizeof DEV;
+  RT_OK(T->device_info(0, &DEV));
+}
+
+void rt_teardown(void) {
+  if (B)
+    t4a_gpu_close(B);
+  B = NULL;
+}
+
+t4a_runtime rt_create_with(uint64_t staging, uint64_t cache_limit) {
+  t4a_runtime_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.staging_bytes = staging;
+  o.cache_limit_bytes = cache_limit;
+  t4a_runtime rt = {0};
+  RT_OK(T->runtime_create(0, &o, &rt));
+  ck_assert(rt.bits != 0);
+  return rt;
+}
+
+t4a_runtime rt_create(void) {
+  t4a_runtime rt = {0};
+  RT_OK(T->runtime_create(0, NULL, &rt));
+  return rt;
+}
+
+t4a_runtime_counters rt_counters(t4a_runtime rt) {
+  t4a_runtime_counters c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  RT_OK(T->runtime_counters(rt, &c));
+  return c;
+}
+
+t4a_cache_stats rt_cache(t4a_runtime rt) {
+  t4a_cache_stats s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  RT_OK(T->cache_stats(rt, &s));
+  return s;
+}
+
+void rt_sync(t4a_runtime rt) {
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
+}
+
+/* ---- the driver, for the raw seam ------------------------------------------ */
+
+typedef struct driver {
+  void *dl;
+  t4a__CUresult (*load)(t4a__CUmodule *, const void *);
+  t4a__CUresult (*unload)(t4a__CUmodule);
+  t4a__CUresult (*get)(t4a__CUfunction *, t4a__CUmodule, const char *);
+  t4a__CUresult (*launch)(t4a__CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                          unsigned, unsigned, t4a__CUstream, void **, void **);
+} driver;
+
+static driver drv;
+
+static void driver_open(void) {
+  if (drv.dl)
+    return;
+  const char *lib = getenv("T4A_CUDA_LIBRARY");
+  drv.dl = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ck_assert_ptr_nonnull(drv.dl);
+  *(void **)&drv.load = dlsym(drv.dl, "cuModuleLoadData");
+  *(void **)&drv.unload = dlsym(drv.dl, "cuModuleUnload");
+  *(void **)&drv.get = dlsym(drv.dl, "cuModuleGetFunction");
+  *(void **)&drv.launch = dlsym(drv.dl, "cuLaunchKernel");
+  ck_assert(drv.load && drv.unload && drv.get && drv.launch);
+}
+
+/* Kernels for the raw seam, as PTX the driver compiles at load time (no
+ * NVRTC needed). The fake driver maps the same entry names to host code. */
+static const char ptx[] =
+    "//\n"
+    ".version 7.0\n"
+    ".target sm_70\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry t4a_spin(.param .u64 flag)\n"
+    "{\n"
+    "  .reg .pred %p;\n"
+    "  .reg .b32 %r;\n"
+    "  .reg .b64 %a;\n"
+    "  ld.param.u64 %a, [flag];\n"
+    "$L_spin:\n"
+    "  ld.volatile.u32 %r, [%a];\n"
+    "  setp.eq.u32 %p, %r, 0;\n"
+    "  @%p bra $L_spin;\n"
+    "  ret;\n"
+    "}\n"
+    "\n"
+    ".visible .entry t4a_fill_u32(.param .u64 p, .param .u32 v, .param .u64 n)\n"
+    "{\n"
+    "  .reg .pred %p;\n"
+    "  .reg .b32 %r<6>;\n"
+    "  .reg .b64 %rd<8>;\n"
+    "  ld.param.u64 %rd1, [p];\n"
+    "  ld.param.u32 %r1, [v];\n"
+    "  ld.param.u64 %rd2, [n];\n"
+    "  mov.u32 %r2, %ctaid.x;\n"
+    "  mov.u32 %r3, %ntid.x;\n"
+    "  mov.u32 %r4, %tid.x;\n"
+    "  mad.lo.s32 %r5, %r2, %r3, %r4;\n"
+    "  cvt.u64.u32 %rd3, %r5;\n"
+    "  mov.u32 %r2, %nctaid.x;\n"
+    "  mul.lo.u32 %r3, %r2, %r3;\n"
+    "  cvt.u64.u32 %rd4, %r3;\n"
+    "$L_loop:\n"
+    "  setp.ge.u64 %p, %rd3, %rd2;\n"
+    "  @%p bra $L_done;\n"
+    "  shl.b64 %rd5, %rd3, 2;\n"
+    "  add.s64 %rd6, %rd1, %rd5;\n"
+    "  st.u32 [%rd6], %r1;\n"
+    "  add.s64 %rd3, %rd3, %rd4;\n"
+    "  bra $L_loop;\n"
+    "$L_done:\n"
+    "  ret;\n"
+    "}\n"
+    "\n"
+    ".visible .entry t4a_fault()\n"
+    "{\n"
+    "  trap;\n"
+    "}\n";
+
+void rt_raw_launch(t4a_runtime rt, void **module, const char *name, void **args) {
+  driver_open();
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  RT_OK(T->raw_runtime(rt, &raw));
+  t4a_raw_section sec = {.struct_size = sizeof sec};
+  RT_OK(T->raw_begin(rt, &sec));
+  if (!*module)
+    ck_assert_int_eq(drv.load((t4a__CUmodule *)module, ptx), 0);
+  t4a__CUfunction f;
+  ck_assert_int_eq(drv.get(&f, *module, name), 0);
+  unsigned grid = strcmp(name, "t4a_fill_u32") == 0 ? 64 : 1;
+  ck_assert_int_eq(drv.launch(f, grid, 1, 1, grid == 1 ? 1 : 256, 1, 1, 0, raw.stream, args, NULL),
+                   0);
+  RT_OK(T->raw_end(rt, &sec));
+}
+
+void rt_raw_unload(t4a_runtime rt, void *module) {
+  t4a_raw_section sec = {.struct_size = sizeof sec};
+  RT_OK(T->raw_begin(rt, &sec));
+  ck_assert_int_eq(drv.unload(module), 0);
+  RT_OK(T->raw_end(rt, &sec));
+}
+
+void rt_gate_close(rt_gate *g, t4a_runtime rt) {
+  memset(g, 0, sizeof *g);
+  g->rt = rt;
+  void *p = NULL;
+  RT_OK(T->host_alloc(rt, sizeof(uint32_t), 0, &g->hb, &p));
+  g->flag = p;
+  __atomic_store_n(g->flag, 0u, __ATOMIC_SEQ_CST);
+  uint64_t addr = (uint64_t)(uintptr_t)p;
+  void *args[] = {&addr};
+  rt_raw_launch(rt, &g->module, "t4a_spin", args);
+}
+
+void rt_gate_open(rt_gate *g) { __atomic_store_n(g->flag, 1u, __ATOMIC_SEQ_CST); }
+
+void rt_gate_free(rt_gate *g) {
+  rt_sync(g->rt);
+  rt_raw_unload(g->rt, g->module);
+  RT_OK(T->host_free(g->rt, g->hb));
+  memset(g, 0, sizeof *g);
+}

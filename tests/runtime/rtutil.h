@@ -1,0 +1,64 @@
+/* tests/runtime/rtutil.h -- helpers for the runtime tests, which run the same
+ * source against the fake driver (make check, CI) and the real GPU
+ * (make check-gpu). */
+#ifndef T4A_TEST_RTUTIL_H
+#define T4A_TEST_RTUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tests/testutil.h"
+
+/* Set by rt_setup (a checked fixture: runs in each test's forked child). */
+extern const t4a_gpu_backend_v1 *T;
+extern t4a_gpu_backend *B;
+extern t4a_device_info DEV;
+
+/* True when the tests run against the fake driver. */
+bool rt_on_fake(void);
+
+void rt_setup(void);
+void rt_teardown(void);
+
+/* Asserts a status, printing the backend's detail on mismatch. */
+#define RT_EXPECT(call, status)                                                                    \
+  do {                                                                                             \
+    int rt_rc_ = (call);                                                                           \
+    ck_assert_msg(rt_rc_ == (status), "%s: got %s, want %s (%s)", #call, t4a_status_name(rt_rc_),  \
+                  t4a_status_name(status), t4a_test_backend_error(T));                             \
+  } while (0)
+#define RT_OK(call) RT_EXPECT(call, T4A_OK)
+
+/* Asserts that the last error's detail contains `needle`. */
+#define RT_DETAIL(needle)                                                                          \
+  ck_assert_msg(strstr(t4a_test_backend_error(T), needle), "detail '%s' lacks '%s'",               \
+                t4a_test_backend_error(T), needle)
+
+t4a_runtime rt_create(void);
+t4a_runtime rt_create_with(uint64_t staging, uint64_t cache_limit);
+t4a_runtime_counters rt_counters(t4a_runtime rt);
+t4a_cache_stats rt_cache(t4a_runtime rt);
+
+/* Seals and waits (forever), then releases the witness. */
+void rt_sync(t4a_runtime rt);
+
+/* A gate: a kernel on the runtime's stream (through the raw seam) that
+ * spins until the host opens it, so tests can hold work back
+ * deterministically on both the fake and the real GPU. */
+typedef struct rt_gate {
+  t4a_runtime rt;
+  t4a_host_buffer hb;
+  volatile uint32_t *flag;
+  void *module;
+} rt_gate;
+
+void rt_gate_close(rt_gate *g, t4a_runtime rt);
+void rt_gate_open(rt_gate *g);
+void rt_gate_free(rt_gate *g); /* after the gate opened and drained */
+
+/* Enqueues a launch of a named kernel of the test PTX through the raw seam
+ * (t4a_fill_u32 and friends); the module is kept in *module. */
+void rt_raw_launch(t4a_runtime rt, void **module, const char *name, void **args);
+void rt_raw_unload(t4a_runtime rt, void *module);
+
+#endif
