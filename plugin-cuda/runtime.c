@@ -335,6 +335,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
     pthread_mutex_lock(&rt->lock);
   }
   int final = idle ? T4A_OK : T4A_EDEVICEFAULT;
+  int fault = rt->fault, failure = rc;
   t4a__witness_finalise(rt, final);
   if (idle) {
     t4a__memory_release_all(rt);
@@ -368,10 +369,13 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   rt->gen = t4a__gen_next(rt->gen); /* every handle of the old runtime is now stale */
   rt->alive = false;
   t4a__rt_unlock(rt);
-  if (!idle)
-    return t4a__fail(T4A_EDEVICEFAULT, "runtime_destroy: the runtime had faulted; its device "
-                                       "memory and pending pinned blocks were quarantined");
-  return T4A_OK;
+  if (idle)
+    return T4A_OK;
+  if (fault || !failure)
+    return t4a__fail(T4A_EDEVICEFAULT, "runtime_destroy: the device faulted; the runtime is "
+                                       "gone, its device memory and pending pinned blocks were "
+                                       "quarantined (kept, not reused)");
+  return failure; /* its detail says what failed; memory was quarantined likewise */
 }
 
 /* ---- counters ---------------------------------------------------------------- */

@@ -1,0 +1,183 @@
+/* tests/cpu/test_runtime_faults.c -- runtime behaviour only the fake driver
+ * can show: nothing leaks (every driver object is released exactly once),
+ * guard zones stay intact, sticky device faults and quarantine, and
+ * injected driver failures yield typed statuses with the runtime usable. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/runtime/rtutil.h"
+
+#define MiB (1ull << 20)
+
+static uint64_t (*live)(const char *);
+static uint64_t (*guards)(void);
+static uint64_t (*oob)(void);
+static void (*inject)(const char *, uint64_t, unsigned);
+static uint64_t (*calls)(const char *);
+
+static void controls(void) {
+  void *h = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_ptr_nonnull(h);
+  *(void **)&live = dlsym(h, "fake_cuda_live");
+  *(void **)&guards = dlsym(h, "fake_cuda_guard_violations");
+  *(void **)&oob = dlsym(h, "fake_cuda_oob_attempts");
+  *(void **)&inject = dlsym(h, "fake_cuda_fail");
+  *(void **)&calls = dlsym(h, "fake_cuda_calls");
+  ck_assert(live && guards && oob && inject && calls);
+  dlclose(h);
+}
+
+static void setup(void) {
+  rt_setup();
+  controls();
+}
+
+static void assert_nothing_live(void) {
+  static const char *const kinds[] = {"device", "host", "stream", "event", "pool", "module"};
+  for (int i = 0; i < 6; i++)
+    ck_assert_msg(live(kinds[i]) == 0, "%llu %s objects still live",
+                  (unsigned long long)live(kinds[i]), kinds[i]);
+  ck_assert_uint_eq(guards(), 0);
+  ck_assert_uint_eq(oob(), 0);
+}
+
+/* A bit of everything on one runtime. */
+static void workload(t4a_runtime rt, uint64_t seed) {
+  unsigned char *src = malloc(3 * MiB), *dst = malloc(3 * MiB);
+  t4a_test_fill_random(src, 3 * MiB, seed);
+  t4a_buffer a, b, kept;
+  RT_OK(T->buffer_alloc(rt, 3 * MiB, &a));
+  RT_OK(T->buffer_alloc(rt, 3 * MiB, &b));
+  RT_OK(T->buffer_alloc(rt, 100, &kept)); /* left for destroy to release */
+  t4a_host_buffer h, kept_h;
+  void *p, *q;
+  RT_OK(T->host_alloc(rt, MiB, 0, &h, &p));
+  RT_OK(T->host_alloc(rt, 4096, 0, &kept_h, &q));
+  RT_OK(T->copy_h2d(rt, a, 0, src, 3 * MiB));
+  RT_OK(T->copy_d2d(rt, b, 0, a, 0, 3 * MiB));
+  RT_OK(T->copy_d2h_pinned(rt, h, 0, b, MiB, MiB));
+  RT_OK(T->host_free(rt, h)); /* retired behind the next seal */
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->copy_d2h(rt, dst, b, 0, 3 * MiB));
+  ck_assert(memcmp(src, dst, 3 * MiB) == 0);
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
+  RT_OK(T->buffer_free(rt, a));
+  free(src);
+  free(dst);
+}
+
+START_TEST(every_driver_object_is_released_once) {
+  t4a_runtime r[3];
+  for (int i = 0; i < 3; i++)
+    r[i] = rt_create_with(i == 0 ? 256 * 1024 : 0, 0);
+  for (int i = 0; i < 3; i++)
+    workload(r[i], t4a_test_seed() + (uint64_t)i);
+  ck_assert_uint_gt(live("stream"), 0);
+  for (int i = 0; i < 3; i++)
+    RT_OK(T->runtime_destroy(r[i], T4A_WAIT_FOREVER));
+  assert_nothing_live();
+  /* slots are reused with new generations */
+  t4a_runtime again = rt_create();
+  ck_assert(again.bits != r[0].bits && again.bits != r[1].bits && again.bits != r[2].bits);
+  RT_OK(T->runtime_destroy(again, T4A_WAIT_FOREVER));
+  assert_nothing_live();
+}
+END_TEST
+
+START_TEST(device_fault_is_sticky_and_quarantines) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  t4a_runtime other = {0};
+  RT_OK(T->runtime_create(1, NULL, &other)); /* another device */
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(a, MiB, &d));
+  rt_gate g;
+  rt_gate_close(&g, a);
+  t4a_host_buffer h;
+  void *p;
+  RT_OK(T->host_alloc(a, MiB, 0, &h, &p));
+  RT_OK(T->copy_h2d_pinned(a, d, 0, h, 0, MiB));
+  RT_OK(T->host_free(a, h)); /* pending: cannot be proven retired once the device faults */
+  void *module = NULL;
+  rt_raw_launch(a, &module, "t4a_fault", NULL);
+  t4a_witness w;
+  RT_OK(T->seal(a, &w));
+  rt_gate_open(&g);
+  RT_EXPECT(T->witness_wait(w, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  RT_EXPECT(T->witness_query(w), T4A_EDEVICEFAULT);
+  /* sticky on a, and on b, which shares the device's context */
+  RT_EXPECT(T->buffer_alloc(a, 16, &d), T4A_EDEVICEFAULT);
+  RT_DETAIL("CUDA_ERROR_ILLEGAL_ADDRESS");
+  RT_EXPECT(T->buffer_alloc(b, 16, &d), T4A_EDEVICEFAULT);
+  t4a_runtime fresh = {1};
+  RT_EXPECT(T->runtime_create(0, NULL, &fresh), T4A_EDEVICEFAULT);
+  ck_assert(fresh.bits == 0);
+  /* the other device is unaffected */
+  RT_OK(T->buffer_alloc(other, 16, &d));
+  rt_sync(other);
+  t4a_runtime_counters c = rt_counters(a);
+  ck_assert_uint_ge(c.quarantined, 1);
+  /* destroy still works, reports the fault, and keeps the quarantined memory */
+  RT_EXPECT(T->runtime_destroy(a, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  RT_EXPECT(T->buffer_alloc(a, 16, &d), T4A_EHANDLE);
+  RT_EXPECT(T->witness_query(w), T4A_EDEVICEFAULT); /* the witness remembers */
+  RT_OK(T->witness_release(w));
+  RT_EXPECT(T->runtime_destroy(b, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  ck_assert_uint_gt(live("host"), 0); /* quarantined, not freed */
+}
+END_TEST
+
+START_TEST(injected_failures_are_typed_and_recoverable) {
+  t4a_runtime rt = rt_create();
+  t4a_buffer d;
+  inject("cuMemAllocFromPoolAsync", 1, 999);
+  RT_EXPECT(T->buffer_alloc(rt, MiB, &d), T4A_EDRIVER);
+  RT_DETAIL("CUDA_ERROR_UNKNOWN");
+  RT_OK(T->buffer_alloc(rt, MiB, &d)); /* usable afterwards */
+  char x[64] = {0};
+  inject("cuMemcpyHtoDAsync", 1, 999);
+  RT_EXPECT(T->copy_h2d(rt, d, 0, x, sizeof x), T4A_EDRIVER);
+  RT_OK(T->copy_h2d(rt, d, 0, x, sizeof x));
+  inject("cuEventRecord", 1, 2); /* out of memory */
+  t4a_witness w;
+  RT_EXPECT(T->seal(rt, &w), T4A_ENOMEM);
+  RT_OK(T->seal(rt, &w)); /* the work is still there to seal */
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
+  inject("cuMemHostAlloc", 1, 2);
+  t4a_host_buffer h;
+  void *p;
+  RT_EXPECT(T->host_alloc(rt, 4096, 0, &h, &p), T4A_ENOMEM);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  assert_nothing_live();
+  /* a failure inside runtime_create leaves nothing behind */
+  const char *steps[] = {"cuDevicePrimaryCtxRetain", "cuStreamCreate", "cuMemPoolCreate",
+                         "cuMemPoolSetAttribute",    "cuMemHostAlloc", "cuEventCreate"};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    inject(steps[i], 1, 999);
+    RT_EXPECT(T->runtime_create(0, NULL, &rt), T4A_EDRIVER);
+    assert_nothing_live();
+  }
+  rt = rt_create();
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  assert_nothing_live();
+}
+END_TEST
+
+int main(void) {
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  Suite *s = suite_create("runtime-faults");
+  TCase *tc = tcase_create("faults");
+  tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, setup, rt_teardown);
+  tcase_add_test(tc, every_driver_object_is_released_once);
+  tcase_add_test(tc, device_fault_is_sticky_and_quarantines);
+  tcase_add_test(tc, injected_failures_are_typed_and_recoverable);
+  suite_add_tcase(s, tc);
+  return t4a_test_run(s);
+}
