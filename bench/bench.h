@@ -1,0 +1,54 @@
+/* bench/bench.h -- the benchmark harness's shared state and case table. */
+#ifndef T4A_BENCH_H
+#define T4A_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plugin-cuda/cuda_decls.h"
+#include "t4a/gpu_loader.h"
+
+typedef struct bench_env {
+  t4a_gpu_backend *backend;
+  const t4a_gpu_backend_v1 *t;
+  t4a_device_info dev;
+  t4a_runtime rt;   /* the runtime measured */
+  void *ctx;        /* its context (the raw side uses the same one) */
+  t4a__cuda_api cu; /* the raw side's own driver table */
+  int driver_version;
+  t4a__CUstream stream;   /* the raw side's stream */
+  t4a__CUmemoryPool pool; /* the raw side's pool */
+} bench_env;
+
+extern bench_env E;
+
+enum target_kind {
+  TARGET_NONE,
+  TARGET_RATIO_MAX,
+  TARGET_RATIO_MIN,
+  TARGET_ABS_MAX,
+  TARGET_ABS_MIN
+};
+
+typedef struct bench_case {
+  const char *name;
+  uint64_t bytes; /* per operation: 0 reports microseconds, else GB/s */
+  int batch;      /* operations per sample */
+  int samples, warmup;
+  enum target_kind target_kind;
+  double target;
+  uint64_t arg; /* a size, for cases that share code */
+  void *(*setup)(const struct bench_case *c);
+  void (*ours)(void *state, int batch);
+  void (*raw)(void *state, int batch);
+  void (*teardown)(void *state);
+} bench_case;
+
+/* The cases (bench/cases.c), terminated by an entry with a NULL name. */
+extern const bench_case bench_cases[];
+
+double bench_now(void);
+void bench_check(int rc, const char *what);
+void bench_cu(t4a__CUresult r, const char *what);
+
+#endif

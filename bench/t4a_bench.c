@@ -1,0 +1,249 @@
+/* bench/t4a_bench.c -- each runtime operation measured against the raw CUDA
+ * Driver API doing the same work, in one process and run.
+ *
+ * The raw side dlopens libcuda.so.1 itself and uses its own stream and pool
+ * on the same device. The two sides alternate sample by sample (after a
+ * warm-up), so drift in clocks or host load hits both alike. Each sample
+ * times a batch of operations with CLOCK_MONOTONIC; the report gives the
+ * median and p99 of the per-operation times (or bandwidths), their ratio,
+ * and the target from the issue with whether it was met.
+ *
+ *   t4a_bench [--json FILE] [--quick] [--only SUBSTRING]
+ *
+ * The plugin is opened through the loader: $T4A_GPU_BACKEND or "cuda" in
+ * the plugin path (run from the build tree with T4A_GPU_BACKEND_PATH set, as
+ * `make bench` does). */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+/* ---- timing and statistics ---------------------------------------------------- */
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void stats(double *v, int n, double *median, double *p99) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  int i = (int)ceil(0.99 * n) - 1;
+  *p99 = v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+/* ---- the environment both sides share ---------------------------------------------- */
+
+bench_env E;
+
+static void die(const char *what) {
+  fprintf(stderr, "t4a_bench: %s\n", what);
+  exit(2);
+}
+
+void bench_check(int rc, const char *what) {
+  if (rc == T4A_OK)
+    return;
+  t4a_error_info e = {.struct_size = sizeof e};
+  E.t->last_error(&e);
+  fprintf(stderr, "t4a_bench: %s: %s: %s\n", what, t4a_status_name(rc), e.message);
+  exit(2);
+}
+
+void bench_cu(t4a__CUresult r, const char *what) {
+  if (r != T4A__CUDA_SUCCESS) {
+    fprintf(stderr, "t4a_bench: %s: CUresult %u\n", what, r);
+    exit(2);
+  }
+}
+
+static void open_raw(void) {
+  const char *lib = getenv("T4A_CUDA_LIBRARY"); /* the same driver as the plugin */
+  void *dl = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!dl)
+    die("cannot load the driver (libcuda.so.1) for the raw side");
+  t4a__pfn_cuGetProcAddress_v2 gpa;
+  *(void **)&gpa = dlsym(dl, "cuGetProcAddress_v2");
+  if (!gpa)
+    die("libcuda.so.1 lacks cuGetProcAddress_v2");
+#define RAW(name, sym, req, params)                                                                \
+  {                                                                                                \
+    t4a__CUdriverProcAddressQueryResult st;                                                        \
+    void *p = NULL;                                                                                \
+    gpa(#name, &p, T4A__CUDA_API_VERSION, 0, &st);                                                 \
+    memcpy(&E.cu.name, &p, sizeof p);                                                              \
+  }
+  T4A__CUDA_FUNCS(RAW)
+#undef RAW
+  *(void **)&E.cu.cuInit = dlsym(dl, "cuInit");
+  *(void **)&E.cu.cuDriverGetVersion = dlsym(dl, "cuDriverGetVersion");
+  bench_cu(E.cu.cuInit(0), "cuInit");
+  bench_cu(E.cu.cuDriverGetVersion(&E.driver_version), "cuDriverGetVersion");
+}
+
+static void setup(void) {
+  if (t4a_gpu_open(NULL, &E.backend) != T4A_OK) {
+    fprintf(stderr, "t4a_bench: %s\n", t4a_gpu_last_error());
+    exit(2);
+  }
+  E.t = t4a_gpu_backend_table(E.backend);
+  bench_check(E.t->init(), "init");
+  E.dev.struct_size = sizeof E.dev;
+  bench_check(E.t->device_info(0, &E.dev), "device_info");
+  bench_check(E.t->runtime_create(0, NULL, &E.rt), "runtime_create");
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  bench_check(E.t->raw_runtime(E.rt, &raw), "raw_runtime");
+  E.ctx = raw.context;
+
+  open_raw();
+  t4a__CUdevice dev;
+  bench_cu(E.cu.cuDeviceGet(&dev, 0), "cuDeviceGet");
+  t4a__CUcontext ctx;
+  bench_cu(E.cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  bench_cu(E.cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  bench_cu(E.cu.cuStreamCreate(&E.stream, T4A__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  t4a__CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = T4A__CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = T4A__CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  bench_cu(E.cu.cuMemPoolCreate(&E.pool, &props), "cuMemPoolCreate");
+  uint64_t threshold = UINT64_MAX;
+  bench_cu(E.cu.cuMemPoolSetAttribute(E.pool, T4A__CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+           "cuMemPoolSetAttribute");
+}
+
+/* ---- running a case ------------------------------------------------------------- */
+
+typedef struct result {
+  const bench_case *c;
+  double ours_median, ours_p99, raw_median, raw_p99, ratio;
+  bool met;
+} result;
+
+static bool g_quick;
+
+static result run_case(const bench_case *c) {
+  void *state = c->setup ? c->setup(c) : NULL;
+  int samples = g_quick ? c->samples / 4 + 3 : c->samples;
+  double *ours = calloc((size_t)samples, sizeof *ours);
+  double *raw = calloc((size_t)samples, sizeof *raw);
+  for (int w = 0; w < c->warmup; w++) {
+    c->ours(state, c->batch);
+    c->raw(state, c->batch);
+  }
+  for (int s = 0; s < samples; s++) {
+    /* alternate which side goes first, so neither always follows the other */
+    for (int k = 0; k < 2; k++) {
+      bool ours_turn = (s + k) % 2 == 0;
+      double t0 = bench_now();
+      (ours_turn ? c->ours : c->raw)(state, c->batch);
+      double dt = (bench_now() - t0) / c->batch;
+      (ours_turn ? ours : raw)[s] = c->bytes ? (double)c->bytes / dt / 1e9 : dt * 1e6;
+    }
+  }
+  result r = {.c = c};
+  stats(ours, samples, &r.ours_median, &r.ours_p99);
+  stats(raw, samples, &r.raw_median, &r.raw_p99);
+  r.ratio = r.ours_median / r.raw_median;
+  switch (c->target_kind) {
+  case TARGET_NONE: r.met = true; break;
+  case TARGET_RATIO_MAX: r.met = r.ratio <= c->target; break;
+  case TARGET_RATIO_MIN: r.met = r.ratio >= c->target; break;
+  case TARGET_ABS_MAX: r.met = r.ours_median <= c->target; break;
+  case TARGET_ABS_MIN: r.met = r.ours_median >= c->target; break;
+  }
+  if (c->teardown)
+    c->teardown(state);
+  free(ours);
+  free(raw);
+  return r;
+}
+
+static const char *target_text(const bench_case *c, char *buf, size_t n) {
+  const char *unit = c->bytes ? "GB/s" : "us";
+  switch (c->target_kind) {
+  case TARGET_NONE: snprintf(buf, n, "-"); break;
+  case TARGET_RATIO_MAX: snprintf(buf, n, "ratio <= %.2f", c->target); break;
+  case TARGET_RATIO_MIN: snprintf(buf, n, "ratio >= %.2f", c->target); break;
+  case TARGET_ABS_MAX: snprintf(buf, n, "<= %.2f %s", c->target, unit); break;
+  case TARGET_ABS_MIN: snprintf(buf, n, ">= %.1f %s", c->target, unit); break;
+  }
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  const char *json = NULL, *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json = argv[++i];
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      only = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0)
+      g_quick = true;
+    else
+      die("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING]");
+  }
+  setup();
+  time_t now = time(NULL);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("t4a_bench %s: %s, driver CUDA %d.%d, %ld CPUs, %s\n", PACKAGE_VERSION, E.dev.name,
+         E.driver_version / 1000, E.driver_version % 1000 / 10, cpus, date);
+  printf("%-34s %12s %12s %12s %12s %7s  %-18s %s\n", "case", "t4a median", "t4a p99", "raw median",
+         "raw p99", "ratio", "target", "met");
+  result res[64];
+  int n = 0;
+  for (const bench_case *c = bench_cases; c->name && n < 64; c++) {
+    if (only && !strstr(c->name, only))
+      continue;
+    res[n] = run_case(c);
+    char t[48];
+    const char *u = c->bytes ? "GB/s" : "us";
+    printf("%-34s %8.3f %-4s%8.3f %-4s%8.3f %-4s%8.3f %-4s%7.3f  %-18s %s\n", c->name,
+           res[n].ours_median, u, res[n].ours_p99, u, res[n].raw_median, u, res[n].raw_p99, u,
+           res[n].ratio, target_text(c, t, sizeof t), res[n].met ? "yes" : "NO");
+    fflush(stdout);
+    n++;
+  }
+  if (json) {
+    FILE *f = fopen(json, "w");
+    if (!f)
+      die("cannot write the JSON file");
+    fprintf(f,
+            "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"gpu\":\"%s\","
+            "\"driver_cuda\":\"%d.%d\",\"cpus\":%ld,\"quick\":%s,\"cases\":[",
+            PACKAGE_VERSION, date, E.dev.name, E.driver_version / 1000,
+            E.driver_version % 1000 / 10, cpus, g_quick ? "true" : "false");
+    for (int i = 0; i < n; i++) {
+      char t[48];
+      const bench_case *c = res[i].c;
+      fprintf(f,
+              "%s\n{\"name\":\"%s\",\"unit\":\"%s\",\"batch\":%d,\"t4a\":{\"median\":%.6g,"
+              "\"p99\":%.6g},\"raw\":{\"median\":%.6g,\"p99\":%.6g},\"ratio\":%.6g,"
+              "\"target\":\"%s\",\"met\":%s}",
+              i ? "," : "", c->name, c->bytes ? "GB/s" : "us", c->batch, res[i].ours_median,
+              res[i].ours_p99, res[i].raw_median, res[i].raw_p99, res[i].ratio,
+              target_text(c, t, sizeof t), res[i].met ? "true" : "false");
+    }
+    fprintf(f, "\n]}\n");
+    fclose(f);
+  }
+  bench_check(E.t->runtime_destroy(E.rt, T4A_WAIT_FOREVER), "runtime_destroy");
+  t4a_gpu_close(E.backend);
+  return 0;
+}
