@@ -272,8 +272,9 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
 
 /* ---- parallel host copies (copypool.c) ------------------------------------ */
 
-/* memcpy split over up to `threads` threads (the caller is one of them). */
-void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned threads);
+/* memcpy split over up to `threads` threads (the caller is one of them);
+ * `stream`: the destination is not read again soon (non-temporal stores). */
+void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned threads, bool stream);
 
 /* Default thread count for large host copies: min(8, online CPUs). */
 unsigned t4a__copy_threads_default(void);

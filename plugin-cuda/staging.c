@@ -116,7 +116,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
     if (rc)
       return rc;
     uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
-    t4a__parallel_memcpy(c->ptr, from + off, (size_t)n, rt->opts.copy_threads);
+    t4a__parallel_memcpy(c->ptr, from + off, (size_t)n, rt->opts.copy_threads, false);
     t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst + off, c->ptr, (size_t)n, rt->stream);
     if (r != T4A__CUDA_SUCCESS)
       return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
@@ -157,7 +157,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
       return rc;
     uint64_t off = done * s->chunk_bytes;
     uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
-    t4a__parallel_memcpy(to + off, c->ptr, (size_t)n, rt->opts.copy_threads);
+    t4a__parallel_memcpy(to + off, c->ptr, (size_t)n, rt->opts.copy_threads, true);
     done++;
   }
   s->next = (uint32_t)((first + pieces) % s->count);
