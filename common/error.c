@@ -26,21 +26,19 @@ static int record(int status, int64_t code, const char *name, const char *fmt, v
   return status;
 }
 
-int t4a__fail(int status, const char *fmt, ...) {
+void t4a__record(int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   record(status, 0, NULL, fmt, ap);
   va_end(ap);
-  return status;
 }
 
-int t4a__fail_native(int status, int64_t native_code, const char *native_name, const char *fmt,
-                     ...) {
+void t4a__record_native(int status, int64_t native_code, const char *native_name, const char *fmt,
+                        ...) {
   va_list ap;
   va_start(ap, fmt);
   record(status, native_code, native_name, fmt, ap);
   va_end(ap);
-  return status;
 }
 
 const t4a__error *t4a__error_get(void) { return &t4a__last_error; }

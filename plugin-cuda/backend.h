@@ -45,7 +45,11 @@ int t4a__require_init(void);
 
 /* Records a failed driver call: maps r to a status (see errors.c), names the
  * native error, and formats "<what>; <todo>". Returns the status. */
-int t4a__cu_fail(t4a__CUresult r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int t4a__cu_record(t4a__CUresult r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A failure status is never T4A_OK (for static analysis: see error.h). */
+static inline int t4a__failed(int status) { return status ? status : T4A_EINTERNAL; }
+#define t4a__cu_fail(r, ...) t4a__failed(t4a__cu_record((r), __VA_ARGS__))
 
 /* The t4a status for a CUresult (T4A_OK for CUDA_SUCCESS). */
 int t4a__cu_status(t4a__CUresult r);

@@ -36,7 +36,7 @@ static int event_get(t4a__runtime *rt, t4a__event **out) {
   }
   if (rt->event_count == rt->event_cap) {
     uint32_t cap = rt->event_cap ? rt->event_cap * 2 : 8;
-    t4a__event **p = realloc(rt->events, cap * sizeof *p);
+    t4a__event **p = realloc(rt->events, cap * sizeof(void *));
     if (!p)
       return t4a__fail(T4A_ENOMEM, "seal: out of host memory for events");
     rt->events = p;
@@ -114,17 +114,34 @@ static t4a__seal *pending_find(t4a__runtime *rt, uint64_t seq) {
 
 /* ---- retirement ------------------------------------------------------------ */
 
-int t4a__retire_host(t4a__runtime *rt, uint64_t seq, void *ptr, uint64_t cap, uint32_t flags) {
+static int retire_push(t4a__runtime *rt, t4a__retire r) {
   if (rt->retire_count == rt->retire_cap) {
     uint32_t n = rt->retire_cap ? rt->retire_cap * 2 : 16;
     t4a__retire *p = realloc(rt->retire, n * sizeof *p);
     if (!p)
-      return t4a__fail(T4A_ENOMEM, "host_free: out of host memory for the retirement queue");
+      return t4a__fail(T4A_ENOMEM, "out of host memory for the retirement queue");
     rt->retire = p;
     rt->retire_cap = n;
   }
-  rt->retire[rt->retire_count++] = (t4a__retire){seq, ptr, cap, flags};
+  rt->retire[rt->retire_count++] = r;
   return T4A_OK;
+}
+
+int t4a__retire_host(t4a__runtime *rt, uint64_t seq, void *ptr, uint64_t cap, uint32_t flags) {
+  return retire_push(rt, (t4a__retire){seq, ptr, cap, flags, NULL});
+}
+
+int t4a__retire_module(t4a__runtime *rt, uint64_t seq, t4a__CUmodule mod) {
+  return retire_push(rt, (t4a__retire){seq, NULL, 0, 0, mod});
+}
+
+/* Unloads a module (cuModuleUnload acts on the current context). */
+static void unload(t4a__runtime *rt, t4a__CUmodule mod) {
+  t4a__CUcontext saved;
+  if (t4a__ctx_enter(rt, &saved) == T4A_OK) {
+    t4a__be.cu.cuModuleUnload(mod);
+    t4a__ctx_leave(rt, saved);
+  }
 }
 
 static void retire_process(t4a__runtime *rt) {
@@ -135,7 +152,10 @@ static void retire_process(t4a__runtime *rt) {
   for (uint32_t i = 0; i < rt->retire_count;) {
     t4a__retire *r = &rt->retire[i];
     if (r->seq <= rt->completed_seq) {
-      t4a__pinned_release(rt, r->host, r->cap, r->flags);
+      if (r->host)
+        t4a__pinned_release(rt, r->host, r->cap, r->flags);
+      else
+        unload(rt, r->module);
       *r = rt->retire[--rt->retire_count];
     } else {
       i++;

@@ -2,6 +2,7 @@
  * A slot stays NULL ("unsupported") until it is implemented. */
 #include "config.h"
 
+#include "plugin-cuda/artifact.h"
 #include "plugin-cuda/runtime.h"
 
 static const t4a_gpu_backend_v1 table = {
@@ -38,6 +39,20 @@ static const t4a_gpu_backend_v1 table = {
     .witness_retain = t4a__slot_witness_retain,
     .witness_release = t4a__slot_witness_release,
     .runtime_wait_witness = t4a__slot_runtime_wait_witness,
+    .artifact_compile = t4a__slot_artifact_compile,
+    .artifact_from_bytes = t4a__slot_artifact_from_bytes,
+    .artifact_log = t4a__slot_artifact_log,
+    .artifact_data = t4a__slot_artifact_data,
+    .artifact_release = t4a__slot_artifact_release,
+    .compile_cache_stats = t4a__slot_compile_cache_stats,
+    .compile_cache_clear = t4a__slot_compile_cache_clear,
+    .module_load = t4a__slot_module_load,
+    .module_unload = t4a__slot_module_unload,
+    .function_get = t4a__slot_function_get,
+    .function_attributes = t4a__slot_function_attributes,
+    .function_set_max_dynamic_shared = t4a__slot_function_set_max_dynamic_shared,
+    .launch = t4a__slot_launch,
+    .raw_function = t4a__slot_raw_function,
     .raw_runtime = t4a__slot_raw_runtime,
     .buffer_device_address = t4a__slot_buffer_device_address,
     .raw_begin = t4a__slot_raw_begin,

@@ -61,7 +61,7 @@ const char *t4a__cu_name(t4a__CUresult r, char *buf, size_t size) {
   return buf;
 }
 
-int t4a__cu_fail(t4a__CUresult r, const char *fmt, ...) {
+int t4a__cu_record(t4a__CUresult r, const char *fmt, ...) {
   char msg[T4A__ERROR_MESSAGE_MAX - 96];
   va_list ap;
   va_start(ap, fmt);

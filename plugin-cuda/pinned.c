@@ -175,7 +175,10 @@ void t4a__pinned_release_all(t4a__runtime *rt, bool idle) {
   if (!idle) /* retired and live blocks may still be read or written: keep them */
     return;
   for (uint32_t i = 0; i < rt->retire_count; i++)
-    cu->cuMemFreeHost(rt->retire[i].host);
+    if (rt->retire[i].host)
+      cu->cuMemFreeHost(rt->retire[i].host);
+    else
+      cu->cuModuleUnload(rt->retire[i].module);
   rt->retire_count = 0;
   for (uint32_t i = 0; i < rt->host_count; i++)
     if (rt->hosts[i].live)

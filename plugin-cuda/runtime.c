@@ -78,7 +78,7 @@ void t4a__ctx_leave(t4a__runtime *rt, t4a__CUcontext saved) {
     t4a__be.cu.cuCtxSetCurrent(saved);
 }
 
-int t4a__rt_cu_fail(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...) {
+int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...) {
   char msg[T4A__ERROR_MESSAGE_MAX - 96];
   va_list ap;
   va_start(ap, fmt);
@@ -90,7 +90,7 @@ int t4a__rt_cu_fail(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...) {
     atomic_compare_exchange_strong(&t4a__be.devices[rt->ordinal].fault, &none, r);
     t4a__log(T4A__LOG_ERROR, "cuda", "device %d faulted: %s", (int)rt->ordinal, msg);
   }
-  return t4a__cu_fail(r, "%s", msg);
+  return t4a__cu_record(r, "%s", msg);
 }
 
 /* ---- create ---------------------------------------------------------------- */
@@ -339,6 +339,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   t4a__witness_finalise(rt, final);
   if (idle) {
     t4a__memory_release_all(rt);
+    t4a__modules_release_all(rt);
     t4a__pinned_release_all(rt, true);
     t4a__staging_release(rt, true);
     t4a__events_release_all(rt);
@@ -363,6 +364,8 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   free(rt->pending);
   free(rt->events);
   free(rt->retire);
+  free(rt->mods);
+  free(rt->funcs);
   for (unsigned i = 0; i < T4A__NUM_CLASSES; i++)
     free(rt->bins[i].ptrs);
   reset_slot(rt);

@@ -88,12 +88,14 @@ typedef struct t4a__seal {
   t4a__event *event;
 } t4a__seal;
 
-/* Something released once the work of `seq` completed. */
+/* Something released once the work of `seq` completed: a pinned host block,
+ * or (host NULL) a module. */
 typedef struct t4a__retire {
   uint64_t seq;
-  void *host; /* a pinned host block */
+  void *host;
   uint64_t cap;
   uint32_t flags;
+  t4a__CUmodule module;
 } t4a__retire;
 
 /* ---- memory -------------------------------------------------------------- */
@@ -128,6 +130,27 @@ typedef struct t4a__pinned {
   uint64_t cap;
   uint32_t flags;
 } t4a__pinned;
+
+/* A loaded module and the functions looked up in it. */
+typedef struct t4a__module {
+  uint32_t gen;
+  uint32_t next_free;
+  bool live;
+  t4a__CUmodule mod;
+  char name[64];
+} t4a__module;
+
+typedef struct t4a__function {
+  uint32_t gen;
+  uint32_t next_free;
+  bool live;
+  t4a__CUfunction fn;
+  uint32_t module;     /* index of its module */
+  int32_t max_threads; /* per block, for this kernel */
+  int32_t static_shared;
+  int32_t max_dynamic; /* dynamic shared memory allowed now */
+  char name[64];
+} t4a__function;
 
 #define T4A__PINNED_CACHE_ENTRIES 16u
 #define T4A__PINNED_CACHE_BYTES (256ull << 20)
@@ -190,6 +213,11 @@ typedef struct t4a__runtime {
   uint32_t pinned_count;
   uint64_t pinned_bytes;
 
+  t4a__module *mods;
+  uint32_t mod_count, mod_cap, mod_free;
+  t4a__function *funcs;
+  uint32_t func_count, func_cap, func_free;
+
   t4a__staging staging;
   t4a_runtime_counters c;
 } t4a__runtime;
@@ -221,8 +249,9 @@ void t4a__ctx_leave(t4a__runtime *rt, t4a__CUcontext saved);
 
 /* Records a failed driver call on rt: like t4a__cu_fail, and a device
  * fault also marks rt (and its device) faulted. */
-int t4a__rt_cu_fail(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...)
+int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+#define t4a__rt_cu_fail(rt, r, ...) t4a__failed(t4a__rt_cu_record((rt), (r), __VA_ARGS__))
 
 /* ---- buffers (memory.c) ------------------------------------------------- */
 
@@ -257,6 +286,12 @@ int t4a__rt_progress(t4a__runtime *rt);
 
 /* Queues a pinned block for release after the work of `seq`. */
 int t4a__retire_host(t4a__runtime *rt, uint64_t seq, void *ptr, uint64_t cap, uint32_t flags);
+
+/* Queues a module for unloading after the work of `seq`. */
+int t4a__retire_module(t4a__runtime *rt, uint64_t seq, t4a__CUmodule mod);
+
+/* Unloads every module of rt (destroy, idle). */
+void t4a__modules_release_all(t4a__runtime *rt);
 
 /* Destroys every event of rt (all idle). */
 void t4a__events_release_all(t4a__runtime *rt);
@@ -307,6 +342,13 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns);
 int t4a__slot_witness_retain(t4a_witness w);
 int t4a__slot_witness_release(t4a_witness w);
 int t4a__slot_runtime_wait_witness(t4a_runtime rt, t4a_witness w);
+int t4a__slot_module_load(t4a_runtime rt, t4a_artifact a, t4a_module *out);
+int t4a__slot_module_unload(t4a_runtime rt, t4a_module m);
+int t4a__slot_function_get(t4a_runtime rt, t4a_module m, const char *name, t4a_function *out);
+int t4a__slot_function_attributes(t4a_runtime rt, t4a_function f, t4a_function_attributes *out);
+int t4a__slot_function_set_max_dynamic_shared(t4a_runtime rt, t4a_function f, uint32_t bytes);
+int t4a__slot_launch(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
+int t4a__slot_raw_function(t4a_runtime rt, t4a_function f, void **cufunction);
 int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);
 int t4a__slot_buffer_device_address(t4a_runtime rt, t4a_buffer buf, uint64_t *address);
 int t4a__slot_raw_begin(t4a_runtime rt, t4a_raw_section *section);

@@ -35,18 +35,18 @@ int t4a__staging_init(t4a__runtime *rt) {
   if (!s->chunks)
     return t4a__fail(T4A_ENOMEM, "runtime_create: out of host memory for staging");
   void *base = NULL;
-  t4a__CUresult r =
-      cu->cuMemHostAlloc(&base, (size_t)(chunk * count), T4A__CU_MEMHOSTALLOC_PORTABLE);
+  uint64_t total = chunk * count;
+  t4a__CUresult r = cu->cuMemHostAlloc(&base, (size_t)total, T4A__CU_MEMHOSTALLOC_PORTABLE);
   if (r != T4A__CUDA_SUCCESS) {
     free(s->chunks);
     s->chunks = NULL;
     return t4a__cu_fail(r,
                         "runtime_create: pinning %llu bytes of staging failed; lower "
                         "t4a_runtime_options.staging_bytes or free pinned memory",
-                        (unsigned long long)(chunk * count));
+                        (unsigned long long)total);
   }
   s->base = base;
-  s->bytes = chunk * count;
+  s->bytes = total;
   s->chunk_bytes = chunk;
   for (uint32_t i = 0; i < count; i++) {
     s->chunks[i].ptr = s->base + (uint64_t)i * chunk;
@@ -108,6 +108,8 @@ static void note_in_use(t4a__runtime *rt) {
 
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__staging *s = &rt->staging;
+  if (!s->count || !s->chunk_bytes)
+    return t4a__fail(T4A_EINTERNAL, "copy_h2d: the runtime has no staging; recreate it");
   const char *from = src;
   for (uint64_t off = 0; off < bytes;) {
     t4a__chunk *c = &s->chunks[s->next];
@@ -131,6 +133,8 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
 
 int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes) {
   t4a__staging *s = &rt->staging;
+  if (!s->count || !s->chunk_bytes)
+    return t4a__fail(T4A_EINTERNAL, "copy_d2h: the runtime has no staging; recreate it");
   char *to = dst;
   uint64_t pieces = (bytes + s->chunk_bytes - 1) / s->chunk_bytes;
   uint64_t issued = 0, done = 0;

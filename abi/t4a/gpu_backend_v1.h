@@ -330,11 +330,16 @@ typedef enum t4a_artifact_kind {
 typedef struct t4a_compile_options {
   uint32_t struct_size;
   uint32_t flags;             /* T4A_COMPILE_* */
-  const char *source;         /* CUDA C, NUL-terminated, non-empty */
+  const char *source;         /* CUDA C, non-empty */
+  uint64_t source_size;       /* bytes of source; 0 = NUL-terminated. A NUL byte
+                                 inside source_size bytes is refused (T4A_EINVAL). */
   const char *name;           /* file name for diagnostics; NULL = "t4a.cu" */
   const char *const *options; /* NVRTC options, e.g. "-default-device" */
   uint32_t option_count;
-  int32_t device_ordinal; /* target architecture from this device */
+  /* Target: the architecture of this device (init required). -1: the
+   * options name it ("-arch=sm_90" / "--gpu-architecture=compute_90"), and
+   * compiling needs no driver or GPU. */
+  int32_t device_ordinal;
 } t4a_compile_options;
 
 #define T4A_COMPILE_PTX 0x1u      /* produce PTX instead of CUBIN */

@@ -23,7 +23,7 @@ pthread_cond_t fake_changed = PTHREAD_COND_INITIALIZER;
 #define LOCK() pthread_mutex_lock(&fake_G)
 #define UNLOCK() pthread_mutex_unlock(&fake_G)
 #define MAX_DEVICES 8
-#define GUARD 64
+#define GUARD ((size_t)64)
 #define GUARD_BYTE 0xfd
 
 /* ---- fault injection -------------------------------------------------------- */
@@ -254,9 +254,9 @@ static alloc *alloc_at(const void *p, int kind) {
 }
 
 static void alloc_free(alloc *a) {
-  for (int i = 0; i < GUARD; i++)
+  for (size_t i = 0; i < GUARD; i++)
     if ((unsigned char)a->base[i] != GUARD_BYTE ||
-        (unsigned char)a->base[GUARD + a->bytes + (size_t)i] != GUARD_BYTE) {
+        (unsigned char)a->base[GUARD + a->bytes + i] != GUARD_BYTE) {
       guard_violations++;
       break;
     }

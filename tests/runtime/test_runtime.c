@@ -12,6 +12,7 @@
 
 #include "tests/runtime/rtutil.h"
 
+#define KiB 1024ull
 #define MiB (1ull << 20)
 
 /* ---- runtimes --------------------------------------------------------------- */
@@ -485,21 +486,21 @@ END_TEST
 START_TEST(pinned_buffer_is_not_reused_while_a_copy_is_pending) {
   t4a_runtime rt = rt_create();
   t4a_buffer d;
-  RT_OK(T->buffer_alloc(rt, 64 * 1024, &d));
+  RT_OK(T->buffer_alloc(rt, (64 * KiB), &d));
   rt_gate g;
   rt_gate_close(&g, rt);
   t4a_host_buffer h;
   void *p;
-  RT_OK(T->host_alloc(rt, 64 * 1024, 0, &h, &p));
-  t4a_test_fill_random(p, 64 * 1024, 99);
-  RT_OK(T->copy_h2d_pinned(rt, d, 0, h, 0, 64 * 1024));
+  RT_OK(T->host_alloc(rt, (64 * KiB), 0, &h, &p));
+  t4a_test_fill_random(p, (64 * KiB), 99);
+  RT_OK(T->copy_h2d_pinned(rt, d, 0, h, 0, (64 * KiB)));
   RT_OK(T->host_free(rt, h)); /* the copy has not run: the block must wait */
   ck_assert_uint_eq(rt_counters(rt).pending_retirements, 1);
   t4a_host_buffer h2;
   void *p2;
-  RT_OK(T->host_alloc(rt, 64 * 1024, 0, &h2, &p2));
+  RT_OK(T->host_alloc(rt, (64 * KiB), 0, &h2, &p2));
   ck_assert_ptr_ne(p2, p); /* not handed out again */
-  memset(p2, 0, 64 * 1024);
+  memset(p2, 0, (64 * KiB));
   t4a_witness w;
   RT_OK(T->seal(rt, &w));
   ck_assert_uint_eq(rt_counters(rt).pending_retirements, 1);
@@ -507,10 +508,10 @@ START_TEST(pinned_buffer_is_not_reused_while_a_copy_is_pending) {
   RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
   ck_assert_uint_eq(rt_counters(rt).pending_retirements, 0);
   /* the device got the data the block held when the copy ran */
-  unsigned char *back = malloc(64 * 1024), *want = malloc(64 * 1024);
-  t4a_test_fill_random(want, 64 * 1024, 99);
-  RT_OK(T->copy_d2h(rt, back, d, 0, 64 * 1024));
-  ck_assert(memcmp(back, want, 64 * 1024) == 0);
+  unsigned char *back = malloc((64 * KiB)), *want = malloc((64 * KiB));
+  t4a_test_fill_random(want, (64 * KiB), 99);
+  RT_OK(T->copy_d2h(rt, back, d, 0, (64 * KiB)));
+  ck_assert(memcmp(back, want, (64 * KiB)) == 0);
   free(back);
   free(want);
   RT_OK(T->witness_release(w));

@@ -1,0 +1,578 @@
+/* plugin-cuda/artifact.c -- artifacts: CUDA C compiled by NVRTC (CUBIN for the
+ * target device by default, PTX on request) or consumer bytes (PTX, CUBIN,
+ * fatbin), reference counted and shared by the runtimes that load them.
+ *
+ * Compiles go through two caches keyed by SHA-256 over everything that
+ * decides the output: source, options, target, output kind, NVRTC version
+ * and driver version. The memory cache (per backend, 256 entries, least
+ * recently used evicted) holds a reference to each artifact; the disk cache
+ * is diskcache.c. Failed compiles are never cached. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sha256.h"
+#include "common/str.h"
+#include "plugin-cuda/artifact.h"
+#include "plugin-cuda/nvrtc.h"
+#include "plugin-cuda/runtime.h"
+
+typedef struct art {
+  uint32_t gen, refs, next_free;
+  t4a_artifact_kind kind;
+  char *data; /* PTX has a NUL after size bytes */
+  uint64_t size;
+  char *log;
+  uint64_t log_size;
+  int nvrtc_version;
+  char name[64];
+} art;
+
+static pthread_mutex_t alock = PTHREAD_MUTEX_INITIALIZER;
+static art *arts;
+static uint32_t acount, acap, afree;
+
+/* ---- the table ------------------------------------------------------------- */
+
+static int aget(t4a_artifact a, const char *what, art **out) {
+  if (t4a__h_tag(a.bits) != T4A__TAG_ARTIFACT)
+    return t4a__fail(a.bits ? T4A_EHANDLE : T4A_EINVAL,
+                     "%s: %s is not an artifact handle; pass one from artifact_compile or "
+                     "artifact_from_bytes",
+                     what, a.bits ? "the handle" : "a null handle");
+  uint32_t i = t4a__h_index(a.bits);
+  if (i >= acount || !arts[i].refs || arts[i].gen != t4a__h_gen(a.bits))
+    return t4a__fail(T4A_EHANDLE, "%s: the artifact was released; keep it until you are done",
+                     what);
+  *out = &arts[i];
+  return T4A_OK;
+}
+
+/* Adds an artifact owning data and log (alock held); one reference. */
+static int anew(t4a_artifact_kind kind, char *data, uint64_t size, char *log, uint64_t log_size,
+                int nvrtc_version, const char *name, t4a_artifact *out) {
+  uint32_t i;
+  if (afree) {
+    i = afree - 1;
+    afree = arts[i].next_free;
+  } else {
+    if (acount == acap) {
+      uint32_t cap = acap ? acap * 2 : 32;
+      art *p = cap <= T4A__MAX_INDEX ? realloc(arts, cap * sizeof *p) : NULL;
+      if (!p)
+        return t4a__fail(T4A_ENOMEM, "out of host memory for artifacts; release some");
+      arts = p;
+      acap = cap;
+    }
+    i = acount;
+    arts[acount++] = (art){0};
+  }
+  art *a = &arts[i];
+  uint32_t gen = t4a__gen_next(a->gen);
+  *a = (art){.gen = gen,
+             .refs = 1,
+             .kind = kind,
+             .data = data,
+             .size = size,
+             .log = log,
+             .log_size = log_size,
+             .nvrtc_version = nvrtc_version};
+  t4a__strcopy(a->name, sizeof a->name, name);
+  out->bits = t4a__h_make(T4A__TAG_ARTIFACT, 0, i, gen);
+  return T4A_OK;
+}
+
+/* Drops a reference (alock held). */
+static void aunref(art *a) {
+  if (--a->refs)
+    return;
+  free(a->data);
+  free(a->log);
+  a->data = a->log = NULL;
+  a->gen = t4a__gen_next(a->gen);
+  a->next_free = afree;
+  afree = (uint32_t)(a - arts) + 1;
+}
+
+int t4a__artifact_get(t4a_artifact h, const char *what, t4a__code *out) {
+  pthread_mutex_lock(&alock);
+  art *a;
+  int rc = aget(h, what, &a);
+  if (rc == T4A_OK && !a->data)
+    rc = t4a__fail(T4A_EINVAL,
+                   "%s: the artifact holds no code (its compile failed); read its "
+                   "log and fix the source",
+                   what);
+  if (rc == T4A_OK) {
+    a->refs++;
+    *out = (t4a__code){.index = (uint32_t)(a - arts),
+                       .kind = a->kind,
+                       .data = a->data,
+                       .size = a->size,
+                       .nvrtc_version = a->nvrtc_version};
+    t4a__strcopy(out->name, sizeof out->name, a->name);
+  }
+  pthread_mutex_unlock(&alock);
+  return rc;
+}
+
+void t4a__artifact_put(const t4a__code *code) {
+  pthread_mutex_lock(&alock);
+  aunref(&arts[code->index]);
+  pthread_mutex_unlock(&alock);
+}
+
+/* ---- the memory cache ------------------------------------------------------ */
+
+#define MEM_ENTRIES 256u
+
+typedef struct mentry {
+  uint8_t key[32];
+  t4a_artifact art;
+  uint64_t last_use;
+  bool used;
+} mentry;
+
+static mentry mcache[MEM_ENTRIES];
+static uint64_t mclock, mhits, misses;
+
+/* The cached artifact for key with a new reference, or a null handle
+ * (alock held). */
+static t4a_artifact mlookup(const uint8_t key[32]) {
+  t4a_artifact none = {0};
+  for (uint32_t i = 0; i < MEM_ENTRIES; i++) {
+    mentry *e = &mcache[i];
+    if (e->used && memcmp(e->key, key, 32) == 0) {
+      art *a;
+      if (aget(e->art, "cache", &a) != T4A_OK)
+        return none;
+      a->refs++;
+      e->last_use = ++mclock;
+      mhits++;
+      return e->art;
+    }
+  }
+  return none;
+}
+
+/* Caches an artifact, taking a reference; evicts the least recently used
+ * entry when full (alock held). */
+static void minsert(const uint8_t key[32], t4a_artifact h) {
+  mentry *slot = NULL;
+  for (uint32_t i = 0; i < MEM_ENTRIES && (!slot || slot->used); i++)
+    if (!slot || !mcache[i].used || mcache[i].last_use < slot->last_use)
+      slot = &mcache[i];
+  art *a;
+  if (slot->used && aget(slot->art, "cache", &a) == T4A_OK)
+    aunref(a);
+  if (aget(h, "cache", &a) != T4A_OK)
+    return;
+  a->refs++;
+  memcpy(slot->key, key, 32);
+  slot->art = h;
+  slot->used = true;
+  slot->last_use = ++mclock;
+}
+
+static void mclear(void) {
+  for (uint32_t i = 0; i < MEM_ENTRIES; i++) {
+    art *a;
+    if (mcache[i].used && aget(mcache[i].art, "cache", &a) == T4A_OK)
+      aunref(a);
+    mcache[i].used = false;
+  }
+}
+
+/* ---- compile ---------------------------------------------------------------------- */
+
+static bool names_arch(const char *opt) {
+  return strncmp(opt, "-arch", 5) == 0 || strncmp(opt, "--gpu-architecture", 18) == 0;
+}
+
+/* Checks the request and fills the target option (or finds it). */
+static int check_request(const t4a_compile_options *o, uint64_t *size, char *target, size_t tsize,
+                         int *driver_version) {
+  int rc = t4a__check_struct(o, T4A_COMPILE_OPTIONS_V1_0_SIZE, "t4a_compile_options");
+  if (rc)
+    return rc;
+  if (o->flags & ~(uint32_t)(T4A_COMPILE_PTX | T4A_COMPILE_NO_CACHE))
+    return t4a__fail(T4A_EINVAL,
+                     "artifact_compile: unknown flags 0x%x; use T4A_COMPILE_PTX "
+                     "and T4A_COMPILE_NO_CACHE",
+                     o->flags);
+  if (!o->source)
+    return t4a__fail(T4A_EINVAL, "artifact_compile: source is NULL; pass CUDA C source");
+  *size = o->source_size ? o->source_size : strlen(o->source);
+  if (!*size)
+    return t4a__fail(T4A_EINVAL, "artifact_compile: the source is empty; pass CUDA C source");
+  const char *nul = memchr(o->source, 0, (size_t)*size);
+  if (nul)
+    return t4a__fail(T4A_EINVAL,
+                     "artifact_compile: the source has a NUL byte at offset %zu of "
+                     "%llu; pass text only (or the right source_size)",
+                     (size_t)(nul - o->source), (unsigned long long)*size);
+  if (o->option_count > 256 || (o->option_count && !o->options))
+    return t4a__fail(T4A_EINVAL,
+                     "artifact_compile: %u options with options %s; pass at most "
+                     "256 options in a non-NULL array",
+                     o->option_count, o->options ? "set" : "NULL");
+  bool arch = false;
+  for (uint32_t i = 0; i < o->option_count; i++) {
+    if (!o->options[i] || strlen(o->options[i]) > 4096)
+      return t4a__fail(T4A_EINVAL,
+                       "artifact_compile: option %u is NULL or longer than 4096 "
+                       "bytes; pass valid strings",
+                       i);
+    arch |= names_arch(o->options[i]);
+  }
+  target[0] = '\0';
+  *driver_version = 0;
+  if (o->device_ordinal == -1) {
+    if (!arch)
+      return t4a__fail(T4A_EINVAL, "artifact_compile: device_ordinal is -1 but no option names "
+                                   "an architecture; add \"-arch=sm_XY\" or pick a device");
+    return T4A_OK;
+  }
+  if ((rc = t4a__require_init()) ||
+      (rc = t4a__check_ordinal(o->device_ordinal, "artifact_compile")))
+    return rc;
+  if (arch)
+    return t4a__fail(T4A_EINVAL, "artifact_compile: the options name an architecture and "
+                                 "device_ordinal picks one too; set device_ordinal = -1 to use "
+                                 "the options' choice");
+  const t4a_device_info *d = &t4a__be.devices[o->device_ordinal].info;
+  snprintf(target, tsize, "-arch=%s_%d%d", (o->flags & T4A_COMPILE_PTX) ? "compute" : "sm",
+           (int)d->cc_major, (int)d->cc_minor);
+  *driver_version = t4a__be.driver_version;
+  return T4A_OK;
+}
+
+/* Refuses output the driver could not load. */
+static int gate_versions(const t4a__nvrtc *n, int driver_version, bool ptx) {
+  int nv = 1000 * n->major + 10 * n->minor;
+  if (!driver_version)
+    return T4A_OK;
+  if (ptx && nv > driver_version)
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "artifact_compile: NVRTC %d.%d emits PTX the driver (CUDA %d.%d) cannot "
+                     "load; compile to CUBIN (drop T4A_COMPILE_PTX) or point T4A_NVRTC_LIBRARY "
+                     "at an NVRTC no newer than the driver",
+                     n->major, n->minor, driver_version / 1000, driver_version % 1000 / 10);
+  if (n->major > driver_version / 1000)
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "artifact_compile: NVRTC %d.%d is a newer major than the driver (CUDA "
+                     "%d.%d) and its output would not load; update the driver or point "
+                     "T4A_NVRTC_LIBRARY at NVRTC %d.x",
+                     n->major, n->minor, driver_version / 1000, driver_version % 1000 / 10,
+                     driver_version / 1000);
+  return T4A_OK;
+}
+
+static void cache_key(const t4a_compile_options *o, uint64_t size, const char *target,
+                      const t4a__nvrtc *n, int driver_version, uint8_t key[32]) {
+  t4a__sha256 s;
+  t4a__sha256_init(&s);
+  char head[160];
+  int len = snprintf(head, sizeof head, "t4a-artifact-v1|%s|%s|nvrtc %d.%d|driver %d|%u|",
+                     (o->flags & T4A_COMPILE_PTX) ? "ptx" : "cubin", target, n->major, n->minor,
+                     driver_version, o->option_count);
+  t4a__sha256_update(&s, head, (size_t)len);
+  for (uint32_t i = 0; i < o->option_count; i++)
+    t4a__sha256_update(&s, o->options[i], strlen(o->options[i]) + 1);
+  t4a__sha256_update(&s, o->source, (size_t)size);
+  t4a__sha256_final(&s, key);
+}
+
+/* Runs NVRTC. On success *data and *dsize hold the output (PTX NUL-terminated);
+ * the log is returned either way. */
+static int nvrtc_compile(const t4a__nvrtc *n, const t4a_compile_options *o, uint64_t size,
+                         const char *target, char **data, uint64_t *dsize, char **log,
+                         uint64_t *log_size) {
+  const t4a__nvrtc_api *f = &n->fn;
+  char *src = malloc((size_t)size + 1);
+  const char **opts = calloc(o->option_count + 1u, sizeof *opts);
+  if (!src || !opts) {
+    free(src);
+    free(opts);
+    return t4a__fail(T4A_ENOMEM, "artifact_compile: out of host memory");
+  }
+  memcpy(src, o->source, (size_t)size);
+  src[size] = '\0';
+  uint32_t nopts = 0;
+  for (uint32_t i = 0; i < o->option_count; i++)
+    opts[nopts++] = o->options[i];
+  if (*target)
+    opts[nopts++] = target;
+  t4a__nvrtcProgram prog = NULL;
+  int rc = T4A_OK;
+  t4a__nvrtcResult r =
+      f->nvrtcCreateProgram(&prog, src, o->name ? o->name : "t4a.cu", 0, NULL, NULL);
+  if (r != T4A__NVRTC_SUCCESS) {
+    rc = t4a__fail_native(r == T4A__NVRTC_ERROR_OUT_OF_MEMORY ? T4A_ENOMEM : T4A_ECOMPILE, r,
+                          f->nvrtcGetErrorString(r),
+                          "nvrtcCreateProgram failed; check the "
+                          "source");
+    goto out;
+  }
+  t4a__nvrtcResult cr = f->nvrtcCompileProgram(prog, (int)nopts, opts);
+  size_t lsize = 0;
+  if (f->nvrtcGetProgramLogSize(prog, &lsize) == T4A__NVRTC_SUCCESS && lsize) {
+    *log = malloc(lsize);
+    if (*log && f->nvrtcGetProgramLog(prog, *log) == T4A__NVRTC_SUCCESS)
+      *log_size = strnlen(*log, lsize);
+    else if (*log)
+      (*log)[0] = '\0';
+  }
+  if (cr != T4A__NVRTC_SUCCESS) {
+    const char *first = *log && **log ? *log : "(empty log)";
+    int len = (int)strcspn(first, "\n");
+    rc = t4a__fail_native(cr == T4A__NVRTC_ERROR_INVALID_OPTION ? T4A_EINVAL : T4A_ECOMPILE, cr,
+                          f->nvrtcGetErrorString(cr),
+                          "compiling '%s' failed: %.*s; fix it (the full log is in "
+                          "artifact_log)",
+                          o->name ? o->name : "t4a.cu", len > 300 ? 300 : len, first);
+    goto out;
+  }
+  bool ptx = (o->flags & T4A_COMPILE_PTX) != 0;
+  size_t osize = 0;
+  r = ptx ? f->nvrtcGetPTXSize(prog, &osize) : f->nvrtcGetCUBINSize(prog, &osize);
+  if (r != T4A__NVRTC_SUCCESS || osize == 0) {
+    rc = t4a__fail(T4A_ECOMPILE,
+                   "artifact_compile: NVRTC produced no %s; for CUBIN name a "
+                   "real architecture (-arch=sm_XY), or ask for PTX",
+                   ptx ? "PTX" : "CUBIN");
+    goto out;
+  }
+  *data = malloc(osize + 1);
+  if (!*data) {
+    rc = t4a__fail(T4A_ENOMEM, "artifact_compile: out of host memory");
+    goto out;
+  }
+  r = ptx ? f->nvrtcGetPTX(prog, *data) : f->nvrtcGetCUBIN(prog, *data);
+  if (r != T4A__NVRTC_SUCCESS) {
+    free(*data);
+    *data = NULL;
+    rc = t4a__fail_native(T4A_ECOMPILE, r, f->nvrtcGetErrorString(r),
+                          "artifact_compile: reading NVRTC's output failed");
+    goto out;
+  }
+  (*data)[osize] = '\0';
+  *dsize = ptx ? strnlen(*data, osize) : osize; /* PTX size excludes its NUL */
+out:
+  if (prog)
+    f->nvrtcDestroyProgram(&prog);
+  free(src);
+  free(opts);
+  return rc;
+}
+
+int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) {
+  if (!out)
+    return t4a__fail(T4A_EINVAL, "artifact_compile: out is NULL; pass a pointer");
+  out->bits = 0;
+  uint64_t size = 0;
+  char target[32];
+  int driver_version, rc;
+  if ((rc = check_request(o, &size, target, sizeof target, &driver_version)))
+    return rc;
+  const t4a__nvrtc *n = t4a__nvrtc_get();
+  if (!n)
+    return t4a__error_get()->status;
+  bool ptx = (o->flags & T4A_COMPILE_PTX) != 0;
+  if ((rc = gate_versions(n, driver_version, ptx)))
+    return rc;
+  int nv = 1000 * n->major + 10 * n->minor;
+  t4a_artifact_kind kind = ptx ? T4A_ARTIFACT_PTX : T4A_ARTIFACT_CUBIN;
+  const char *name = o->name ? o->name : "t4a.cu";
+  uint8_t key[32];
+  bool cached = !(o->flags & T4A_COMPILE_NO_CACHE);
+  if (cached) {
+    cache_key(o, size, target, n, driver_version, key);
+    pthread_mutex_lock(&alock);
+    *out = mlookup(key);
+    pthread_mutex_unlock(&alock);
+    if (out->bits)
+      return T4A_OK;
+    t4a__disk_entry e;
+    if (t4a__disk_lookup(key, &e)) {
+      pthread_mutex_lock(&alock);
+      rc = anew(kind, e.data, e.size, e.log, e.log_size, nv, name, out);
+      if (rc == T4A_OK)
+        minsert(key, *out);
+      pthread_mutex_unlock(&alock);
+      if (rc) {
+        free(e.data);
+        free(e.log);
+      }
+      return rc;
+    }
+  }
+  char *data = NULL, *log = NULL;
+  uint64_t dsize = 0, log_size = 0;
+  pthread_mutex_lock(&alock);
+  misses++;
+  pthread_mutex_unlock(&alock);
+  int crc = nvrtc_compile(n, o, size, target, &data, &dsize, &log, &log_size);
+  if (crc != T4A_OK && crc != T4A_ECOMPILE && crc != T4A_EINVAL) {
+    free(data);
+    free(log);
+    return crc;
+  }
+  if (!log && !(log = calloc(1, 1))) {
+    free(data);
+    return t4a__fail(T4A_ENOMEM, "artifact_compile: out of host memory");
+  }
+  t4a__error detail = *t4a__error_get();
+  pthread_mutex_lock(&alock);
+  rc = anew(kind, data, crc ? 0 : dsize, log, log_size, nv, name, out);
+  if (rc == T4A_OK && crc == T4A_OK && cached)
+    minsert(key, *out);
+  pthread_mutex_unlock(&alock);
+  if (rc) {
+    free(data);
+    free(log);
+    return rc;
+  }
+  if (crc) { /* a failed compile: the artifact carries the log */
+    t4a__error_set(&detail);
+    return crc;
+  }
+  if (cached)
+    t4a__disk_store(key, kind, data, dsize, log, log_size);
+  return T4A_OK;
+}
+
+/* ---- consumer bytes ------------------------------------------------------------------ */
+
+int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
+                                  const char *name, t4a_artifact *out) {
+  if (!out)
+    return t4a__fail(T4A_EINVAL, "artifact_from_bytes: out is NULL; pass a pointer");
+  out->bits = 0;
+  if (!data || !size || size > (1ull << 31))
+    return t4a__fail(T4A_EINVAL, "artifact_from_bytes: %s; pass 1 byte to 2 GiB of code",
+                     data ? "the size is 0 or above 2 GiB" : "data is NULL");
+  const unsigned char *b = data;
+  switch (kind) {
+  case T4A_ARTIFACT_PTX:
+    if (memchr(b, 0, (size_t)size) && strnlen(data, (size_t)size) + 1 != size)
+      return t4a__fail(T4A_EINVAL, "artifact_from_bytes: PTX text has a NUL byte inside; pass "
+                                   "the text (a final NUL is fine)");
+    if (b[size - 1] == 0)
+      size--; /* keep the text; we add our own NUL */
+    break;
+  case T4A_ARTIFACT_CUBIN:
+    if (size < 4 || memcmp(b,
+                           "\x7f"
+                           "ELF",
+                           4) != 0)
+      return t4a__fail(T4A_EINVAL, "artifact_from_bytes: a CUBIN is an ELF file, these bytes "
+                                   "do not start with \\x7fELF; pass nvcc -cubin output");
+    break;
+  case T4A_ARTIFACT_FATBIN:
+    if (size < 4 || !(b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba))
+      return t4a__fail(T4A_EINVAL, "artifact_from_bytes: a fatbin starts with the magic "
+                                   "0xBA55ED50, these bytes do not; pass nvcc -fatbin output");
+    break;
+  default:
+    return t4a__fail(T4A_EINVAL,
+                     "artifact_from_bytes: unknown kind %d; use T4A_ARTIFACT_PTX, "
+                     "_CUBIN or _FATBIN",
+                     (int)kind);
+  }
+  char *copy = malloc((size_t)size + 1);
+  char *log = calloc(1, 1);
+  if (!copy || !log) {
+    free(copy);
+    free(log);
+    return t4a__fail(T4A_ENOMEM, "artifact_from_bytes: out of host memory");
+  }
+  memcpy(copy, data, (size_t)size);
+  copy[size] = '\0';
+  pthread_mutex_lock(&alock);
+  int rc = anew(kind, copy, size, log, 0, 0, name ? name : "bytes", out);
+  pthread_mutex_unlock(&alock);
+  if (rc) {
+    free(copy);
+    free(log);
+  }
+  return rc;
+}
+
+int t4a__slot_artifact_log(t4a_artifact h, const char **log, uint64_t *length) {
+  if (!log)
+    return t4a__fail(T4A_EINVAL, "artifact_log: log is NULL; pass a pointer");
+  pthread_mutex_lock(&alock);
+  art *a;
+  int rc = aget(h, "artifact_log", &a);
+  if (rc == T4A_OK) {
+    *log = a->log;
+    if (length)
+      *length = a->log_size;
+  }
+  pthread_mutex_unlock(&alock);
+  return rc;
+}
+
+int t4a__slot_artifact_data(t4a_artifact h, t4a_artifact_kind *kind, const void **data,
+                            uint64_t *size) {
+  if (!data || !size)
+    return t4a__fail(T4A_EINVAL, "artifact_data: data and size must not be NULL");
+  pthread_mutex_lock(&alock);
+  art *a;
+  int rc = aget(h, "artifact_data", &a);
+  if (rc == T4A_OK) {
+    if (kind)
+      *kind = a->kind;
+    *data = a->data;
+    *size = a->size;
+  }
+  pthread_mutex_unlock(&alock);
+  return rc;
+}
+
+int t4a__slot_artifact_release(t4a_artifact h) {
+  pthread_mutex_lock(&alock);
+  art *a;
+  int rc = aget(h, "artifact_release", &a);
+  if (rc == T4A_OK)
+    aunref(a);
+  pthread_mutex_unlock(&alock);
+  return rc;
+}
+
+int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out) {
+  int rc = t4a__check_struct(out, T4A_COMPILE_CACHE_STATS_V1_0_SIZE, "t4a_compile_cache_stats");
+  if (rc)
+    return rc;
+  t4a_compile_cache_stats s = {.struct_size = sizeof s};
+  pthread_mutex_lock(&alock);
+  for (uint32_t i = 0; i < MEM_ENTRIES; i++)
+    s.memory_entries += mcache[i].used;
+  s.memory_hits = mhits;
+  s.misses = misses;
+  pthread_mutex_unlock(&alock);
+  t4a__disk_stats(&s.disk_entries, &s.disk_bytes, &s.disk_limit_bytes);
+  s.disk_hits = t4a__disk_hits();
+  s.disk_rejected = t4a__disk_rejected();
+  t4a__fill_struct(out, &s, sizeof s);
+  return T4A_OK;
+}
+
+int t4a__slot_compile_cache_clear(uint32_t which) {
+  if (!which || (which & ~(uint32_t)(T4A_CACHE_MEMORY | T4A_CACHE_DISK)))
+    return t4a__fail(T4A_EINVAL,
+                     "compile_cache_clear: which = 0x%x; use T4A_CACHE_MEMORY "
+                     "and/or T4A_CACHE_DISK",
+                     which);
+  if (which & T4A_CACHE_MEMORY) {
+    pthread_mutex_lock(&alock);
+    mclear();
+    pthread_mutex_unlock(&alock);
+  }
+  if (which & T4A_CACHE_DISK)
+    t4a__disk_clear();
+  return T4A_OK;
+}

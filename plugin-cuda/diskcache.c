@@ -1,0 +1,298 @@
+/* plugin-cuda/diskcache.c -- the on-disk artifact cache.
+ *
+ * Where: $T4A_CACHE_DIR when set (set and empty: no disk cache), else
+ * $XDG_CACHE_HOME/t4a-gpu, else $HOME/.cache/t4a-gpu. The directory is
+ * created with mode 0700 and used only if it is a directory owned by this
+ * user that no one else can write (a shared or hostile directory could feed
+ * us code).
+ *
+ * An entry is one file, <hex key>.t4a: a header (magic, format version,
+ * kind, sizes, the key, SHA-256 of the payload), then the code, then the log.
+ * It is written to a temporary file in the directory and renamed into place,
+ * so readers see a whole entry or none. Every read checks the header, the
+ * sizes against the file, the key against the name and the digest against
+ * the payload; a corrupt, truncated or foreign entry is counted, removed and
+ * treated as a miss (the compile that follows rewrites it). The directory is
+ * kept under $T4A_CACHE_MAX_BYTES (default 256 MiB) by removing the least
+ * recently used entries (a hit refreshes an entry's modification time). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "plugin-cuda/artifact.h"
+
+#define MAGIC "T4AART\x01"
+#define FORMAT 1u
+#define SUFFIX ".t4a"
+#define DEFAULT_LIMIT (256ull << 20)
+
+typedef struct header {
+  char magic[8];
+  uint32_t format, kind;
+  uint64_t data_size, log_size;
+  uint8_t key[32];
+  uint8_t digest[32];
+} header;
+
+static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER; /* serialises store and evict */
+static uint64_t hits, rejected;
+
+/* The cache directory, created if needed; false when the disk cache is off
+ * or the directory is unusable. */
+static bool cache_dir(char *dir, size_t size) {
+  const char *env = t4a__getenv("T4A_CACHE_DIR");
+  if (env && !*env)
+    return false; /* explicitly off */
+  if (env) {
+    snprintf(dir, size, "%s", env);
+  } else {
+    const char *xdg = t4a__getenv("XDG_CACHE_HOME"), *home = t4a__getenv("HOME");
+    if (xdg && *xdg == '/') {
+      snprintf(dir, size, "%s/t4a-gpu", xdg);
+    } else if (home && *home == '/') {
+      char parent[4096];
+      snprintf(parent, sizeof parent, "%s/.cache", home);
+      mkdir(parent, 0700); /* may exist */
+      snprintf(dir, size, "%s/.cache/t4a-gpu", home);
+    } else {
+      return false;
+    }
+  }
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+    return false;
+  struct stat st;
+  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    t4a__log(T4A__LOG_WARN, "cuda",
+             "disk cache %s is not a private directory of this user: "
+             "not used",
+             dir);
+    return false;
+  }
+  return true;
+}
+
+static uint64_t limit_bytes(void) {
+  const char *v = t4a__getenv("T4A_CACHE_MAX_BYTES");
+  if (v && *v) {
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (!*end)
+      return n;
+  }
+  return DEFAULT_LIMIT;
+}
+
+static void entry_path(const char *dir, const uint8_t key[32], char *path, size_t size) {
+  char hex[65];
+  for (int i = 0; i < 32; i++)
+    snprintf(hex + 2 * i, 3, "%02x", key[i]);
+  snprintf(path, size, "%s/%s" SUFFIX, dir, hex);
+}
+
+static void reject(const char *path, const char *why) {
+  t4a__log(T4A__LOG_WARN, "cuda", "disk cache entry %s rejected (%s): removed", path, why);
+  unlink(path);
+  __atomic_add_fetch(&rejected, 1, __ATOMIC_RELAXED);
+}
+
+static bool read_all(int fd, void *buf, size_t n) {
+  char *p = buf;
+  while (n) {
+    ssize_t r = read(fd, p, n);
+    if (r <= 0)
+      return false;
+    p += r;
+    n -= (size_t)r;
+  }
+  return true;
+}
+
+bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
+  char dir[4096], path[4200];
+  if (!cache_dir(dir, sizeof dir))
+    return false;
+  entry_path(dir, key, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  struct stat st;
+  header h;
+  char *data = NULL, *log = NULL;
+  const char *why = NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof h ||
+      !read_all(fd, &h, sizeof h))
+    why = "truncated header";
+  else if (memcmp(h.magic, MAGIC, 8) != 0 || h.format != FORMAT)
+    why = "not a t4a cache entry of this format";
+  else if (memcmp(h.key, key, 32) != 0)
+    why = "foreign: its key is not its name";
+  else if (h.kind < T4A_ARTIFACT_PTX || h.kind > T4A_ARTIFACT_FATBIN ||
+           h.data_size > (1ull << 31) || h.log_size > (1ull << 31) ||
+           (uint64_t)st.st_size != sizeof h + h.data_size + h.log_size)
+    why = "sizes do not match the file";
+  if (!why) {
+    data = malloc(h.data_size + 1);
+    log = malloc(h.log_size + 1);
+    if (!data || !log || !read_all(fd, data, h.data_size) || !read_all(fd, log, h.log_size)) {
+      why = "short read";
+    } else {
+      t4a__sha256 s;
+      uint8_t digest[32];
+      t4a__sha256_init(&s);
+      t4a__sha256_update(&s, data, h.data_size);
+      t4a__sha256_update(&s, log, h.log_size);
+      t4a__sha256_final(&s, digest);
+      if (memcmp(digest, h.digest, 32) != 0)
+        why = "digest mismatch";
+    }
+  }
+  close(fd);
+  if (why) {
+    free(data);
+    free(log);
+    reject(path, why);
+    return false;
+  }
+  data[h.data_size] = '\0';
+  log[h.log_size] = '\0';
+  utimes(path, NULL); /* recently used */
+  *out = (t4a__disk_entry){(t4a_artifact_kind)h.kind, data, h.data_size, log, h.log_size};
+  __atomic_add_fetch(&hits, 1, __ATOMIC_RELAXED);
+  return true;
+}
+
+typedef struct fent {
+  char name[96];
+  uint64_t bytes;
+  time_t mtime;
+} fent;
+
+static int by_age(const void *a, const void *b) {
+  time_t x = ((const fent *)a)->mtime, y = ((const fent *)b)->mtime;
+  return (x > y) - (x < y);
+}
+
+/* Lists the entries of dir (malloc'd array); returns the count. */
+static size_t list_entries(const char *dir, fent **out, uint64_t *total) {
+  *out = NULL;
+  *total = 0;
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    if (len != 64 + strlen(SUFFIX) || strcmp(de->d_name + 64, SUFFIX) != 0)
+      continue;
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      fent *p = realloc(*out, cap * sizeof *p);
+      if (!p)
+        break;
+      *out = p;
+    }
+    fent *e = &(*out)[n++];
+    snprintf(e->name, sizeof e->name, "%s", de->d_name);
+    e->bytes = (uint64_t)st.st_size;
+    e->mtime = st.st_mtime;
+    *total += e->bytes;
+  }
+  closedir(d);
+  return n;
+}
+
+static void evict(const char *dir, uint64_t limit) {
+  fent *es;
+  uint64_t total;
+  size_t n = list_entries(dir, &es, &total);
+  if (total > limit && n) {
+    qsort(es, n, sizeof *es, by_age);
+    for (size_t i = 0; i < n && total > limit; i++) {
+      char path[4200];
+      snprintf(path, sizeof path, "%s/%s", dir, es[i].name);
+      if (unlink(path) == 0)
+        total -= es[i].bytes;
+    }
+  }
+  free(es);
+}
+
+void t4a__disk_store(const uint8_t key[32], t4a_artifact_kind kind, const void *data, uint64_t size,
+                     const char *log, uint64_t log_size) {
+  char dir[4096], path[4200], tmp[4200];
+  if (!cache_dir(dir, sizeof dir))
+    return;
+  header h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, MAGIC, 8);
+  h.format = FORMAT;
+  h.kind = (uint32_t)kind;
+  h.data_size = size;
+  h.log_size = log_size;
+  memcpy(h.key, key, 32);
+  t4a__sha256 s;
+  t4a__sha256_init(&s);
+  t4a__sha256_update(&s, data, (size_t)size);
+  t4a__sha256_update(&s, log, (size_t)log_size);
+  t4a__sha256_final(&s, h.digest);
+  entry_path(dir, key, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", dir);
+  pthread_mutex_lock(&dlock);
+  int fd = mkstemp(tmp);
+  if (fd >= 0) {
+    FILE *f = fdopen(fd, "wb");
+    bool ok = f && fwrite(&h, sizeof h, 1, f) == 1 &&
+              (size == 0 || fwrite(data, (size_t)size, 1, f) == 1) &&
+              (log_size == 0 || fwrite(log, (size_t)log_size, 1, f) == 1);
+    ok = f && fclose(f) == 0 && ok;
+    if (!f)
+      close(fd);
+    if (!ok || rename(tmp, path) != 0)
+      unlink(tmp);
+    else
+      evict(dir, limit_bytes());
+  }
+  pthread_mutex_unlock(&dlock);
+}
+
+void t4a__disk_stats(uint64_t *entries, uint64_t *bytes, uint64_t *limit) {
+  char dir[4096];
+  *entries = *bytes = 0;
+  *limit = limit_bytes();
+  if (!cache_dir(dir, sizeof dir))
+    return;
+  fent *es;
+  *entries = list_entries(dir, &es, bytes);
+  free(es);
+}
+
+uint64_t t4a__disk_hits(void) { return __atomic_load_n(&hits, __ATOMIC_RELAXED); }
+
+uint64_t t4a__disk_rejected(void) { return __atomic_load_n(&rejected, __ATOMIC_RELAXED); }
+
+void t4a__disk_clear(void) {
+  char dir[4096];
+  if (!cache_dir(dir, sizeof dir))
+    return;
+  pthread_mutex_lock(&dlock);
+  evict(dir, 0);
+  pthread_mutex_unlock(&dlock);
+}
