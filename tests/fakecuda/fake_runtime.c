@@ -334,7 +334,11 @@ R fake_sym_cuEventSynchronize(t4a__CUevent e) {
 
 /* ---- streams ------------------------------------------------------------------------ */
 
-typedef void (*kernel_fn)(const unsigned char *args);
+/* A kernel: its packed arguments and the launch geometry (x only). */
+typedef struct geometry {
+  unsigned grid, block, shared;
+} geometry;
+typedef void (*kernel_fn)(const unsigned char *args, geometry g);
 
 typedef struct op {
   enum { OP_COPY, OP_SET, OP_RECORD, OP_WAIT, OP_FREE, OP_KERNEL } kind;
@@ -346,6 +350,7 @@ typedef struct op {
   uint64_t gen;
   alloc *target;
   kernel_fn kernel;
+  geometry geom;
   unsigned char args[128];
   struct op *next;
 } op;
@@ -372,7 +377,7 @@ static void run(t4a__CUstream s, op *o) {
   switch (o->kind) {
   case OP_COPY: memcpy(o->dst, o->src, o->bytes); break;
   case OP_SET: memset(o->dst, o->value, o->bytes); break;
-  case OP_KERNEL: o->kernel(o->args); break;
+  case OP_KERNEL: o->kernel(o->args, o->geom); break;
   case OP_WAIT:
     LOCK();
     while (o->event->completed < o->gen && !o->event->failed)
@@ -756,7 +761,8 @@ R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a_
 /* ---- modules: kernels are named host functions ----------------------------------- */
 
 /* t4a_spin(const volatile uint32_t *flag): returns once *flag != 0. */
-static void k_spin(const unsigned char *a) {
+static void k_spin(const unsigned char *a, geometry g) {
+  (void)g;
   const volatile uint32_t *flag;
   memcpy(&flag, a, sizeof flag);
   while (!*flag) {
@@ -765,10 +771,14 @@ static void k_spin(const unsigned char *a) {
   }
 }
 
-static void k_empty(const unsigned char *a) { (void)a; }
+static void k_empty(const unsigned char *a, geometry g) {
+  (void)a;
+  (void)g;
+}
 
 /* t4a_fill_u32(uint32_t *p, uint32_t value, uint64_t n) */
-static void k_fill_u32(const unsigned char *a) {
+static void k_fill_u32(const unsigned char *a, geometry g) {
+  (void)g;
   uint32_t *p, v;
   uint64_t n;
   memcpy(&p, a, 8);
@@ -779,7 +789,8 @@ static void k_fill_u32(const unsigned char *a) {
 }
 
 /* t4a_axpy_f32(uint64_t n, float alpha, const float *x, float *y) */
-static void k_axpy(const unsigned char *a) {
+static void k_axpy(const unsigned char *a, geometry g) {
+  (void)g;
   uint64_t n;
   float alpha;
   const float *x;
@@ -792,11 +803,41 @@ static void k_axpy(const unsigned char *a) {
     y[i] = alpha * x[i] + y[i];
 }
 
+/* t4a_sum_f32(uint64_t n, const float *x, float *out): *out += sum(x) */
+static void k_sum(const unsigned char *a, geometry g) {
+  (void)g;
+  uint64_t n;
+  const float *x;
+  float *out;
+  memcpy(&n, a, 8);
+  memcpy(&x, a + 8, 8);
+  memcpy(&out, a + 16, 8);
+  double s = 0;
+  for (uint64_t i = 0; i < n; i++)
+    s += (double)x[i];
+  *out += (float)s;
+}
+
+/* t4a_reverse_u32(const uint32_t *x, uint32_t *y, uint32_t per): each block
+ * reverses its block * per elements (through dynamic shared memory). */
+static void k_reverse(const unsigned char *a, geometry g) {
+  const uint32_t *x;
+  uint32_t *y, per;
+  memcpy(&x, a, 8);
+  memcpy(&y, a + 8, 8);
+  memcpy(&per, a + 16, 4);
+  uint64_t span = (uint64_t)g.block * per;
+  for (uint64_t b = 0; b < g.grid; b++)
+    for (uint64_t i = 0; i < span; i++)
+      y[b * span + i] = x[b * span + span - 1 - i];
+}
+
 static int fault_device = -1;
 
 /* t4a_fault(): an illegal address: a sticky fault of the device. */
-static void k_fault(const unsigned char *a) {
+static void k_fault(const unsigned char *a, geometry g) {
   (void)a;
+  (void)g;
   LOCK();
   device_fault[fault_device < 0 ? 0 : fault_device] = T4A__CUDA_ERROR_ILLEGAL_ADDRESS;
   pthread_cond_broadcast(&fake_changed);
@@ -816,6 +857,8 @@ static const kdesc kernels[] = {
     {"t4a_fill_u32", k_fill_u32, 3, {0, 8, 16}, {8, 4, 8}},
     {"t4a_axpy_f32", k_axpy, 4, {0, 8, 16, 24}, {8, 4, 8, 8}},
     {"t4a_fault", k_fault, 0, {0}, {0}},
+    {"t4a_sum_f32", k_sum, 3, {0, 8, 16}, {8, 8, 8}},
+    {"t4a_reverse_u32", k_reverse, 3, {0, 8, 16}, {8, 8, 4}},
 };
 
 struct CUfunc_st {
@@ -830,6 +873,37 @@ struct CUmod_st {
   unsigned nfuncs;
 };
 
+/* Size of a module image: PTX text up to its NUL, an ELF file (CUBIN) from
+ * its section header table, a fatbin from its header; 0 if unknown. */
+static size_t image_size(const void *image) {
+  const unsigned char *b = image;
+  if (!b)
+    return 0;
+  if (memcmp(b,
+             "\x7f"
+             "ELF",
+             4) == 0 &&
+      b[4] == 2) { /* ELF64 */
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    memcpy(&shoff, b + 0x28, 8);
+    memcpy(&shentsize, b + 0x3a, 2);
+    memcpy(&shnum, b + 0x3c, 2);
+    return (size_t)(shoff + (uint64_t)shentsize * shnum);
+  }
+  if (b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) { /* fatbin */
+    uint16_t header;
+    uint64_t body;
+    memcpy(&header, b + 6, 2);
+    memcpy(&body, b + 8, 8);
+    return (size_t)header + (size_t)body;
+  }
+  const char *t = image;
+  if (strncmp(t, "//", 2) == 0 || strncmp(t, ".version", 8) == 0 || t[0] == '\n')
+    return strlen(t);
+  return 0;
+}
+
 EXPORT R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) __asm__("cuModuleLoadData");
 R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
   FAKE_ENTER("cuModuleLoadData");
@@ -837,21 +911,30 @@ R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
   if (r)
     return r;
   const char *text = image;
-  if (!text || (strncmp(text, "//", 2) != 0 && strncmp(text, ".version", 8) != 0 &&
-                strncmp(text, "\n", 1) != 0))
-    return T4A__CUDA_ERROR_INVALID_IMAGE; /* the fake understands PTX text only */
+  size_t size = image_size(image);
+  if (!size)
+    return T4A__CUDA_ERROR_INVALID_IMAGE;
   t4a__CUmodule mod = calloc(1, sizeof *mod);
   if (!mod)
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
   mod->device = current->device;
-  for (const char *p = text; (p = strstr(p, ".entry ")) != NULL;) {
-    p += 7;
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
-      size_t n = strlen(kernels[k].name);
-      if (strncmp(p, kernels[k].name, n) == 0 && (p[n] == '(' || p[n] == ' ' || p[n] == '\n') &&
-          mod->nfuncs < 8)
-        mod->funcs[mod->nfuncs++] = (struct CUfunc_st){&kernels[k], mod, 48 * 1024};
+  bool ptx = size == strlen(text);
+  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    size_t n = strlen(kernels[k].name);
+    bool found = false;
+    for (const char *p = text; !found && p + n <= text + size;) {
+      const char *hit = memmem(p, (size_t)(text + size - p), kernels[k].name, n);
+      if (!hit)
+        break;
+      char after = hit + n < text + size ? hit[n] : '\0';
+      /* PTX: ".entry NAME(" ; binaries: the NUL-terminated symbol name */
+      found = ptx ? hit >= text + 7 && strncmp(hit - 7, ".entry ", 7) == 0 &&
+                        (after == '(' || after == ' ' || after == '\n')
+                  : after == '\0' && (hit == text || hit[-1] == '\0');
+      p = hit + n;
     }
+    if (found && mod->nfuncs < 8)
+      mod->funcs[mod->nfuncs++] = (struct CUfunc_st){&kernels[k], mod, 48 * 1024};
   }
   LOCK();
   live[LIVE_MODULE]++;
@@ -929,7 +1012,7 @@ R fake_sym_cuLaunchKernel(t4a__CUfunction f, unsigned gx, unsigned gy, unsigned 
   if (!f || extra || !gx || !gy || !gz || !bx || !by || !bz || (unsigned long)bx * by * bz > 1024 ||
       gy > 65535 || gz > 65535 || (int)shared > f->max_dynamic_shared || (f->k->nargs && !params))
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  op o = {.kind = OP_KERNEL, .kernel = f->k->fn};
+  op o = {.kind = OP_KERNEL, .kernel = f->k->fn, .geom = {gx, bx, shared}};
   for (unsigned i = 0; i < f->k->nargs; i++)
     memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
   if (f->k->fn == k_fault)
