@@ -42,6 +42,8 @@ typedef struct bench_case {
   void (*ours)(void *state, int batch);
   void (*raw)(void *state, int batch);
   void (*teardown)(void *state);
+  void (*between)(void *state); /* after each timed sample, untimed; may be NULL */
+  int raw_batch;                /* operations per raw sample when not `batch` (0) */
 } bench_case;
 
 /* The cases (bench/cases.c), terminated by an entry with a NULL name. */

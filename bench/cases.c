@@ -191,15 +191,175 @@ static void d2d_raw(void *s, int batch) {
   raw_sync();
 }
 
+/* ---- launches ------------------------------------------------------------------------ */
+
+static const char empty_source[] = "extern \"C\" __global__ void t4a_empty() {}\n";
+
+typedef struct launch_state {
+  t4a_artifact art;
+  t4a_module mod;
+  t4a_function fn;
+  t4a__CUmodule raw_mod;
+  t4a__CUfunction raw_fn;
+  t4a_launch_config cfg;
+} launch_state;
+
+static void *launch_setup(const bench_case *c) {
+  (void)c;
+  launch_state *s = calloc(1, sizeof *s);
+  t4a_compile_options o = {.struct_size = sizeof o, .source = empty_source, .name = "empty.cu"};
+  bench_check(E.t->artifact_compile(&o, &s->art), "artifact_compile");
+  bench_check(E.t->module_load(E.rt, s->art, &s->mod), "module_load");
+  bench_check(E.t->function_get(E.rt, s->mod, "t4a_empty", &s->fn), "function_get");
+  const void *cubin;
+  uint64_t size;
+  bench_check(E.t->artifact_data(s->art, NULL, &cubin, &size), "artifact_data");
+  bench_cu(E.cu.cuModuleLoadData(&s->raw_mod, cubin), "cuModuleLoadData");
+  bench_cu(E.cu.cuModuleGetFunction(&s->raw_fn, s->raw_mod, "t4a_empty"), "cuModuleGetFunction");
+  s->cfg =
+      (t4a_launch_config){.struct_size = sizeof s->cfg, .grid = {1, 1, 1}, .block = {32, 1, 1}};
+  return s;
+}
+
+static void launch_teardown(void *p) {
+  launch_state *s = p;
+  seal_wait();
+  raw_sync();
+  bench_check(E.t->module_unload(E.rt, s->mod), "module_unload");
+  bench_check(E.t->artifact_release(s->art), "artifact_release");
+  E.cu.cuModuleUnload(s->raw_mod);
+  free(s);
+}
+
+static void raw_launch(launch_state *s) {
+  bench_cu(E.cu.cuLaunchKernel(s->raw_fn, 1, 1, 1, 32, 1, 1, 0, E.stream, NULL, NULL),
+           "cuLaunchKernel");
+}
+
+/* Host cost of a launch: a batch of launches, the queue drained between
+ * samples (untimed) so that it never fills. */
+static void launch_ours(void *p, int batch) {
+  launch_state *s = p;
+  for (int i = 0; i < batch; i++)
+    E.t->launch(E.rt, s->fn, &s->cfg, NULL);
+}
+
+static void launch_raw(void *p, int batch) {
+  launch_state *s = p;
+  for (int i = 0; i < batch; i++)
+    raw_launch(s);
+}
+
+static void drain_both(void *p) {
+  (void)p;
+  seal_wait();
+  raw_sync();
+}
+
+#define CHAIN 10000
+
+/* One chain per operation: CHAIN launches, then one seal and wait. */
+static void chain_ours(void *p, int batch) {
+  launch_state *s = p;
+  for (int b = 0; b < batch; b++) {
+    for (int i = 0; i < CHAIN; i++)
+      E.t->launch(E.rt, s->fn, &s->cfg, NULL);
+    seal_wait();
+  }
+}
+
+static void chain_raw(void *p, int batch) {
+  launch_state *s = p;
+  for (int b = 0; b < batch; b++) {
+    for (int i = 0; i < CHAIN; i++)
+      raw_launch(s);
+    raw_sync();
+  }
+}
+
+static void roundtrip_launch_ours(void *p, int batch) {
+  launch_state *s = p;
+  for (int i = 0; i < batch; i++) {
+    E.t->launch(E.rt, s->fn, &s->cfg, NULL);
+    seal_wait();
+  }
+}
+
+static void roundtrip_launch_raw(void *p, int batch) {
+  launch_state *s = p;
+  for (int i = 0; i < batch; i++) {
+    raw_launch(s);
+    raw_sync();
+  }
+}
+
+/* ---- the artifact cache ------------------------------------------------------------ */
+
+static const char cache_source[] =
+    "extern \"C\" __global__ void scale(float *x, float a, unsigned n) {\n"
+    "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) x[i] *= a;\n"
+    "}\n";
+
+static void compile_with(uint32_t flags) {
+  t4a_compile_options o = {
+      .struct_size = sizeof o, .flags = flags, .source = cache_source, .name = "scale.cu"};
+  t4a_artifact a;
+  bench_check(E.t->artifact_compile(&o, &a), "artifact_compile");
+  bench_check(E.t->artifact_release(a), "artifact_release");
+}
+
+static void *cache_setup(const bench_case *c) {
+  (void)c;
+  compile_with(0); /* fills both caches */
+  return NULL;
+}
+
+static void memory_hit(void *p, int batch) {
+  (void)p;
+  for (int i = 0; i < batch; i++)
+    compile_with(0);
+}
+
+static void disk_hit(void *p, int batch) {
+  (void)p;
+  for (int i = 0; i < batch; i++) {
+    bench_check(E.t->compile_cache_clear(T4A_CACHE_MEMORY), "compile_cache_clear");
+    compile_with(0);
+  }
+}
+
+static void no_cache(void *p, int batch) {
+  (void)p;
+  for (int i = 0; i < batch; i++)
+    compile_with(T4A_COMPILE_NO_CACHE);
+}
+
 /* ---- the table --------------------------------------------------------------------------- */
 
-#define ALLOC(name, size)                                                                          \
+#define ALLOC(label, size)                                                                         \
   {                                                                                                \
-    name, 0, 1000, 101, 3, TARGET_ABS_MAX, 0.10, size, alloc_setup, alloc_ours, alloc_raw,         \
-        alloc_teardown                                                                             \
+    .name = label, .batch = 1000, .samples = 101, .warmup = 3, .target_kind = TARGET_ABS_MAX,      \
+    .target = 0.10, .arg = size, .setup = alloc_setup, .ours = alloc_ours, .raw = alloc_raw,       \
+    .teardown = alloc_teardown                                                                     \
   }
-#define XFER(name, bytes, batch, samples, kind, target, size, ours, raw)                           \
-  { name, bytes, batch, samples, 2, kind, target, size, xfer_setup, ours, raw, xfer_teardown }
+#define XFER(label, per_op_bytes, n, samples_, kind, goal, size, ours_, raw_)                      \
+  {                                                                                                \
+    .name = label, .bytes = per_op_bytes, .batch = n, .samples = samples_, .warmup = 2,            \
+    .target_kind = kind, .target = goal, .arg = size, .setup = xfer_setup, .ours = ours_,          \
+    .raw = raw_, .teardown = xfer_teardown                                                         \
+  }
+#define LAUNCH(label, n, samples_, goal, ours_, raw_, between_)                                    \
+  {                                                                                                \
+    .name = label, .batch = n, .samples = samples_, .warmup = 2, .target_kind = TARGET_RATIO_MAX,  \
+    .target = goal, .setup = launch_setup, .ours = ours_, .raw = raw_,                             \
+    .teardown = launch_teardown, .between = between_                                               \
+  }
+#define CACHE(label, n, goal, ours_)                                                               \
+  {                                                                                                \
+    .name = label, .batch = n, .samples = 11, .warmup = 2, .target_kind = TARGET_ABS_MAX,          \
+    .target = goal, .setup = cache_setup, .ours = ours_, .raw = no_cache, .raw_batch = 1           \
+  }
 
 const bench_case bench_cases[] = {
     ALLOC("alloc+free 256 B", 256),
@@ -220,5 +380,12 @@ const bench_case bench_cases[] = {
     XFER("pageable D2H 4 KiB", 0, 200, 51, TARGET_NONE, 0, 4096, d2h_pageable_ours,
          d2h_pageable_raw),
     XFER("D2D 1 GiB", 1024 * MiB, 1, 21, TARGET_NONE, 0, 1024 * MiB, d2d_ours, d2d_raw),
-    {NULL, 0, 0, 0, 0, TARGET_NONE, 0, 0, NULL, NULL, NULL, NULL},
+    LAUNCH("launch (empty kernel), per launch", 200, 101, 1.03, launch_ours, launch_raw,
+           drain_both),
+    LAUNCH("seal+wait after one empty launch", 200, 51, 1.05, roundtrip_launch_ours,
+           roundtrip_launch_raw, NULL),
+    LAUNCH("warm chain 10000 launches + seal", 1, 15, 1.03, chain_ours, chain_raw, NULL),
+    CACHE("artifact cache: memory hit (raw: compile)", 100, 5.0, memory_hit),
+    CACHE("artifact cache: disk hit (raw: compile)", 10, 1000.0, disk_hit),
+    {.name = NULL},
 };

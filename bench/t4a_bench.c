@@ -147,18 +147,22 @@ static result run_case(const bench_case *c) {
   int samples = g_quick ? c->samples / 4 + 3 : c->samples;
   double *ours = calloc((size_t)samples, sizeof *ours);
   double *raw = calloc((size_t)samples, sizeof *raw);
+  int raw_batch = c->raw_batch ? c->raw_batch : c->batch;
   for (int w = 0; w < c->warmup; w++) {
     c->ours(state, c->batch);
-    c->raw(state, c->batch);
+    c->raw(state, raw_batch);
   }
   for (int s = 0; s < samples; s++) {
     /* alternate which side goes first, so neither always follows the other */
     for (int k = 0; k < 2; k++) {
       bool ours_turn = (s + k) % 2 == 0;
+      int n = ours_turn ? c->batch : raw_batch;
       double t0 = bench_now();
-      (ours_turn ? c->ours : c->raw)(state, c->batch);
-      double dt = (bench_now() - t0) / c->batch;
+      (ours_turn ? c->ours : c->raw)(state, n);
+      double dt = (bench_now() - t0) / n;
       (ours_turn ? ours : raw)[s] = c->bytes ? (double)c->bytes / dt / 1e9 : dt * 1e6;
+      if (c->between)
+        c->between(state);
     }
   }
   result r = {.c = c};
@@ -205,6 +209,10 @@ int main(int argc, char **argv) {
     else
       die("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]");
   }
+  char cache[] = "/tmp/t4a-bench-cache-XXXXXX"; /* a fresh disk cache, not the user's */
+  if (!mkdtemp(cache))
+    die("cannot create a temporary cache directory");
+  setenv("T4A_CACHE_DIR", cache, 1);
   setup();
   time_t now = time(NULL);
   char date[32];
@@ -251,6 +259,8 @@ int main(int argc, char **argv) {
     fprintf(f, "\n]}\n");
     fclose(f);
   }
+  bench_check(E.t->compile_cache_clear(T4A_CACHE_DISK), "compile_cache_clear");
+  rmdir(cache);
   bench_check(E.t->runtime_destroy(E.rt, T4A_WAIT_FOREVER), "runtime_destroy");
   t4a_gpu_close(E.backend);
   return 0;

@@ -1,0 +1,179 @@
+/* examples/warm_chain.c -- what a chain of small dependent launches costs.
+ *
+ * N launches of axpy on 4096 elements, then one seal and one wait; prints
+ * the launches, completion events recorded and pending retirements, and
+ * the same chain submitted straight through the Driver API in the same
+ * process (its own stream, the same CUBIN), with both times and their
+ * ratio (medians of several alternating repetitions).
+ *
+ *   warm_chain [N]      (default 10000)
+ *
+ * Exit status: 0 done and the result verified, 1 wrong result, 2 no usable
+ * backend or GPU. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <t4a/gpu_loader.h>
+
+static const char source[] =
+    "extern \"C\" __global__ void axpy(unsigned long long n, float a, const float *x, float *y) {\n"
+    "  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n";
+
+static const t4a_gpu_backend_v1 *t;
+
+static void check(int rc, const char *what) {
+  if (rc == T4A_OK)
+    return;
+  t4a_error_info e = {.struct_size = sizeof e};
+  t->last_error(&e);
+  fprintf(stderr, "warm_chain: %s: %s: %s\n", what, t4a_status_name(rc), e.message);
+  exit(2);
+}
+
+/* The few Driver API entry points the raw chain needs (CUDA 12 ABI). */
+typedef int (*fn_load)(void **, const void *);
+typedef int (*fn_get)(void **, void *, const char *);
+typedef int (*fn_launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, void *, void **, void **);
+typedef int (*fn_stream)(void **, unsigned);
+typedef int (*fn_sync)(void *);
+typedef int (*fn_ctx)(void *);
+
+static void raw_check(int r, const char *what) {
+  if (r) {
+    fprintf(stderr, "warm_chain: %s failed (CUresult %d)\n", what, r);
+    exit(2);
+  }
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  long chain = argc > 1 ? atol(argv[1]) : 10000;
+  if (chain < 1) {
+    fprintf(stderr, "usage: warm_chain [N >= 1]\n");
+    return 2;
+  }
+  t4a_gpu_backend *backend;
+  if (t4a_gpu_open(NULL, &backend) != T4A_OK) {
+    fprintf(stderr, "warm_chain: %s\n", t4a_gpu_last_error());
+    return 2;
+  }
+  t = t4a_gpu_backend_table(backend);
+  check(t->init(), "init");
+  t4a_runtime rt;
+  check(t->runtime_create(0, NULL, &rt), "runtime_create");
+  t4a_compile_options opts = {.struct_size = sizeof opts, .source = source, .name = "axpy.cu"};
+  t4a_artifact code;
+  check(t->artifact_compile(&opts, &code), "artifact_compile");
+  t4a_module module;
+  t4a_function axpy;
+  check(t->module_load(rt, code, &module), "module_load");
+  check(t->function_get(rt, module, "axpy", &axpy), "function_get");
+
+  unsigned long long n = 4096;
+  float a = 1.0f / 1024, x[4096], y[4096];
+  for (unsigned i = 0; i < n; i++) {
+    x[i] = 1.0f;
+    y[i] = 0.0f;
+  }
+  t4a_buffer dx, dy;
+  check(t->buffer_alloc(rt, sizeof x, &dx), "buffer_alloc");
+  check(t->buffer_alloc(rt, sizeof y, &dy), "buffer_alloc");
+  check(t->copy_h2d(rt, dx, 0, x, sizeof x), "copy_h2d");
+  uint64_t px, py;
+  check(t->buffer_device_address(rt, dx, &px), "buffer_device_address");
+  check(t->buffer_device_address(rt, dy, &py), "buffer_device_address");
+  void *args[] = {&n, &a, &px, &py};
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {16, 1, 1}, .block = {256, 1, 1}};
+
+  /* The raw side: the same CUBIN, loaded by the Driver API on its own stream. */
+  const char *lib = getenv("T4A_CUDA_LIBRARY");
+  void *dl = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    fprintf(stderr, "warm_chain: cannot load the driver for the raw chain\n");
+    return 2;
+  }
+  fn_load load = (fn_load)dlsym(dl, "cuModuleLoadData");
+  fn_get get = (fn_get)dlsym(dl, "cuModuleGetFunction");
+  fn_launch launch = (fn_launch)dlsym(dl, "cuLaunchKernel");
+  fn_stream stream_create = (fn_stream)dlsym(dl, "cuStreamCreate");
+  fn_sync sync = (fn_sync)dlsym(dl, "cuStreamSynchronize");
+  fn_ctx set_ctx = (fn_ctx)dlsym(dl, "cuCtxSetCurrent");
+  if (!load || !get || !launch || !stream_create || !sync || !set_ctx) {
+    fprintf(stderr, "warm_chain: the driver lacks an entry point the raw chain needs\n");
+    return 2;
+  }
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  check(t->raw_runtime(rt, &raw), "raw_runtime");
+  raw_check(set_ctx(raw.context), "cuCtxSetCurrent");
+  const void *cubin;
+  uint64_t cubin_size;
+  check(t->artifact_data(code, NULL, &cubin, &cubin_size), "artifact_data");
+  void *raw_module, *raw_axpy, *raw_stream;
+  raw_check(load(&raw_module, cubin), "cuModuleLoadData");
+  raw_check(get(&raw_axpy, raw_module, "axpy"), "cuModuleGetFunction");
+  raw_check(stream_create(&raw_stream, 1), "cuStreamCreate");
+  check(t->artifact_release(code), "artifact_release");
+
+  enum { REPS = 7 };
+  double ours[REPS], direct[REPS];
+  t4a_runtime_counters before = {.struct_size = sizeof before};
+  check(t->runtime_counters(rt, &before), "runtime_counters");
+  for (int r = 0; r < REPS; r++) {
+    double t0 = now();
+    for (long i = 0; i < chain; i++)
+      check(t->launch(rt, axpy, &cfg, args), "launch");
+    t4a_witness w;
+    check(t->seal(rt, &w), "seal");
+    check(t->witness_wait(w, T4A_WAIT_FOREVER), "witness_wait");
+    check(t->witness_release(w), "witness_release");
+    ours[r] = now() - t0;
+
+    t0 = now();
+    for (long i = 0; i < chain; i++)
+      raw_check(launch(raw_axpy, 16, 1, 1, 256, 1, 1, 0, raw_stream, args, NULL), "cuLaunchKernel");
+    raw_check(sync(raw_stream), "cuStreamSynchronize");
+    direct[r] = now() - t0;
+  }
+  t4a_runtime_counters after = {.struct_size = sizeof after};
+  check(t->runtime_counters(rt, &after), "runtime_counters");
+  check(t->copy_d2h(rt, y, dy, 0, sizeof y), "copy_d2h");
+  /* both chains added a*x to y: 2 * REPS * chain / 1024 in every element */
+  double want = 2.0 * REPS * (double)chain / 1024.0;
+  int wrong =
+      fabs((double)y[0] - want) > 1e-3 * want || fabs((double)y[n - 1] - want) > 1e-3 * want;
+
+  qsort(ours, REPS, sizeof *ours, cmp);
+  qsort(direct, REPS, sizeof *direct, cmp);
+  double mo = ours[REPS / 2], md = direct[REPS / 2];
+  printf("chain of %ld launches + 1 seal/wait, %d repetitions (medians):\n", chain, REPS);
+  printf("  launches:                  %llu\n",
+         (unsigned long long)(after.launches - before.launches));
+  printf("  completion events recorded: %llu (%d seals)\n",
+         (unsigned long long)(after.seal_events_recorded - before.seal_events_recorded), REPS);
+  printf("  pending retirements:       %llu\n", (unsigned long long)after.pending_retirements);
+  printf("  t4a runtime:   %9.3f ms  (%.3f us per launch)\n", mo * 1e3, mo * 1e6 / (double)chain);
+  printf("  Driver API:    %9.3f ms  (%.3f us per launch)\n", md * 1e3, md * 1e6 / (double)chain);
+  printf("  ratio t4a/raw: %9.3f\n", mo / md);
+  printf("  result:        %s (y = %g, want %g)\n", wrong ? "WRONG" : "verified", (double)y[0],
+         want);
+  check(t->runtime_destroy(rt, T4A_WAIT_FOREVER), "runtime_destroy");
+  t4a_gpu_close(backend);
+  return wrong ? 1 : 0;
+}
