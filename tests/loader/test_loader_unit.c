@@ -2,12 +2,14 @@
  * directly: the setuid rule, name rules, logging levels, checked math. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/checked.h"
 #include "common/env.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "loader/loader_internal.h"
 #include "tests/testutil.h"
 
@@ -74,6 +76,41 @@ START_TEST(checked_arithmetic) {
 }
 END_TEST
 
+static void hex(const uint8_t d[32], char out[65]) {
+  for (int i = 0; i < 32; i++)
+    snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+START_TEST(sha256_matches_fips_vectors) {
+  uint8_t d[32];
+  char h[65];
+  t4a__sha256_digest("", 0, d);
+  hex(d, h);
+  ck_assert_str_eq(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  t4a__sha256_digest("abc", 3, d);
+  hex(d, h);
+  ck_assert_str_eq(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  t4a__sha256_digest(two, strlen(two), d);
+  hex(d, h);
+  ck_assert_str_eq(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  /* one million 'a', fed in uneven pieces */
+  t4a__sha256 s;
+  t4a__sha256_init(&s);
+  char a[997];
+  memset(a, 'a', sizeof a);
+  size_t left = 1000000;
+  while (left) {
+    size_t n = left < sizeof a ? left : sizeof a;
+    t4a__sha256_update(&s, a, n);
+    left -= n;
+  }
+  t4a__sha256_final(&s, d);
+  hex(d, h);
+  ck_assert_str_eq(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("loader-unit");
   TCase *tc = tcase_create("unit");
@@ -81,6 +118,7 @@ int main(void) {
   tcase_add_test(tc, backend_names);
   tcase_add_test(tc, log_levels);
   tcase_add_test(tc, checked_arithmetic);
+  tcase_add_test(tc, sha256_matches_fips_vectors);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
