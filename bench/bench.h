@@ -18,6 +18,7 @@ typedef struct bench_env {
   int driver_version;
   t4a__CUstream stream;   /* the raw side's stream */
   t4a__CUmemoryPool pool; /* the raw side's pool */
+  int32_t device_count;
 } bench_env;
 
 extern bench_env E;
@@ -44,6 +45,7 @@ typedef struct bench_case {
   void (*teardown)(void *state);
   void (*between)(void *state); /* after each timed sample, untimed; may be NULL */
   int raw_batch;                /* operations per raw sample when not `batch` (0) */
+  int min_devices;              /* skipped on hosts with fewer GPUs */
 } bench_case;
 
 /* The cases (bench/cases.c), terminated by an entry with a NULL name. */

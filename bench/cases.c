@@ -335,6 +335,114 @@ static void no_cache(void *p, int batch) {
     compile_with(T4A_COMPILE_NO_CACHE);
 }
 
+/* ---- copies between runtimes ------------------------------------------------------- */
+
+typedef struct cross {
+  uint64_t bytes;
+  t4a_runtime other; /* the destination runtime */
+  t4a_buffer src, dst, dst_same;
+  t4a__CUdeviceptr raw_src, raw_dst;
+  t4a__CUmemoryPool raw_pool1;
+  t4a__CUstream raw_stream1;
+  t4a__CUcontext ctx0, ctx1;
+} cross;
+
+static void *cross_setup(const bench_case *c) {
+  cross *x = calloc(1, sizeof *x);
+  x->bytes = c->arg;
+  int32_t dev = c->min_devices >= 2 ? 1 : 0;
+  bench_check(E.t->runtime_create(dev, NULL, &x->other), "runtime_create");
+  bench_check(E.t->buffer_alloc(E.rt, x->bytes, &x->src), "buffer_alloc");
+  bench_check(E.t->buffer_alloc(E.rt, x->bytes, &x->dst_same), "buffer_alloc");
+  bench_check(E.t->buffer_alloc(x->other, x->bytes, &x->dst), "buffer_alloc");
+  if (dev == 1) { /* the raw side: pools on both devices, peer access, device 1's stream */
+    t4a_raw_runtime r = {.struct_size = sizeof r};
+    bench_check(E.t->raw_runtime(x->other, &r), "raw_runtime");
+    x->ctx1 = r.context;
+    x->ctx0 = E.ctx;
+    x->raw_src = raw_alloc(x->bytes);
+    bench_cu(E.cu.cuCtxSetCurrent(x->ctx1), "cuCtxSetCurrent");
+    t4a__CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = T4A__CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = T4A__CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 1;
+    bench_cu(E.cu.cuMemPoolCreate(&x->raw_pool1, &props), "cuMemPoolCreate");
+    bench_cu(E.cu.cuStreamCreate(&x->raw_stream1, T4A__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    bench_cu(
+        E.cu.cuMemAllocFromPoolAsync(&x->raw_dst, (size_t)x->bytes, x->raw_pool1, x->raw_stream1),
+        "raw alloc on device 1");
+    t4a__CUresult r1 = E.cu.cuCtxEnablePeerAccess(x->ctx0, 0);
+    if (r1 != T4A__CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+      bench_cu(r1, "cuCtxEnablePeerAccess");
+    t4a__CUmemAccessDesc d = {{T4A__CU_MEM_LOCATION_TYPE_DEVICE, 1},
+                              T4A__CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    bench_cu(E.cu.cuMemPoolSetAccess(E.pool, &d, 1), "cuMemPoolSetAccess");
+    bench_cu(E.cu.cuStreamSynchronize(x->raw_stream1), "cuStreamSynchronize");
+    bench_cu(E.cu.cuCtxSetCurrent(x->ctx0), "cuCtxSetCurrent");
+  }
+  return x;
+}
+
+static void cross_teardown(void *p) {
+  cross *x = p;
+  seal_wait();
+  bench_check(E.t->runtime_destroy(x->other, T4A_WAIT_FOREVER), "runtime_destroy");
+  bench_check(E.t->buffer_free(E.rt, x->src), "buffer_free");
+  bench_check(E.t->buffer_free(E.rt, x->dst_same), "buffer_free");
+  if (x->raw_stream1) {
+    raw_free(x->raw_src);
+    bench_cu(E.cu.cuCtxSetCurrent(x->ctx1), "cuCtxSetCurrent");
+    E.cu.cuMemFreeAsync(x->raw_dst, x->raw_stream1);
+    E.cu.cuStreamSynchronize(x->raw_stream1);
+    E.cu.cuStreamDestroy(x->raw_stream1);
+    E.cu.cuMemPoolDestroy(x->raw_pool1);
+    bench_cu(E.cu.cuCtxSetCurrent(x->ctx0), "cuCtxSetCurrent");
+  }
+  free(x);
+}
+
+static void other_seal_wait(t4a_runtime rt) {
+  t4a_witness w;
+  bench_check(E.t->seal(rt, &w), "seal");
+  bench_check(E.t->witness_wait(w, T4A_WAIT_FOREVER), "witness_wait");
+  bench_check(E.t->witness_release(w), "witness_release");
+}
+
+static void cross_runtime_ours(void *p, int batch) {
+  cross *x = p;
+  for (int i = 0; i < batch; i++)
+    bench_check(E.t->copy_from_runtime(x->other, x->dst, 0, E.rt, x->src, 0, x->bytes),
+                "copy_from_runtime");
+  other_seal_wait(x->other);
+}
+
+static void in_runtime_d2d(void *p, int batch) { /* the reference: a D2D within one runtime */
+  cross *x = p;
+  for (int i = 0; i < batch; i++)
+    bench_check(E.t->copy_d2d(E.rt, x->dst_same, 0, x->src, 0, x->bytes), "copy_d2d");
+  seal_wait();
+}
+
+static void peer_ours(void *p, int batch) {
+  cross *x = p;
+  for (int i = 0; i < batch; i++)
+    bench_check(E.t->copy_from_peer(x->other, x->dst, 0, E.rt, x->src, 0, x->bytes),
+                "copy_from_peer");
+  other_seal_wait(x->other);
+}
+
+static void peer_raw(void *p, int batch) {
+  cross *x = p;
+  bench_cu(E.cu.cuCtxSetCurrent(x->ctx1), "cuCtxSetCurrent");
+  for (int i = 0; i < batch; i++)
+    bench_cu(E.cu.cuMemcpyPeerAsync(x->raw_dst, x->ctx1, x->raw_src, x->ctx0, (size_t)x->bytes,
+                                    x->raw_stream1),
+             "cuMemcpyPeerAsync");
+  bench_cu(E.cu.cuStreamSynchronize(x->raw_stream1), "cuStreamSynchronize");
+  bench_cu(E.cu.cuCtxSetCurrent(x->ctx0), "cuCtxSetCurrent");
+}
+
 /* ---- the table --------------------------------------------------------------------------- */
 
 #define ALLOC(label, size)                                                                         \
@@ -387,5 +495,30 @@ const bench_case bench_cases[] = {
     LAUNCH("warm chain 10000 launches + seal", 1, 15, 1.03, chain_ours, chain_raw, NULL),
     CACHE("artifact cache: memory hit (raw: compile)", 100, 5.0, memory_hit),
     CACHE("artifact cache: disk hit (raw: compile)", 10, 1000.0, disk_hit),
+    {.name = "cross-runtime copy 1 GiB (raw: in-runtime D2D)",
+     .bytes = 1024 * MiB,
+     .batch = 1,
+     .samples = 21,
+     .warmup = 2,
+     .target_kind = TARGET_RATIO_MIN,
+     .target = 0.97,
+     .arg = 1024 * MiB,
+     .setup = cross_setup,
+     .ours = cross_runtime_ours,
+     .raw = in_runtime_d2d,
+     .teardown = cross_teardown},
+    {.name = "peer copy 1 GiB, device 0 -> 1",
+     .bytes = 1024 * MiB,
+     .batch = 1,
+     .samples = 21,
+     .warmup = 2,
+     .target_kind = TARGET_RATIO_MIN,
+     .target = 0.95,
+     .arg = 1024 * MiB,
+     .setup = cross_setup,
+     .ours = peer_ours,
+     .raw = peer_raw,
+     .teardown = cross_teardown,
+     .min_devices = 2},
     {.name = NULL},
 };

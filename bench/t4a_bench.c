@@ -106,6 +106,7 @@ static void setup(void) {
   }
   E.t = t4a_gpu_backend_table(E.backend);
   bench_check(E.t->init(), "init");
+  bench_check(E.t->device_count(&E.device_count), "device_count");
   E.dev.struct_size = sizeof E.dev;
   bench_check(E.t->device_info(0, &E.dev), "device_info");
   t4a_runtime_options o = {.struct_size = sizeof o, .copy_threads = g_copy_threads};
@@ -218,14 +219,15 @@ int main(int argc, char **argv) {
   char date[32];
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  printf("t4a_bench %s: %s, driver CUDA %d.%d, %ld CPUs, %s\n", PACKAGE_VERSION, E.dev.name,
-         E.driver_version / 1000, E.driver_version % 1000 / 10, cpus, date);
+  printf("t4a_bench %s: %d x %s, driver CUDA %d.%d, %ld CPUs, %s\n", PACKAGE_VERSION,
+         (int)E.device_count, E.dev.name, E.driver_version / 1000, E.driver_version % 1000 / 10,
+         cpus, date);
   printf("%-34s %12s %12s %12s %12s %7s  %-18s %s\n", "case", "t4a median", "t4a p99", "raw median",
          "raw p99", "ratio", "target", "met");
   result res[64];
   int n = 0;
   for (const bench_case *c = bench_cases; c->name && n < 64; c++) {
-    if (only && !strstr(c->name, only))
+    if ((only && !strstr(c->name, only)) || E.device_count < c->min_devices)
       continue;
     res[n] = run_case(c);
     char t[48];
@@ -242,8 +244,8 @@ int main(int argc, char **argv) {
       die("cannot write the JSON file");
     fprintf(f,
             "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"gpu\":\"%s\","
-            "\"driver_cuda\":\"%d.%d\",\"cpus\":%ld,\"quick\":%s,\"cases\":[",
-            PACKAGE_VERSION, date, E.dev.name, E.driver_version / 1000,
+            "\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cpus\":%ld,\"quick\":%s,\"cases\":[",
+            PACKAGE_VERSION, date, E.dev.name, (int)E.device_count, E.driver_version / 1000,
             E.driver_version % 1000 / 10, cpus, g_quick ? "true" : "false");
     for (int i = 0; i < n; i++) {
       char t[48];

@@ -35,6 +35,10 @@ typedef struct t4a__backend {
   bool has_peer; /* optional peer entry points present */
   int device_count;
   t4a__device *devices;
+  /* Peer access by ordered device pair [to * count + from]: 0 not tried,
+   * 1 enabled, else the T4A_E* status of the failed attempt. */
+  pthread_mutex_t peer_lock;
+  int *peer_state;
 } t4a__backend;
 
 extern t4a__backend t4a__be;
@@ -78,6 +82,12 @@ int t4a__slot_peer_access_supported(int32_t src, int32_t dst, bool *supported);
 
 /* Fills t4a__be.devices (device.c); called once by init. */
 int t4a__devices_discover(void);
+
+/* Enables direct access from device `to` to device `from`'s memory once per
+ * ordered pair (remembered, failures included); ctx_to and ctx_from are the
+ * devices' primary contexts. T4A_EUNSUPPORTED with the reason when
+ * impossible. */
+int t4a__peer_enable(int32_t to, int32_t from, t4a__CUcontext ctx_to, t4a__CUcontext ctx_from);
 
 /* Validates a device ordinal against the discovered devices. */
 int t4a__check_ordinal(int32_t ordinal, const char *what);

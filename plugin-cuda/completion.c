@@ -27,10 +27,15 @@
 
 /* ---- events -------------------------------------------------------------- */
 
-static int event_get(t4a__runtime *rt, t4a__event **out) {
-  t4a__event *e = rt->free_events;
+int t4a__event_get(t4a__runtime *rt, int32_t dev, t4a__event **out) {
+  if (dev < 0 || dev >= T4A__MAX_DEVICES || dev >= t4a__be.device_count)
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "events for device %d are not supported (at most %d "
+                     "devices)",
+                     (int)dev, T4A__MAX_DEVICES);
+  t4a__event *e = rt->free_events[dev];
   if (e) {
-    rt->free_events = e->next_free;
+    rt->free_events[dev] = e->next_free;
     *out = e;
     return T4A_OK;
   }
@@ -38,33 +43,54 @@ static int event_get(t4a__runtime *rt, t4a__event **out) {
     uint32_t cap = rt->event_cap ? rt->event_cap * 2 : 8;
     t4a__event **p = realloc(rt->events, cap * sizeof(void *));
     if (!p)
-      return t4a__fail(T4A_ENOMEM, "seal: out of host memory for events");
+      return t4a__fail(T4A_ENOMEM, "out of host memory for events");
     rt->events = p;
     rt->event_cap = cap;
   }
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__CUcontext ctx = rt->ctx;
+  t4a__CUresult r;
+  if (dev != rt->ordinal) { /* an event in another device's context */
+    if ((r = cu->cuDevicePrimaryCtxRetain(&ctx, t4a__be.devices[dev].dev)) != T4A__CUDA_SUCCESS)
+      return t4a__rt_cu_fail(rt, r, "retaining device %d's context failed", (int)dev);
+    if (rt->foreign_ctx & (1ull << dev))
+      cu->cuDevicePrimaryCtxRelease(t4a__be.devices[dev].dev); /* already held once */
+    rt->foreign_ctx |= 1ull << dev;
+  }
   e = calloc(1, sizeof *e);
   if (!e)
-    return t4a__fail(T4A_ENOMEM, "seal: out of host memory for events");
-  t4a__CUresult r = t4a__be.cu.cuEventCreate(&e->ev, T4A__CU_EVENT_DISABLE_TIMING);
+    return t4a__fail(T4A_ENOMEM, "out of host memory for events");
+  t4a__CUcontext saved = NULL;
+  r = cu->cuCtxGetCurrent(&saved);
+  if (r == T4A__CUDA_SUCCESS && saved != ctx)
+    r = cu->cuCtxSetCurrent(ctx);
+  if (r == T4A__CUDA_SUCCESS)
+    r = cu->cuEventCreate(&e->ev, T4A__CU_EVENT_DISABLE_TIMING);
+  if (saved && saved != ctx)
+    cu->cuCtxSetCurrent(saved);
   if (r != T4A__CUDA_SUCCESS) {
     free(e);
-    return t4a__rt_cu_fail(rt, r, "seal: cuEventCreate failed; free resources and retry");
+    return t4a__rt_cu_fail(rt, r, "cuEventCreate failed; free resources and retry");
   }
+  e->dev = dev;
   rt->events[rt->event_count++] = e;
   rt->c.events_created++;
   *out = e;
   return T4A_OK;
 }
 
-static void event_put(t4a__runtime *rt, t4a__event *e) {
+void t4a__event_put(t4a__runtime *rt, t4a__event *e) {
   if (e->pins) {
     e->orphaned = true; /* the last unpin recycles it */
     return;
   }
   e->orphaned = false;
-  e->next_free = rt->free_events;
-  rt->free_events = e;
+  e->next_free = rt->free_events[e->dev];
+  rt->free_events[e->dev] = e;
 }
+
+#define event_get(rt, out) t4a__event_get((rt), (rt)->ordinal, (out))
+#define event_put t4a__event_put
 
 static void event_unpin(t4a__runtime *rt, t4a__event *e) {
   if (--e->pins == 0 && e->orphaned)
@@ -77,8 +103,12 @@ void t4a__events_release_all(t4a__runtime *rt) {
     free(rt->events[i]);
   }
   rt->event_count = 0;
-  rt->free_events = NULL;
+  memset(rt->free_events, 0, sizeof rt->free_events);
   rt->pending_count = 0;
+  for (int d = 0; d < T4A__MAX_DEVICES; d++)
+    if (rt->foreign_ctx & (1ull << d))
+      t4a__be.cu.cuDevicePrimaryCtxRelease(t4a__be.devices[d].dev);
+  rt->foreign_ctx = 0;
 }
 
 /* ---- pending seals (a ring) ---------------------------------------------- */

@@ -83,9 +83,62 @@ int t4a__devices_discover(void) {
       return rc;
     }
   }
+  t4a__be.peer_state = calloc((size_t)n * (size_t)n, sizeof *t4a__be.peer_state);
+  if (!t4a__be.peer_state) {
+    free(devs);
+    return t4a__fail(T4A_ENOMEM, "out of host memory describing %d devices; free memory", n);
+  }
   t4a__be.devices = devs;
   t4a__be.device_count = n;
   return T4A_OK;
+}
+
+int t4a__peer_enable(int32_t to, int32_t from, t4a__CUcontext ctx_to, t4a__CUcontext ctx_from) {
+  if (!t4a__be.has_peer)
+    return t4a__fail(T4A_EUNSUPPORTED, "the CUDA driver lacks the peer-access entry points; "
+                                       "update the driver, or use copy_from_peer_via_host");
+  int *state = &t4a__be.peer_state[to * t4a__be.device_count + from];
+  pthread_mutex_lock(&t4a__be.peer_lock);
+  int s = *state;
+  if (s == 0) {
+    const t4a__cuda_api *cu = &t4a__be.cu;
+    int can = 0;
+    t4a__CUresult r =
+        cu->cuDeviceCanAccessPeer(&can, t4a__be.devices[to].dev, t4a__be.devices[from].dev);
+    if (r != T4A__CUDA_SUCCESS) {
+      s = t4a__cu_fail(r, "cuDeviceCanAccessPeer(%d, %d) failed", (int)to, (int)from);
+    } else if (!can) {
+      s = T4A_EUNSUPPORTED;
+    } else {
+      t4a__CUcontext saved = NULL;
+      r = cu->cuCtxGetCurrent(&saved);
+      if (r == T4A__CUDA_SUCCESS && saved != ctx_to)
+        r = cu->cuCtxSetCurrent(ctx_to);
+      if (r == T4A__CUDA_SUCCESS) {
+        r = cu->cuCtxEnablePeerAccess(ctx_from, 0);
+        if (r == T4A__CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+          r = T4A__CUDA_SUCCESS; /* enabled by the consumer's own code: fine */
+      }
+      if (saved && saved != ctx_to)
+        cu->cuCtxSetCurrent(saved);
+      s = r == T4A__CUDA_SUCCESS
+              ? 1
+              : t4a__cu_fail(r, "enabling peer access %d -> %d failed", (int)to, (int)from);
+    }
+    *state = s;
+  }
+  pthread_mutex_unlock(&t4a__be.peer_lock);
+  if (s == 1)
+    return T4A_OK;
+  if (s == T4A_EUNSUPPORTED)
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "device %d cannot access device %d's memory directly (no peer path); use "
+                     "copy_from_peer_via_host for the slower copy through host memory",
+                     (int)to, (int)from);
+  return t4a__fail(s,
+                   "peer access %d -> %d could not be enabled earlier (%s); use "
+                   "copy_from_peer_via_host",
+                   (int)to, (int)from, t4a_status_name(s));
 }
 
 int t4a__check_ordinal(int32_t ordinal, const char *what) {

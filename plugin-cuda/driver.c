@@ -22,7 +22,7 @@
 #include "plugin-cuda/backend.h"
 #include "common/str.h"
 
-t4a__backend t4a__be = {.lock = PTHREAD_MUTEX_INITIALIZER};
+t4a__backend t4a__be = {.lock = PTHREAD_MUTEX_INITIALIZER, .peer_lock = PTHREAD_MUTEX_INITIALIZER};
 
 typedef struct symbol {
   const char *name;      /* base name for cuGetProcAddress */
@@ -220,4 +220,6 @@ int t4a__slot_get_info(t4a_backend_info *info) {
 __attribute__((destructor)) static void t4a__driver_unload(void) {
   free(t4a__be.devices);
   t4a__be.devices = NULL;
+  free(t4a__be.peer_state);
+  t4a__be.peer_state = NULL;
 }

@@ -204,11 +204,28 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   b->size = bytes;
   b->cap = cap;
   b->ptr = ptr;
+  b->reader = NULL;
   rt->c.live_buffers++;
   out->bits = t4a__h_make(T4A__TAG_BUFFER, rt->index, i, b->gen);
 out:
   t4a__rt_unlock(rt);
   return rc;
+}
+
+int t4a__buffer_wait_reader(t4a__runtime *rt, t4a__buffer *b) {
+  if (!b->reader)
+    return T4A_OK;
+  t4a__CUcontext saved;
+  int rc = t4a__ctx_enter(rt, &saved);
+  if (rc)
+    return rc;
+  t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, b->reader->ev, 0);
+  t4a__ctx_leave(rt, saved);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "ordering after another runtime's copy failed");
+  t4a__event_put(rt, b->reader);
+  b->reader = NULL;
+  return T4A_OK;
 }
 
 int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
@@ -217,7 +234,7 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   int rc = t4a__rt_lock(h, "buffer_free", &rt);
   if (rc)
     return rc;
-  if ((rc = t4a__buffer_get(rt, buf, "buffer_free", &b)))
+  if ((rc = t4a__buffer_get(rt, buf, "buffer_free", &b)) || (rc = t4a__buffer_wait_reader(rt, b)))
     goto out;
   if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
     t4a__CUcontext saved;
@@ -293,6 +310,12 @@ int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
   t4a__rt_unlock(rt);
   t4a__fill_struct(out, &s, sizeof s);
   return T4A_OK;
+}
+
+void t4a__memory_wait_readers(t4a__runtime *rt) {
+  for (uint32_t i = 0; i < rt->buf_count; i++)
+    if (rt->bufs[i].live)
+      t4a__buffer_wait_reader(rt, &rt->bufs[i]);
 }
 
 void t4a__memory_release_all(t4a__runtime *rt) {

@@ -309,6 +309,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   bool idle = false;
   if (!rt->fault && t4a__ctx_enter(rt, &saved) == T4A_OK) {
+    t4a__memory_wait_readers(rt); /* other runtimes' copies from our buffers */
     rc = drain(rt, timeout_ns);
     if (rc == T4A_ETIMEOUT) {
       t4a__ctx_leave(rt, saved);

@@ -77,10 +77,14 @@ static inline uint64_t t4a__class_cap(unsigned cls) {
  * is pinned and not recycled; `orphaned` marks one popped while pinned. */
 typedef struct t4a__event {
   t4a__CUevent ev;
+  int32_t dev; /* the device whose primary context it was created in */
   uint32_t pins;
   bool orphaned;
   struct t4a__event *next_free;
 } t4a__event;
+
+/* Devices a runtime can keep events in (for peer copies). */
+#define T4A__MAX_DEVICES 64
 
 /* A seal whose completion is not yet observed. */
 typedef struct t4a__seal {
@@ -106,6 +110,10 @@ typedef struct t4a__buffer {
   uint64_t size; /* as requested */
   uint64_t cap;  /* as allocated (its size class), 0 for empty buffers */
   t4a__CUdeviceptr ptr;
+  /* An event (of this runtime, recorded on another runtime's stream) after
+   * the last copy that read this buffer from elsewhere; the block is not
+   * reused before it completed. NULL when none. */
+  t4a__event *reader;
 } t4a__buffer;
 
 typedef struct t4a__host {
@@ -194,8 +202,10 @@ typedef struct t4a__runtime {
   bool dirty; /* work enqueued since the last seal */
   t4a__seal *pending;
   uint32_t pending_head, pending_count, pending_cap;
-  t4a__event *free_events;
-  t4a__event **events; /* every event created, for destroy */
+  t4a__event *free_events[T4A__MAX_DEVICES]; /* by the device of their context */
+  uint64_t foreign_ctx; /* devices whose primary context we retained for events */
+  uint64_t pool_access; /* devices granted access to our pool (peer copies) */
+  t4a__event **events;  /* every event created, for destroy */
   uint32_t event_count, event_cap;
 
   t4a__retire *retire;
@@ -265,6 +275,10 @@ int t4a__host_get(t4a__runtime *rt, t4a_host_buffer h, const char *what, t4a__ho
  * remain cached. */
 int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep);
 
+/* Orders rt's stream after every live buffer's foreign reader (destroy,
+ * before draining). */
+void t4a__memory_wait_readers(t4a__runtime *rt);
+
 /* Releases all device memory of rt (destroy). */
 void t4a__memory_release_all(t4a__runtime *rt);
 
@@ -276,6 +290,15 @@ void t4a__pinned_release_all(t4a__runtime *rt, bool idle);
 void t4a__pinned_release(t4a__runtime *rt, void *ptr, uint64_t cap, uint32_t flags);
 
 /* ---- completion (completion.c) -------------------------------------------- */
+
+/* A pooled event in the context of device `dev` (retaining that device's
+ * primary context the first time, when it is not rt's own). */
+int t4a__event_get(t4a__runtime *rt, int32_t dev, t4a__event **out);
+void t4a__event_put(t4a__runtime *rt, t4a__event *e);
+
+/* Before the buffer's block is reused or freed: orders rt's stream after its
+ * last foreign reader (GPU-side) and drops the reader. */
+int t4a__buffer_wait_reader(t4a__runtime *rt, t4a__buffer *b);
 
 /* Marks work as enqueued since the last seal. */
 static inline void t4a__rt_dirty(t4a__runtime *rt) { rt->dirty = true; }
@@ -304,6 +327,13 @@ int t4a__staging_init(t4a__runtime *rt);
 void t4a__staging_release(t4a__runtime *rt, bool idle);
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes);
 int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes);
+
+/* From src's device memory to dst's through dst's staging chunks, without
+ * peer access: src's DMA into a chunk (in src's stream order), dst's DMA out
+ * of it after an event edge (in dst's order). Returns once the data left the
+ * source. Both runtimes locked. */
+int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr,
+                     t4a__CUdeviceptr sptr, uint64_t bytes);
 
 /* ---- parallel host copies (copypool.c) ------------------------------------ */
 
@@ -350,6 +380,15 @@ int t4a__slot_function_set_max_dynamic_shared(t4a_runtime rt, t4a_function f, ui
 int t4a__slot_launch(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
 int t4a__slot_raw_function(t4a_runtime rt, t4a_function f, void **cufunction);
 int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);
+int t4a__slot_copy_from_runtime(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                                t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
+                                uint64_t bytes);
+int t4a__slot_copy_from_peer(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                             t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
+                             uint64_t bytes);
+int t4a__slot_copy_from_peer_via_host(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                                      t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
+                                      uint64_t bytes);
 int t4a__slot_buffer_device_address(t4a_runtime rt, t4a_buffer buf, uint64_t *address);
 int t4a__slot_raw_begin(t4a_runtime rt, t4a_raw_section *section);
 int t4a__slot_raw_end(t4a_runtime rt, const t4a_raw_section *section);

@@ -167,3 +167,63 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   s->next = (uint32_t)((first + pieces) % s->count);
   return rc;
 }
+
+int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr,
+                     t4a__CUdeviceptr sptr, uint64_t bytes) {
+  t4a__staging *s = &dst->staging;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if (!s->count || !s->chunk_bytes)
+    return t4a__fail(T4A_EINTERNAL, "copy_from_peer_via_host: no staging; recreate the runtime");
+  t4a__event *last = NULL;
+  int rc = T4A_OK;
+  for (uint64_t off = 0; off < bytes && rc == T4A_OK;) {
+    t4a__chunk *c = &s->chunks[s->next];
+    s->next = (s->next + 1) % s->count;
+    uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
+    t4a__CUcontext saved;
+    t4a__event *e = NULL;
+    /* the source's DMA into one of dst's pinned (portable) chunks, in src's order */
+    if ((rc = chunk_acquire(dst, c)) || (rc = t4a__event_get(src, src->ordinal, &e)) ||
+        (rc = t4a__ctx_enter(src, &saved)))
+      break;
+    t4a__CUresult r = cu->cuMemcpyDtoHAsync(c->ptr, sptr + off, (size_t)n, src->stream);
+    if (r == T4A__CUDA_SUCCESS)
+      r = cu->cuEventRecord(e->ev, src->stream);
+    t4a__ctx_leave(src, saved);
+    if (r != T4A__CUDA_SUCCESS) {
+      t4a__event_put(src, e);
+      rc = t4a__rt_cu_fail(src, r, "copy_from_peer_via_host: reading the source failed");
+      break;
+    }
+    /* dst's DMA out of the chunk, after that, in dst's order */
+    if ((rc = t4a__ctx_enter(dst, &saved))) {
+      t4a__event_put(src, e);
+      break;
+    }
+    r = cu->cuStreamWaitEvent(dst->stream, e->ev, 0);
+    if (r == T4A__CUDA_SUCCESS)
+      r = cu->cuMemcpyHtoDAsync(dptr + off, c->ptr, (size_t)n, dst->stream);
+    t4a__ctx_leave(dst, saved);
+    if (r != T4A__CUDA_SUCCESS) {
+      t4a__event_put(src, e);
+      rc = t4a__rt_cu_fail(dst, r, "copy_from_peer_via_host: writing the destination failed");
+      break;
+    }
+    if ((rc = chunk_record(dst, c))) {
+      t4a__event_put(src, e);
+      break;
+    }
+    note_in_use(dst);
+    if (last)
+      t4a__event_put(src, last);
+    last = e;
+    off += n;
+  }
+  if (last) { /* returns once the data has left the source */
+    t4a__CUresult r = cu->cuEventSynchronize(last->ev);
+    t4a__event_put(src, last);
+    if (r != T4A__CUDA_SUCCESS && rc == T4A_OK)
+      rc = t4a__rt_cu_fail(src, r, "copy_from_peer_via_host: the source's work failed");
+  }
+  return rc;
+}

@@ -58,25 +58,36 @@ static int probe_child(int pipe_fd) {
   _exit(code);
 }
 
-int t4a_test_gpu_main(Suite *s, int min_gpus) {
-  const char *lane = getenv("T4A_TEST_LANE");
-  int required = lane && (strcmp(lane, "gpu") == 0 || strcmp(lane, "multigpu") == 0);
+/* Probes in a forked child: the device count (< 100) or 100+ with *msg. */
+static int probe(char *msg, size_t size) {
   int fds[2];
   if (pipe(fds) != 0)
-    return 99;
+    return 199;
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
     probe_child(fds[1]);
   }
   close(fds[1]);
-  char msg[512] = "";
-  ssize_t n = read(fds[0], msg, sizeof msg - 1);
+  ssize_t n = read(fds[0], msg, size - 1);
   msg[n > 0 ? n : 0] = '\0';
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 105;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 105;
+}
+
+int t4a_test_gpu_count(void) {
+  char msg[512];
+  int code = probe(msg, sizeof msg);
+  return code >= 100 ? 0 : code;
+}
+
+int t4a_test_gpu_main(Suite *s, int min_gpus) {
+  const char *lane = getenv("T4A_TEST_LANE");
+  int required = lane && (strcmp(lane, "gpu") == 0 || strcmp(lane, "multigpu") == 0);
+  char msg[512] = "";
+  int code = probe(msg, sizeof msg);
   if (code >= 100 || code < min_gpus) {
     if (code < 100)
       snprintf(msg, sizeof msg, "this test needs %d GPU(s), the host has %d", min_gpus, code);

@@ -30,6 +30,9 @@ int t4a_test_run(Suite *s);
  * 77 (skip). With them, it runs the suite. */
 int t4a_test_gpu_main(Suite *s, int min_gpus);
 
+/* Usable GPUs, probed in a forked child (0 without a driver or device). */
+int t4a_test_gpu_count(void);
+
 /* Opens the built CUDA plugin by path (asserting success). */
 t4a_gpu_backend *t4a_test_open_cuda(const t4a_gpu_backend_v1 **table);
 

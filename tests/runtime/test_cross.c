@@ -1,0 +1,354 @@
+/* tests/runtime/test_cross.c -- copies between runtimes: on one device
+ * (copy_from_runtime) and between devices (copy_from_peer, and the explicit
+ * copy_from_peer_via_host): data, ordering, retirement of the source, and
+ * teardown while copies are pending.
+ *
+ * Built three ways: against the fake driver (two fake devices, CI), for the
+ * GPU lane (one GPU: the same-device tests, plus the peer tests when a second
+ * GPU is there), and for the two-GPU lane (make check-multigpu, which fails
+ * below two GPUs). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/runtime/rtutil.h"
+
+#define MiB (1ull << 20)
+
+static t4a_runtime create_on(int32_t device) {
+  t4a_runtime rt = {0};
+  RT_OK(T->runtime_create(device, NULL, &rt));
+  return rt;
+}
+
+typedef int (*copy_fn)(t4a_runtime, t4a_buffer, uint64_t, t4a_runtime, t4a_buffer, uint64_t,
+                       uint64_t);
+
+/* Random bytes into src (on a) at soff, copied into b at doff, checked. */
+static void copy_and_check(copy_fn copy, t4a_runtime a, t4a_runtime b, uint64_t n, uint64_t soff,
+                           uint64_t doff, uint64_t seed) {
+  unsigned char *host = malloc(n + 1), *back = malloc(n + 1);
+  t4a_test_fill_random(host, n + 1, seed);
+  t4a_buffer s, d;
+  RT_OK(T->buffer_alloc(a, n + soff, &s));
+  RT_OK(T->buffer_alloc(b, n + doff + 1, &d));
+  RT_OK(T->copy_h2d(a, s, soff, host, n)); /* enqueued on a, not yet waited for */
+  RT_OK(copy(b, d, doff, a, s, soff, n));
+  memset(back, 0xee, n + 1);
+  RT_OK(T->copy_d2h(b, back, d, doff, n + 1));
+  ck_assert_msg(memcmp(host, back, n) == 0, "%llu bytes (offsets %llu -> %llu) differ",
+                (unsigned long long)n, (unsigned long long)soff, (unsigned long long)doff);
+  RT_OK(T->buffer_free(a, s));
+  RT_OK(T->buffer_free(b, d));
+  free(host);
+  free(back);
+}
+
+/* ---- one device --------------------------------------------------------------- */
+
+START_TEST(same_device_copies_are_exact) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  static const uint64_t sizes[] = {0, 1, 3, 4097, MiB + 5, 64 * MiB + 3};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    copy_and_check(T->copy_from_runtime, a, b, sizes[i], 2 * i + 1, 3 * i + 1, t4a_test_seed() + i);
+    copy_and_check(T->copy_from_runtime, b, a, sizes[i], i, 0, t4a_test_seed() + 100 + i);
+  }
+  t4a_runtime_counters c = rt_counters(b);
+  ck_assert_uint_eq(c.copies_cross_runtime, 5); /* the zero-byte copy enqueues nothing */
+  t4a_buffer x, y;
+  RT_OK(T->buffer_alloc(a, 16, &x));
+  RT_OK(T->buffer_alloc(b, 16, &y));
+  RT_EXPECT(T->copy_from_runtime(b, y, 0, a, x, 1, 16), T4A_ERANGE);
+  RT_DETAIL("source range");
+  RT_EXPECT(T->copy_from_runtime(b, y, 8, a, x, 0, 9), T4A_ERANGE);
+  RT_EXPECT(T->copy_from_runtime(b, x, 0, a, y, 0, 1), T4A_EHANDLE); /* swapped buffers */
+  RT_EXPECT(T->copy_from_runtime(a, x, 0, a, x, 0, 1), T4A_EINVAL);  /* one runtime */
+  RT_DETAIL("copy_d2d");
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* The source's pending write (held behind a gate) is seen by the copy. */
+static void ordering(copy_fn copy, t4a_runtime a, t4a_runtime b) {
+  uint64_t n = 1 << 20;
+  t4a_buffer s, d;
+  RT_OK(T->buffer_alloc(a, n * 4, &s));
+  RT_OK(T->buffer_alloc(b, n * 4, &d));
+  uint32_t *host = calloc(n, 4);
+  RT_OK(T->copy_h2d(a, s, 0, host, n * 4)); /* zeros */
+  rt_gate g;
+  rt_gate_close(&g, a);
+  uint64_t addr;
+  RT_OK(T->buffer_device_address(a, s, &addr));
+  uint32_t value = 0x5eed5eed;
+  void *args[] = {&addr, &value, &n};
+  void *module = NULL;
+  rt_raw_launch(a, &module, "t4a_fill_u32", args); /* right before the copy */
+  RT_OK(copy(b, d, 0, a, s, 0, n * 4));
+  t4a_witness w;
+  RT_OK(T->seal(b, &w));
+  RT_EXPECT(T->witness_query(w), T4A_ENOTREADY); /* b waits for a, GPU-side */
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->copy_d2h(b, host, d, 0, n * 4));
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(host[i], value);
+  RT_OK(T->witness_release(w));
+  rt_gate_free(&g);
+  rt_raw_unload(a, module);
+  free(host);
+}
+
+START_TEST(same_device_copy_follows_the_source) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  ordering(T->copy_from_runtime, a, b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* The source buffer is freed while the destination's copy is held back; its
+ * block, reallocated at once (the cache hands it out again) and overwritten
+ * by the source runtime, must not change what the copy reads. */
+static void retirement(copy_fn copy, t4a_runtime a, t4a_runtime b) {
+  uint64_t n = 4 * MiB;
+  unsigned char *old = malloc(n), *fresh = malloc(n), *back = malloc(n);
+  t4a_test_fill_random(old, n, 1);
+  t4a_test_fill_random(fresh, n, 2);
+  t4a_buffer s, d, again;
+  RT_OK(T->buffer_alloc(a, n, &s));
+  RT_OK(T->buffer_alloc(b, n, &d));
+  RT_OK(T->copy_h2d(a, s, 0, old, n));
+  rt_sync(a);
+  rt_gate g;
+  rt_gate_close(&g, b); /* b's stream is held */
+  RT_OK(copy(b, d, 0, a, s, 0, n));
+  uint64_t addr_s, addr_again;
+  RT_OK(T->buffer_device_address(a, s, &addr_s));
+  RT_OK(T->buffer_free(a, s));
+  RT_OK(T->buffer_alloc(a, n, &again));
+  RT_OK(T->buffer_device_address(a, again, &addr_again));
+  ck_assert_uint_eq(addr_again, addr_s);     /* the same block, reused */
+  RT_OK(T->copy_h2d(a, again, 0, fresh, n)); /* a's stream waits for b's copy first */
+  t4a_witness wa;
+  RT_OK(T->seal(a, &wa));
+  RT_EXPECT(T->witness_wait(wa, 5000000), T4A_ETIMEOUT); /* held behind b's gate */
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(wa, T4A_WAIT_FOREVER));
+  RT_OK(T->copy_d2h(b, back, d, 0, n));
+  ck_assert(memcmp(back, old, n) == 0); /* b copied the old contents */
+  RT_OK(T->copy_d2h(a, back, again, 0, n));
+  ck_assert(memcmp(back, fresh, n) == 0);
+  RT_OK(T->witness_release(wa));
+  rt_gate_free(&g);
+  free(old);
+  free(fresh);
+  free(back);
+}
+
+START_TEST(same_device_source_is_not_reused_early) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  retirement(T->copy_from_runtime, a, b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* Destroying the source while the destination's copy is held back: destroy
+ * waits (a short timeout expires, nothing is released), then succeeds. */
+static void teardown_while_pending(copy_fn copy, t4a_runtime a, t4a_runtime b) {
+  uint64_t n = MiB;
+  unsigned char *host = malloc(n), *back = malloc(n);
+  t4a_test_fill_random(host, n, 3);
+  t4a_buffer s, d;
+  RT_OK(T->buffer_alloc(a, n, &s));
+  RT_OK(T->buffer_alloc(b, n, &d));
+  RT_OK(T->copy_h2d(a, s, 0, host, n));
+  rt_gate g;
+  rt_gate_close(&g, b);
+  RT_OK(copy(b, d, 0, a, s, 0, n));
+  RT_EXPECT(T->runtime_destroy(a, 5000000), T4A_ETIMEOUT);
+  rt_gate_open(&g);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->copy_d2h(b, back, d, 0, n));
+  ck_assert(memcmp(back, host, n) == 0);
+  rt_gate_free(&g);
+  free(host);
+  free(back);
+}
+
+START_TEST(same_device_source_destroyed_while_pending) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  teardown_while_pending(T->copy_from_runtime, a, b);
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* ---- several runtimes copying at once ------------------------------------------ */
+
+typedef struct worker {
+  t4a_runtime from, to;
+  copy_fn copy;
+  uint64_t seed;
+  int failures;
+} worker;
+
+static void *churn(void *arg) {
+  worker *w = arg;
+  uint64_t n = 256 * 1024 + 7;
+  unsigned char *host = malloc(n), *back = malloc(n);
+  for (int i = 0; i < 20; i++) {
+    t4a_test_fill_random(host, n, w->seed + (uint64_t)i);
+    t4a_buffer s, d;
+    if (T->buffer_alloc(w->from, n, &s) || T->buffer_alloc(w->to, n, &d) ||
+        T->copy_h2d(w->from, s, 0, host, n) || w->copy(w->to, d, 0, w->from, s, 0, n) ||
+        T->buffer_free(w->from, s) || T->copy_d2h(w->to, back, d, 0, n) ||
+        T->buffer_free(w->to, d) || memcmp(host, back, n) != 0)
+      w->failures++;
+  }
+  free(host);
+  free(back);
+  return NULL;
+}
+
+static void concurrent(copy_fn copy, int32_t dev_a, int32_t dev_b) {
+  t4a_runtime r[4] = {create_on(dev_a), create_on(dev_a), create_on(dev_b), create_on(dev_b)};
+  worker w[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    /* each runtime copies from one on the other device (or its sibling) */
+    w[i] = (worker){r[i], r[(i + 2) % 4], copy, t4a_test_seed() + 1000u * (unsigned)i, 0};
+    if (dev_a == dev_b)
+      w[i].to = r[i ^ 1];
+    ck_assert_int_eq(pthread_create(&th[i], NULL, churn, &w[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_int_eq(w[i].failures, 0);
+  }
+  for (int i = 0; i < 4; i++)
+    RT_OK(T->runtime_destroy(r[i], T4A_WAIT_FOREVER));
+}
+
+START_TEST(same_device_runtimes_copy_concurrently) { concurrent(T->copy_from_runtime, 0, 0); }
+END_TEST
+
+/* ---- two devices ------------------------------------------------------------------ */
+
+START_TEST(peer_copies_are_exact_both_ways) {
+  t4a_runtime a = create_on(0), b = create_on(1);
+  static const uint64_t sizes[] = {0, 1, 3, 4097, MiB + 5, 64 * MiB + 3};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    copy_and_check(T->copy_from_peer, a, b, sizes[i], 2 * i + 1, 3 * i + 1, t4a_test_seed() + i);
+    copy_and_check(T->copy_from_peer, b, a, sizes[i], i, 5, t4a_test_seed() + 100 + i);
+  }
+  if (!rt_on_fake()) { /* 1 GiB at odd offsets, each way */
+    copy_and_check(T->copy_from_peer, a, b, 1024 * MiB, 7, 13, t4a_test_seed() + 7);
+    copy_and_check(T->copy_from_peer, b, a, 1024 * MiB, 1, 3, t4a_test_seed() + 8);
+  }
+  ck_assert_uint_ge(rt_counters(b).copies_peer, 5);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(peer_copy_follows_the_source) {
+  t4a_runtime a = create_on(0), b = create_on(1);
+  ordering(T->copy_from_peer, a, b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(peer_source_is_not_reused_early) {
+  t4a_runtime a = create_on(0), b = create_on(1);
+  retirement(T->copy_from_peer, a, b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(peer_source_destroyed_while_pending) {
+  t4a_runtime a = create_on(0), b = create_on(1);
+  teardown_while_pending(T->copy_from_peer, a, b);
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(peer_runtimes_copy_concurrently) { concurrent(T->copy_from_peer, 0, 1); }
+END_TEST
+
+START_TEST(peer_rules_and_the_explicit_host_route) {
+  t4a_runtime a = create_on(0), b = create_on(1), a2 = create_on(0);
+  t4a_buffer s, d;
+  RT_OK(T->buffer_alloc(a, 64, &s));
+  RT_OK(T->buffer_alloc(b, 64, &d));
+  RT_EXPECT(T->copy_from_runtime(b, d, 0, a, s, 0, 64), T4A_EFOREIGNDEVICE);
+  RT_DETAIL("use copy_from_peer");
+  t4a_buffer d2;
+  RT_OK(T->buffer_alloc(a2, 64, &d2));
+  RT_EXPECT(T->copy_from_peer(a2, d2, 0, a, s, 0, 64), T4A_EINVAL);
+  RT_DETAIL("use copy_from_runtime");
+  bool can = false;
+  RT_OK(T->peer_access_supported(1, 0, &can));
+  ck_assert(can || !rt_on_fake());
+  /* the explicit route through host memory, any sizes, both ways */
+  static const uint64_t sizes[] = {1, 4097, 3 * MiB + 1};
+  for (size_t i = 0; i < 3; i++) {
+    copy_and_check(T->copy_from_peer_via_host, a, b, sizes[i], i + 1, 2 * i, t4a_test_seed() + i);
+    copy_and_check(T->copy_from_peer_via_host, b, a, sizes[i], 0, i, t4a_test_seed() + 9 + i);
+  }
+  ck_assert_uint_eq(rt_counters(b).copies_via_host, 3);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(a2, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+__attribute__((unused)) static void add_single(Suite *s) {
+  TCase *tc = tcase_create("one-device");
+  tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
+  tcase_add_test(tc, same_device_copies_are_exact);
+  tcase_add_test(tc, same_device_copy_follows_the_source);
+  tcase_add_test(tc, same_device_source_is_not_reused_early);
+  tcase_add_test(tc, same_device_source_destroyed_while_pending);
+  tcase_add_test(tc, same_device_runtimes_copy_concurrently);
+  suite_add_tcase(s, tc);
+}
+
+static void add_multi(Suite *s) {
+  TCase *tc = tcase_create("two-devices");
+  tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
+  tcase_add_test(tc, peer_copies_are_exact_both_ways);
+  tcase_add_test(tc, peer_copy_follows_the_source);
+  tcase_add_test(tc, peer_source_is_not_reused_early);
+  tcase_add_test(tc, peer_source_destroyed_while_pending);
+  tcase_add_test(tc, peer_runtimes_copy_concurrently);
+  tcase_add_test(tc, peer_rules_and_the_explicit_host_route);
+  suite_add_tcase(s, tc);
+}
+
+int main(void) {
+#if defined(T4A_TEST_FAKE)
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  Suite *s = suite_create("cross-fake");
+  add_single(s);
+  add_multi(s); /* the fake driver has two devices */
+  return t4a_test_run(s);
+#elif defined(T4A_TEST_MULTIGPU)
+  Suite *s = suite_create("cross-multigpu");
+  add_multi(s);
+  return t4a_test_gpu_main(s, 2);
+#else
+  Suite *s = suite_create("cross-gpu");
+  add_single(s);
+  if (t4a_test_gpu_count() >= 2)
+    add_multi(s);
+  return t4a_test_gpu_main(s, 1);
+#endif
+}
