@@ -19,7 +19,7 @@ static uint32_t rotr(uint32_t x, unsigned n) { return (x >> n) | (x << (32 - n))
 
 static void compress(uint32_t h[8], const uint8_t b[64]) {
   uint32_t w[64];
-  for (int i = 0; i < 16; i++)
+  for (size_t i = 0; i < 16; i++)
     w[i] = (uint32_t)b[4 * i] << 24 | (uint32_t)b[4 * i + 1] << 16 | (uint32_t)b[4 * i + 2] << 8 |
            (uint32_t)b[4 * i + 3];
   for (int i = 16; i < 64; i++) {
@@ -86,7 +86,7 @@ void t4a__sha256_final(t4a__sha256 *s, uint8_t out[32]) {
   for (int i = 0; i < 8; i++)
     len[i] = (uint8_t)(bits >> (56 - 8 * i));
   t4a__sha256_update(s, len, 8);
-  for (int i = 0; i < 8; i++) {
+  for (size_t i = 0; i < 8; i++) {
     out[4 * i] = (uint8_t)(s->h[i] >> 24);
     out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);
     out[4 * i + 2] = (uint8_t)(s->h[i] >> 8);

@@ -96,7 +96,7 @@ static uint64_t limit_bytes(void) {
 
 static void entry_path(const char *dir, const uint8_t key[32], char *path, size_t size) {
   char hex[65];
-  for (int i = 0; i < 32; i++)
+  for (size_t i = 0; i < 32; i++)
     snprintf(hex + 2 * i, 3, "%02x", key[i]);
   snprintf(path, size, "%s/%s" SUFFIX, dir, hex);
 }

@@ -926,7 +926,7 @@ R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
       const char *hit = memmem(p, (size_t)(text + size - p), kernels[k].name, n);
       if (!hit)
         break;
-      char after = hit + n < text + size ? hit[n] : '\0';
+      int after = hit + n < text + size ? hit[n] : 0;
       /* PTX: ".entry NAME(" ; binaries: the NUL-terminated symbol name */
       found = ptx ? hit >= text + 7 && strncmp(hit - 7, ".entry ", 7) == 0 &&
                         (after == '(' || after == ' ' || after == '\n')

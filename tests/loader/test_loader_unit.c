@@ -77,7 +77,7 @@ START_TEST(checked_arithmetic) {
 END_TEST
 
 static void hex(const uint8_t d[32], char out[65]) {
-  for (int i = 0; i < 32; i++)
+  for (size_t i = 0; i < 32; i++)
     snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 

@@ -220,7 +220,7 @@ static void concurrent(copy_fn copy, int32_t dev_a, int32_t dev_b) {
   pthread_t th[4];
   for (int i = 0; i < 4; i++) {
     /* each runtime copies from one on the other device (or its sibling) */
-    w[i] = (worker){r[i], r[(i + 2) % 4], copy, t4a_test_seed() + 1000u * (unsigned)i, 0};
+    w[i] = (worker){r[i], r[(i + 2) % 4], copy, t4a_test_seed() + 1000ull * (uint64_t)i, 0};
     if (dev_a == dev_b)
       w[i].to = r[i ^ 1];
     ck_assert_int_eq(pthread_create(&th[i], NULL, churn, &w[i]), 0);
