@@ -171,6 +171,55 @@ static void reset_slot(t4a__runtime *rt) {
   memset((char *)rt + from, 0, sizeof *rt - from);
 }
 
+/* Lets every device that can reach this one read the pool's memory, while
+ * the pool is still empty: granting access later maps existing allocations
+ * and can wait for the device (a peer copy would then stall behind a
+ * running kernel). A failure here is retried, and reported, by the first
+ * peer copy. */
+static void grant_peers(t4a__runtime *rt) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if (!t4a__be.has_peer)
+    return;
+  for (int32_t d = 0; d < t4a__be.device_count && d < T4A__MAX_DEVICES; d++) {
+    int can = 0;
+    if (d == rt->ordinal ||
+        cu->cuDeviceCanAccessPeer(&can, t4a__be.devices[d].dev, rt->dev) != T4A__CUDA_SUCCESS ||
+        !can)
+      continue;
+    t4a__CUmemAccessDesc desc = {{T4A__CU_MEM_LOCATION_TYPE_DEVICE, d},
+                                 T4A__CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    if (cu->cuMemPoolSetAccess(rt->pool, &desc, 1) == T4A__CUDA_SUCCESS)
+      rt->pool_access |= 1ull << d;
+    else
+      t4a__log(T4A__LOG_WARN, "cuda", "granting device %d access to device %d's pool failed",
+               (int)d, (int)rt->ordinal);
+  }
+}
+
+/* Enables peer access, both ways, between a new runtime's device and every
+ * device that already has a live runtime (both primary contexts are then
+ * active), once per pair. Done at creation, when no work of ours is in
+ * flight, rather than at the first peer copy. Failures are remembered and
+ * reported by copy_from_peer. Called with no runtime locked. */
+static void enable_peers(int32_t ordinal, t4a__CUcontext ctx) {
+  if (!t4a__be.has_peer)
+    return;
+  for (uint32_t i = 0; i < T4A__MAX_RUNTIMES; i++) {
+    t4a__runtime *o = t4a__rt_slot(i);
+    if (!o)
+      break;
+    pthread_mutex_lock(&o->lock);
+    bool peer = o->alive && o->ordinal != ordinal;
+    int32_t dev = o->ordinal;
+    t4a__CUcontext octx = o->ctx;
+    pthread_mutex_unlock(&o->lock);
+    if (peer) {
+      t4a__peer_enable(ordinal, dev, ctx, octx);
+      t4a__peer_enable(dev, ordinal, octx, ctx);
+    }
+  }
+}
+
 int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t4a_runtime *out) {
   int rc;
   t4a_runtime_options o;
@@ -239,6 +288,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
                          "the driver");
     goto fail_pool;
   }
+  grant_peers(rt);
   if ((rc = t4a__staging_init(rt)))
     goto fail_pool;
   t4a__ctx_leave(rt, saved);
@@ -248,7 +298,10 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   rt->alive = true;
   rt->reserved = false;
   *out = t4a__rt_handle(rt);
+  t4a__CUcontext ctx = rt->ctx;
   pthread_mutex_unlock(&rt->lock);
+  if (t4a__be.device_count > 1)
+    enable_peers(ordinal, ctx);
   t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u created on device %d", rt->index, (int)ordinal);
   return T4A_OK;
 
