@@ -3,14 +3,15 @@
 # verify their results on a GPU. Skips (77) without a usable GPU unless the
 # lane requires one (make check-gpu), where that fails.
 b=${T4A_TEST_BUILDDIR:-.}
-"$b/examples/saxpy" > saxpy.out 2>&1
+out=$(mktemp) || exit 99
+trap 'rm -f "$out"' EXIT
+"$b/examples/saxpy" > "$out" 2>&1
 rc=$?
-cat saxpy.out
+cat "$out"
 if [ $rc -eq 2 ]; then
   if [ "${T4A_TEST_LANE:-any}" = gpu ]; then echo "FAIL: no usable GPU"; exit 1; fi
   echo "SKIP: no usable GPU"; exit 77
 fi
 [ $rc -eq 0 ] || exit 1
-grep -q "1048576 elements, 0 wrong" saxpy.out || exit 1
+grep -q "1048576 elements, 0 wrong" "$out" || exit 1
 "$b/examples/warm_chain" 2000 || exit 1
-rm -f saxpy.out
