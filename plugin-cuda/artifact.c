@@ -576,3 +576,16 @@ int t4a__slot_compile_cache_clear(uint32_t which) {
     t4a__disk_clear();
   return T4A_OK;
 }
+
+/* The plugin is being unloaded: the caches' references and any artifact
+ * the consumer did not release go with it. */
+__attribute__((destructor)) static void t4a__artifact_unload(void) {
+  for (uint32_t i = 0; i < acount; i++) {
+    free(arts[i].data);
+    free(arts[i].log);
+  }
+  free(arts);
+  arts = NULL;
+  acount = acap = afree = 0;
+  memset(mcache, 0, sizeof mcache);
+}

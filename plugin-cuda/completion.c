@@ -526,3 +526,11 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
   }
   return rc;
 }
+
+/* The plugin is being unloaded: witnesses the consumer did not release go
+ * with it. */
+__attribute__((destructor)) static void t4a__witness_unload(void) {
+  free(wslots);
+  wslots = NULL;
+  wcount = wcap = wfree = 0;
+}

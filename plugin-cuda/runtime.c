@@ -93,6 +93,20 @@ int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...) {
   return t4a__cu_record(r, "%s", msg);
 }
 
+/* The plugin is being unloaded: free the structs of destroyed runtimes.
+ * Runtimes still alive are left as they are (their driver objects cannot be
+ * released safely from a destructor): destroy runtimes before closing. */
+__attribute__((destructor)) static void t4a__runtime_unload(void) {
+  for (uint32_t i = 0; i < slots_used; i++) {
+    t4a__runtime *rt = atomic_load(&slots[i]);
+    if (rt && !rt->alive && !rt->reserved) {
+      atomic_store(&slots[i], NULL);
+      pthread_mutex_destroy(&rt->lock);
+      free(rt);
+    }
+  }
+}
+
 /* ---- create ---------------------------------------------------------------- */
 
 #define DEFAULT_STAGING (64ull << 20)
@@ -405,6 +419,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
      * memory that pending work may use; release only host bookkeeping. */
     t4a__pinned_release_all(rt, false);
     t4a__staging_release(rt, false);
+    t4a__events_release_all(rt); /* events hold no memory the GPU could touch */
     if (saved)
       t4a__ctx_leave(rt, saved);
     t4a__log(T4A__LOG_WARN, "cuda",

@@ -17,6 +17,7 @@ static uint64_t (*guards)(void);
 static uint64_t (*oob)(void);
 static void (*inject)(const char *, uint64_t, unsigned);
 static uint64_t (*calls)(const char *);
+static unsigned (*unload)(void *);
 
 static void controls(void) {
   void *h = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
@@ -26,7 +27,8 @@ static void controls(void) {
   *(void **)&oob = dlsym(h, "fake_cuda_oob_attempts");
   *(void **)&inject = dlsym(h, "fake_cuda_fail");
   *(void **)&calls = dlsym(h, "fake_cuda_calls");
-  ck_assert(live && guards && oob && inject && calls);
+  *(void **)&unload = dlsym(h, "cuModuleUnload");
+  ck_assert(live && guards && oob && inject && calls && unload);
   dlclose(h);
 }
 
@@ -129,6 +131,7 @@ START_TEST(device_fault_is_sticky_and_quarantines) {
   RT_EXPECT(T->runtime_destroy(b, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
   RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
   ck_assert_uint_gt(live("host"), 0); /* quarantined, not freed */
+  ck_assert_uint_eq(unload(module), 0); /* the test's own module */
 }
 END_TEST
 
