@@ -2,6 +2,7 @@
  * and runtime_create / runtime_destroy / runtime_counters. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,37 @@ fail_slot:
   return rc;
 }
 
+/* ---- quarantine ----------------------------------------------------------------
+ * A runtime destroyed after a fault cannot prove that its device and pinned
+ * memory are idle. Its state (every handle and block it owned) is kept, in a
+ * process-wide list, never freed; the plugin pins itself loaded so that the
+ * list stays reachable. quarantined_runtimes() reports the count. */
+
+static t4a__runtime **quarantine;
+static uint32_t quarantine_count;
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void pin_plugin(void) {
+  Dl_info info;
+  if (dladdr((void *)(uintptr_t)pin_plugin, &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+static void quarantine_keep(const t4a__runtime *rt) {
+  t4a__runtime *copy = malloc(sizeof *copy);
+  pthread_mutex_lock(&quarantine_lock);
+  t4a__runtime **list = copy ? realloc(quarantine, (quarantine_count + 1) * sizeof(void *)) : NULL;
+  if (list) {
+    memcpy(copy, rt, sizeof *copy);
+    quarantine = list;
+    quarantine[quarantine_count++] = copy;
+  }
+  pthread_mutex_unlock(&quarantine_lock);
+  if (!list)
+    free(copy); /* out of memory: the blocks are leaked rather than freed */
+  pin_plugin();
+}
+
 /* ---- destroy ---------------------------------------------------------------- */
 
 static uint64_t now_ns(void) {
@@ -428,15 +460,19 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
              rt->index);
   }
   cu->cuDevicePrimaryCtxRelease(rt->dev);
-  free(rt->bufs);
-  free(rt->hosts);
-  free(rt->pending);
-  free(rt->events);
-  free(rt->retire);
-  free(rt->mods);
-  free(rt->funcs);
-  for (unsigned i = 0; i < T4A__NUM_CLASSES; i++)
-    free(rt->bins[i].ptrs);
+  if (idle) {
+    free(rt->bufs);
+    free(rt->hosts);
+    free(rt->pending);
+    free(rt->events);
+    free(rt->retire);
+    free(rt->mods);
+    free(rt->funcs);
+    for (unsigned i = 0; i < T4A__NUM_CLASSES; i++)
+      free(rt->bins[i].ptrs);
+  } else {
+    quarantine_keep(rt);
+  }
   reset_slot(rt);
   rt->gen = t4a__gen_next(rt->gen); /* every handle of the old runtime is now stale */
   rt->alive = false;
