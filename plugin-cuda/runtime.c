@@ -449,9 +449,8 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   } else {
     /* Retirement cannot be proven: keep (quarantine) device and pinned
      * memory that pending work may use; release only host bookkeeping. */
-    t4a__pinned_release_all(rt, false);
-    t4a__staging_release(rt, false);
-    t4a__events_release_all(rt); /* events hold no memory the GPU could touch */
+    t4a__pinned_release_all(rt, false); /* only the idle cached blocks */
+    t4a__events_release_all(rt);        /* events hold no memory the GPU could touch */
     if (saved)
       t4a__ctx_leave(rt, saved);
     t4a__log(T4A__LOG_WARN, "cuda",
