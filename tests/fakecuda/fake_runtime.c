@@ -763,9 +763,9 @@ R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a_
 /* t4a_spin(const volatile uint32_t *flag): returns once *flag != 0. */
 static void k_spin(const unsigned char *a, geometry g) {
   (void)g;
-  const volatile uint32_t *flag;
+  const uint32_t *flag;
   memcpy(&flag, a, sizeof flag);
-  while (!*flag) {
+  while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
   }

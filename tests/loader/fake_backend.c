@@ -32,7 +32,7 @@ static int fake_last_error(t4a_error_info *info) {
 }
 
 static int fake_init(void) {
-  inits++;
+  __atomic_add_fetch(&inits, 1, __ATOMIC_SEQ_CST);
 #if FAKE_VARIANT == FAKE_INITFAIL
   last.status = T4A_ENODEVICE;
   last.message = "fake: no device; plug one in";
@@ -48,7 +48,7 @@ static int fake_get_info(t4a_backend_info *info) {
   size_t n = info->struct_size < sizeof *info ? info->struct_size : sizeof *info;
   memset((char *)info + 4, 0, n - 4);
   snprintf(info->name, sizeof info->name, "%s", FAKE_NAME);
-  info->device_count = inits; /* tests read the init count of this load */
+  info->device_count = __atomic_load_n(&inits, __ATOMIC_SEQ_CST); /* this load's init count */
   return T4A_OK;
 }
 
