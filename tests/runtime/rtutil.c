@@ -154,6 +154,8 @@ static const char ptx[] =
     "  trap;\n"
     "}\n";
 
+const char *rt_test_ptx(void) { return ptx; }
+
 void rt_raw_launch(t4a_runtime rt, void **module, const char *name, void **args) {
   driver_open();
   t4a_raw_runtime raw = {.struct_size = sizeof raw};

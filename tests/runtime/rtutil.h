@@ -61,4 +61,8 @@ void rt_gate_free(rt_gate *g); /* after the gate opened and drained */
 void rt_raw_launch(t4a_runtime rt, void **module, const char *name, void **args);
 void rt_raw_unload(t4a_runtime rt, void *module);
 
+/* The test kernels as PTX (t4a_spin, t4a_fill_u32, t4a_fault): loadable by
+ * the real driver (JIT) and by the fake one. */
+const char *rt_test_ptx(void);
+
 #endif
