@@ -124,7 +124,8 @@ struct CUctx_st {
   unsigned peers; /* bit d: this context may access device d */
 };
 
-static struct CUctx_st ctxs[MAX_DEVICES];
+static struct CUctx_st ctxs[MAX_DEVICES] = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0},
+                                            {4, 0, 0}, {5, 0, 0}, {6, 0, 0}, {7, 0, 0}};
 static _Thread_local struct CUctx_st *current;
 
 static R need_ctx(void) {
@@ -141,8 +142,7 @@ R fake_sym_cuDevicePrimaryCtxRetain(t4a__CUcontext *ctx, t4a__CUdevice d) {
   if (d < 0 || d >= fake_device_count() || d >= MAX_DEVICES)
     return T4A__CUDA_ERROR_INVALID_DEVICE;
   LOCK();
-  ctxs[d].device = d;
-  ctxs[d].refs++;
+  ctxs[d].refs++; /* .device is constant */
   UNLOCK();
   *ctx = &ctxs[d];
   return OK;
