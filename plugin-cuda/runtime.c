@@ -443,8 +443,8 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
     t4a__pinned_release_all(rt, true);
     t4a__staging_release(rt, true);
     t4a__events_release_all(rt);
-    cu->cuMemPoolDestroy(rt->pool);
-    cu->cuStreamDestroy(rt->stream);
+    t4a__released(rt, cu->cuMemPoolDestroy(rt->pool), "cuMemPoolDestroy");
+    t4a__released(rt, cu->cuStreamDestroy(rt->stream), "cuStreamDestroy");
     t4a__ctx_leave(rt, saved);
   } else {
     /* Retirement cannot be proven: keep (quarantine) device and pinned
@@ -458,7 +458,9 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
              "quarantined",
              rt->index);
   }
-  cu->cuDevicePrimaryCtxRelease(rt->dev);
+  t4a__released(rt, cu->cuDevicePrimaryCtxRelease(rt->dev), "cuDevicePrimaryCtxRelease");
+  t4a__CUresult release_r = rt->release_r;
+  const char *release_what = rt->release_what;
   if (idle) {
     free(rt->bufs);
     free(rt->hosts);
@@ -476,6 +478,11 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   rt->gen = t4a__gen_next(rt->gen); /* every handle of the old runtime is now stale */
   rt->alive = false;
   t4a__rt_unlock(rt);
+  if (idle && release_r)
+    return t4a__cu_fail(release_r,
+                        "runtime_destroy: %s failed; the runtime is gone, that "
+                        "resource was leaked",
+                        release_what);
   if (idle)
     return T4A_OK;
   if (fault || !failure)

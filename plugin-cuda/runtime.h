@@ -188,6 +188,9 @@ typedef struct t4a__runtime {
 
   /* State: everything from here on is zeroed when the slot is reused. */
   int fault; /* sticky cause (a CUresult), or 0 */
+  /* The first release call that failed during destroy (reported by it). */
+  t4a__CUresult release_r;
+  const char *release_what;
 
   int32_t ordinal;
   t4a__CUdevice dev;
@@ -299,6 +302,15 @@ void t4a__event_put(t4a__runtime *rt, t4a__event *e);
 /* Before the buffer's block is reused or freed: orders rt's stream after its
  * last foreign reader (GPU-side) and drops the reader. */
 int t4a__buffer_wait_reader(t4a__runtime *rt, t4a__buffer *b);
+
+/* Notes the result of a release call made by destroy: the first failure is
+ * what runtime_destroy reports (the resource is then leaked, not retried). */
+static inline void t4a__released(t4a__runtime *rt, t4a__CUresult r, const char *what) {
+  if (r != T4A__CUDA_SUCCESS && !rt->release_r) {
+    rt->release_r = r;
+    rt->release_what = what;
+  }
+}
 
 /* Marks work as enqueued since the last seal. */
 static inline void t4a__rt_dirty(t4a__runtime *rt) { rt->dirty = true; }

@@ -68,9 +68,9 @@ void t4a__staging_release(t4a__runtime *rt, bool idle) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   if (idle) {
     for (uint32_t i = 0; i < s->count; i++)
-      cu->cuEventDestroy(s->chunks[i].ev);
+      t4a__released(rt, cu->cuEventDestroy(s->chunks[i].ev), "cuEventDestroy");
     if (s->base)
-      cu->cuMemFreeHost(s->base);
+      t4a__released(rt, cu->cuMemFreeHost(s->base), "cuMemFreeHost");
   }
   free(s->chunks);
   memset(s, 0, sizeof *s);

@@ -130,7 +130,7 @@ START_TEST(device_fault_is_sticky_and_quarantines) {
   RT_OK(T->witness_release(w));
   RT_EXPECT(T->runtime_destroy(b, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
   RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
-  ck_assert_uint_gt(live("host"), 0); /* quarantined, not freed */
+  ck_assert_uint_gt(live("host"), 0);   /* quarantined, not freed */
   ck_assert_uint_eq(unload(module), 0); /* the test's own modules */
   ck_assert_uint_eq(unload(g.module), 0);
 }

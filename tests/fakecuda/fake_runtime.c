@@ -337,6 +337,7 @@ R fake_sym_cuEventSynchronize(t4a__CUevent e) {
 /* A kernel: its packed arguments and the launch geometry (x only). */
 typedef struct geometry {
   unsigned grid, block, shared;
+  int device;
 } geometry;
 typedef void (*kernel_fn)(const unsigned char *args, geometry g);
 
@@ -760,9 +761,25 @@ R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a_
 
 /* ---- modules: kernels are named host functions ----------------------------------- */
 
+/* Whether a kernel may touch [p, p + n): inside one device allocation or
+ * one pinned host allocation (mapped for the GPU). A kernel that would
+ * touch anything else faults its device (CUDA_ERROR_ILLEGAL_ADDRESS, sticky),
+ * as a GPU would, instead of crashing the process. */
+static bool kernel_may_touch(const void *p, size_t n, int device) {
+  LOCK();
+  bool ok = (alloc_find(p, n, MEM_DEVICE) || alloc_find(p, n, MEM_HOST));
+  if (!ok) {
+    device_fault[device >= 0 && device < MAX_DEVICES ? device : 0] =
+        T4A__CUDA_ERROR_ILLEGAL_ADDRESS;
+    pthread_cond_broadcast(&fake_changed);
+  }
+  UNLOCK();
+  return ok;
+}
+
 /* t4a_spin(const volatile uint32_t *flag): returns once *flag != 0. */
 static void k_spin(const unsigned char *a, geometry g) {
-  (void)g;
+  (void)g; /* the flag is host memory the test owns */
   const uint32_t *flag;
   memcpy(&flag, a, sizeof flag);
   while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
@@ -784,6 +801,8 @@ static void k_fill_u32(const unsigned char *a, geometry g) {
   memcpy(&p, a, 8);
   memcpy(&v, a + 8, 4);
   memcpy(&n, a + 16, 8);
+  if (!kernel_may_touch(p, n * 4, g.device))
+    return;
   for (uint64_t i = 0; i < n; i++)
     p[i] = v;
 }
@@ -799,6 +818,8 @@ static void k_axpy(const unsigned char *a, geometry g) {
   memcpy(&alpha, a + 8, 4);
   memcpy(&x, a + 16, 8);
   memcpy(&y, a + 24, 8);
+  if (!kernel_may_touch(x, n * 4, g.device) || !kernel_may_touch(y, n * 4, g.device))
+    return;
   for (uint64_t i = 0; i < n; i++)
     y[i] = alpha * x[i] + y[i];
 }
@@ -812,6 +833,8 @@ static void k_sum(const unsigned char *a, geometry g) {
   memcpy(&n, a, 8);
   memcpy(&x, a + 8, 8);
   memcpy(&out, a + 16, 8);
+  if (!kernel_may_touch(x, n * 4, g.device) || !kernel_may_touch(out, 4, g.device))
+    return;
   double s = 0;
   for (uint64_t i = 0; i < n; i++)
     s += (double)x[i];
@@ -827,19 +850,20 @@ static void k_reverse(const unsigned char *a, geometry g) {
   memcpy(&y, a + 8, 8);
   memcpy(&per, a + 16, 4);
   uint64_t span = (uint64_t)g.block * per;
+  if (!kernel_may_touch(x, g.grid * span * 4, g.device) ||
+      !kernel_may_touch(y, g.grid * span * 4, g.device))
+    return;
   for (uint64_t b = 0; b < g.grid; b++)
     for (uint64_t i = 0; i < span; i++)
       y[b * span + i] = x[b * span + span - 1 - i];
 }
 
-static int fault_device = -1;
-
 /* t4a_fault(): an illegal address: a sticky fault of the device. */
 static void k_fault(const unsigned char *a, geometry g) {
   (void)a;
-  (void)g;
   LOCK();
-  device_fault[fault_device < 0 ? 0 : fault_device] = T4A__CUDA_ERROR_ILLEGAL_ADDRESS;
+  device_fault[g.device >= 0 && g.device < MAX_DEVICES ? g.device : 0] =
+      T4A__CUDA_ERROR_ILLEGAL_ADDRESS;
   pthread_cond_broadcast(&fake_changed);
   UNLOCK();
 }
@@ -1012,11 +1036,9 @@ R fake_sym_cuLaunchKernel(t4a__CUfunction f, unsigned gx, unsigned gy, unsigned 
   if (!f || extra || !gx || !gy || !gz || !bx || !by || !bz || (unsigned long)bx * by * bz > 1024 ||
       gy > 65535 || gz > 65535 || (int)shared > f->max_dynamic_shared || (f->k->nargs && !params))
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  op o = {.kind = OP_KERNEL, .kernel = f->k->fn, .geom = {gx, bx, shared}};
+  op o = {.kind = OP_KERNEL, .kernel = f->k->fn, .geom = {gx, bx, shared, s ? s->device : 0}};
   for (unsigned i = 0; i < f->k->nargs; i++)
     memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
-  if (f->k->fn == k_fault)
-    fault_device = f->module->device;
   return enqueue(s, &o);
 }
 
