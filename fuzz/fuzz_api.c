@@ -99,7 +99,18 @@ typedef struct pools {
   t4a_function fn[POOL];
   void *host_ptr[POOL];
   uint64_t host_size[POOL];
+  /* everything created by this input, released at its end */
+  t4a_runtime made_rt[64];
+  t4a_witness made_wit[64];
+  t4a_artifact made_art[64];
+  unsigned n_rt, n_wit, n_art;
 } pools;
+
+#define KEEP(P, kind, h)                                                        \
+  do {                                                                         \
+    if ((h).bits && (P)->n_##kind < 64)                                        \
+      (P)->made_##kind[(P)->n_##kind++] = (h);                                 \
+  } while (0)
 
 /* A handle value from a pool slot, or a forged/null one. */
 static uint64_t pick(input *in, const uint64_t *slots) {
@@ -134,6 +145,7 @@ static void step(input *in, pools *P) {
       o.flags = u8(in);
     o.staging_bytes = (v & 4) ? amount(in) : 64 * 1024;
     check(T->runtime_create((int32_t)(u8(in) % 3) - (v & 8 ? 1 : 0), &o, &P->rt[slot]));
+    KEEP(P, rt, P->rt[slot]);
     break;
   }
   case 1: check(T->runtime_destroy((t4a_runtime){PICK(in, P->rt)}, T4A_WAIT_FOREVER)); break;
@@ -188,10 +200,18 @@ static void step(input *in, pools *P) {
                              a, (t4a_buffer){PICK(in, P->buf)}, b, n));
     break;
   }
-  case 12: check(T->seal((t4a_runtime){PICK(in, P->rt)}, &P->wit[slot])); break;
+  case 12:
+    check(T->seal((t4a_runtime){PICK(in, P->rt)}, &P->wit[slot]));
+    KEEP(P, wit, P->wit[slot]);
+    break;
   case 13: check(T->witness_query((t4a_witness){PICK(in, P->wit)})); break;
   case 14: check(T->witness_wait((t4a_witness){PICK(in, P->wit)}, u8(in) & 1 ? T4A_WAIT_FOREVER : 100000)); break;
-  case 15: check(T->witness_retain((t4a_witness){PICK(in, P->wit)})); break;
+  case 15: {
+    t4a_witness w = {PICK(in, P->wit)};
+    if (T->witness_retain(w) == T4A_OK)
+      KEEP(P, wit, w);
+    break;
+  }
   case 16: check(T->witness_release((t4a_witness){PICK(in, P->wit)})); break;
   case 17: check(T->runtime_wait_witness((t4a_runtime){PICK(in, P->rt)}, (t4a_witness){PICK(in, P->wit)})); break;
   case 18: check(T->cache_trim((t4a_runtime){PICK(in, P->rt)}, amount(in))); break;
@@ -218,6 +238,7 @@ static void step(input *in, pools *P) {
     uint64_t n = k & 1 ? sizeof ptx - 1 : sizeof junk;
     check(T->artifact_from_bytes((t4a_artifact_kind)(k % 5), k & 2 ? bytes : NULL, n, "fuzz",
                                  &P->art[slot]));
+    KEEP(P, art, P->art[slot]);
     break;
   }
   case 23: check(T->artifact_release((t4a_artifact){PICK(in, P->art)})); break;
@@ -275,12 +296,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   input in = {data, size};
   for (int steps = 0; in.n && steps < 64; steps++)
     step(&in, &P);
-  /* release what this input created; stale handles just fail */
-  for (int i = 0; i < POOL; i++) {
-    T->witness_release(P.wit[i]);
-    T->artifact_release(P.art[i]);
-  }
-  for (int i = 0; i < POOL; i++)
-    T->runtime_destroy(P.rt[i], T4A_WAIT_FOREVER);
+  /* release what this input created (one release per reference taken;
+   * ones the input already released just fail) */
+  for (unsigned i = 0; i < P.n_wit; i++)
+    T->witness_release(P.made_wit[i]);
+  for (unsigned i = 0; i < P.n_art; i++)
+    T->artifact_release(P.made_art[i]);
+  for (unsigned i = 0; i < P.n_rt; i++)
+    T->runtime_destroy(P.made_rt[i], T4A_WAIT_FOREVER);
   return 0;
 }

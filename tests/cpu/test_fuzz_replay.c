@@ -54,6 +54,8 @@ END_TEST
 int main(void) {
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   setenv("T4A_FUZZ_PLUGIN", t4a_test_build_path(T4A_TEST_CUDA_PLUGIN), 1);
+  setenv("FAKE_CUDA_MEM_MIB", "64", 1); /* as .ci/fuzz runs it */
+  setenv("FAKE_CUDA_PINNED_MIB", "64", 1);
   Suite *s = suite_create("fuzz-replay");
   TCase *tc = tcase_create("replay");
   tcase_set_timeout(tc, 120);
