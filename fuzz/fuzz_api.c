@@ -37,8 +37,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   const char *plugin = getenv("T4A_FUZZ_PLUGIN");
   t4a_gpu_backend *b = NULL;
   if (!plugin || t4a_gpu_open_path(plugin, &b) != T4A_OK) {
-    fprintf(stderr, "fuzz_api: set T4A_FUZZ_PLUGIN to libt4a_cuda.so and T4A_CUDA_LIBRARY to "
-                    "the fake driver (%s)\n",
+    fprintf(stderr,
+            "fuzz_api: set T4A_FUZZ_PLUGIN to libt4a_cuda.so and T4A_CUDA_LIBRARY to "
+            "the fake driver (%s)\n",
             t4a_gpu_last_error());
     abort();
   }
@@ -106,10 +107,10 @@ typedef struct pools {
   unsigned n_rt, n_wit, n_art;
 } pools;
 
-#define KEEP(P, kind, h)                                                        \
-  do {                                                                         \
-    if ((h).bits && (P)->n_##kind < 64)                                        \
-      (P)->made_##kind[(P)->n_##kind++] = (h);                                 \
+#define KEEP(P, kind, h)                                                                           \
+  do {                                                                                             \
+    if ((h).bits && (P)->n_##kind < 64)                                                            \
+      (P)->made_##kind[(P)->n_##kind++] = (h);                                                     \
   } while (0)
 
 /* A handle value from a pool slot, or a forged/null one. */
@@ -156,7 +157,9 @@ static void step(input *in, pools *P) {
     check(T->buffer_alloc((t4a_runtime){PICK(in, P->rt)}, n, &P->buf[slot]));
     break;
   }
-  case 3: check(T->buffer_free((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)})); break;
+  case 3:
+    check(T->buffer_free((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}));
+    break;
   case 4: {
     uint64_t n;
     check(T->buffer_size((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, &n));
@@ -187,7 +190,9 @@ static void step(input *in, pools *P) {
       P->host_size[slot] = n;
     break;
   }
-  case 9: check(T->host_free((t4a_runtime){PICK(in, P->rt)}, (t4a_host_buffer){PICK(in, P->host)})); break;
+  case 9:
+    check(T->host_free((t4a_runtime){PICK(in, P->rt)}, (t4a_host_buffer){PICK(in, P->host)}));
+    break;
   case 10: {
     uint64_t a = amount(in), b = amount(in), n = amount(in);
     check(T->copy_h2d_pinned((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, a,
@@ -205,7 +210,9 @@ static void step(input *in, pools *P) {
     KEEP(P, wit, P->wit[slot]);
     break;
   case 13: check(T->witness_query((t4a_witness){PICK(in, P->wit)})); break;
-  case 14: check(T->witness_wait((t4a_witness){PICK(in, P->wit)}, u8(in) & 1 ? T4A_WAIT_FOREVER : 100000)); break;
+  case 14:
+    check(T->witness_wait((t4a_witness){PICK(in, P->wit)}, u8(in) & 1 ? T4A_WAIT_FOREVER : 100000));
+    break;
   case 15: {
     t4a_witness w = {PICK(in, P->wit)};
     if (T->witness_retain(w) == T4A_OK)
@@ -213,7 +220,9 @@ static void step(input *in, pools *P) {
     break;
   }
   case 16: check(T->witness_release((t4a_witness){PICK(in, P->wit)})); break;
-  case 17: check(T->runtime_wait_witness((t4a_runtime){PICK(in, P->rt)}, (t4a_witness){PICK(in, P->wit)})); break;
+  case 17:
+    check(T->runtime_wait_witness((t4a_runtime){PICK(in, P->rt)}, (t4a_witness){PICK(in, P->wit)}));
+    break;
   case 18: check(T->cache_trim((t4a_runtime){PICK(in, P->rt)}, amount(in))); break;
   case 19: {
     t4a_runtime_counters c = {.struct_size = u8(in) & 1 ? 8u : (uint32_t)sizeof c};
@@ -224,7 +233,9 @@ static void step(input *in, pools *P) {
   case 21: {
     uint64_t d = amount(in), s = amount(in), n = amount(in) % (1u << 20);
     int (*copy)(t4a_runtime, t4a_buffer, uint64_t, t4a_runtime, t4a_buffer, uint64_t, uint64_t) =
-        op == 20 ? T->copy_from_runtime : u8(in) & 1 ? T->copy_from_peer : T->copy_from_peer_via_host;
+        op == 20     ? T->copy_from_runtime
+        : u8(in) & 1 ? T->copy_from_peer
+                     : T->copy_from_peer_via_host;
     check(copy((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, d,
                (t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, s, n));
     break;
@@ -242,8 +253,13 @@ static void step(input *in, pools *P) {
     break;
   }
   case 23: check(T->artifact_release((t4a_artifact){PICK(in, P->art)})); break;
-  case 24: check(T->module_load((t4a_runtime){PICK(in, P->rt)}, (t4a_artifact){PICK(in, P->art)}, &P->mod[slot])); break;
-  case 25: check(T->module_unload((t4a_runtime){PICK(in, P->rt)}, (t4a_module){PICK(in, P->mod)})); break;
+  case 24:
+    check(T->module_load((t4a_runtime){PICK(in, P->rt)}, (t4a_artifact){PICK(in, P->art)},
+                         &P->mod[slot]));
+    break;
+  case 25:
+    check(T->module_unload((t4a_runtime){PICK(in, P->rt)}, (t4a_module){PICK(in, P->mod)}));
+    break;
   case 26: {
     static const char *const names[] = {"t4a_empty", "t4a_fill_u32", "nope", ""};
     check(T->function_get((t4a_runtime){PICK(in, P->rt)}, (t4a_module){PICK(in, P->mod)},
@@ -266,10 +282,14 @@ static void step(input *in, pools *P) {
     check(T->launch(rt, f, &c, NULL));
     break;
   }
-  case 28: check(T->function_set_max_dynamic_shared((t4a_runtime){PICK(in, P->rt)}, (t4a_function){PICK(in, P->fn)}, (uint32_t)amount(in))); break;
+  case 28:
+    check(T->function_set_max_dynamic_shared(
+        (t4a_runtime){PICK(in, P->rt)}, (t4a_function){PICK(in, P->fn)}, (uint32_t)amount(in)));
+    break;
   case 29: {
     uint64_t addr;
-    check(T->buffer_device_address((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, &addr));
+    check(T->buffer_device_address((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)},
+                                   &addr));
     break;
   }
   case 30: {
