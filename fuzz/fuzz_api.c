@@ -144,7 +144,7 @@ static void step(input *in, pools *P) {
       o.struct_size = u8(in);
     if (v & 2)
       o.flags = u8(in);
-    o.staging_bytes = (v & 4) ? amount(in) : 64 * 1024;
+    o.staging_bytes = (v & 4) ? amount(in) : 65536u;
     check(T->runtime_create((int32_t)(u8(in) % 3) - (v & 8 ? 1 : 0), &o, &P->rt[slot]));
     KEEP(P, rt, P->rt[slot]);
     break;

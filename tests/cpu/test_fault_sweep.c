@@ -45,7 +45,7 @@ static void scenario(const t4a_gpu_backend_v1 *t) {
   if (check(t->init()))
     return;
   t4a_runtime a = {0}, b = {0}, c = {0};
-  t4a_runtime_options o = {.struct_size = sizeof o, .staging_bytes = 256 * 1024};
+  t4a_runtime_options o = {.struct_size = sizeof o, .staging_bytes = 262144u};
   check(t->runtime_create(0, &o, &a));
   check(t->runtime_create(0, &o, &b));
   check(t->runtime_create(1, &o, &c));

@@ -41,9 +41,9 @@ static void *worker(void *arg) {
       failed(r, "runtime_create");
       break;
     }
-    t4a_module m;
-    t4a_function f;
-    t4a_buffer a, b;
+    t4a_module m = {0};
+    t4a_function f = {0};
+    t4a_buffer a = {0}, b = {0};
     unsigned launches = 0;
     if (T->module_load(rt, kernels, &m) || T->function_get(rt, m, "t4a_fill_u32", &f) ||
         T->buffer_alloc(rt, n * 4, &a) || T->buffer_alloc(rt, n * 4, &b))
