@@ -99,7 +99,8 @@ static void event_unpin(t4a__runtime *rt, t4a__event *e) {
 
 void t4a__events_release_all(t4a__runtime *rt) {
   for (uint32_t i = 0; i < rt->event_count; i++) {
-    t4a__released(rt, t4a__be.cu.cuEventDestroy(rt->events[i]->ev), "cuEventDestroy");
+    t4a__released(rt, t4a__be.cu.cuEventDestroy(rt->events[i]->ev), rt->events[i]->ev,
+                  "cuEventDestroy");
     free(rt->events[i]);
   }
   rt->event_count = 0;
@@ -107,7 +108,7 @@ void t4a__events_release_all(t4a__runtime *rt) {
   rt->pending_count = 0;
   for (int d = 0; d < T4A__MAX_DEVICES; d++)
     if (rt->foreign_ctx & (1ull << d))
-      t4a__released(rt, t4a__be.cu.cuDevicePrimaryCtxRelease(t4a__be.devices[d].dev),
+      t4a__released(rt, t4a__be.cu.cuDevicePrimaryCtxRelease(t4a__be.devices[d].dev), NULL,
                     "cuDevicePrimaryCtxRelease");
   rt->foreign_ctx = 0;
 }

@@ -322,9 +322,11 @@ void t4a__memory_release_all(t4a__runtime *rt) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
     for (uint32_t i = 0; i < rt->bins[cls].count; i++)
-      t4a__released(rt, cu->cuMemFreeAsync(rt->bins[cls].ptrs[i], rt->stream), "cuMemFreeAsync");
+      t4a__released(rt, cu->cuMemFreeAsync(rt->bins[cls].ptrs[i], rt->stream),
+                    (void *)(uintptr_t)rt->bins[cls].ptrs[i], "cuMemFreeAsync");
   for (uint32_t i = 0; i < rt->buf_count; i++)
     if (rt->bufs[i].live && rt->bufs[i].cap)
-      t4a__released(rt, cu->cuMemFreeAsync(rt->bufs[i].ptr, rt->stream), "cuMemFreeAsync");
-  t4a__released(rt, cu->cuStreamSynchronize(rt->stream), "cuStreamSynchronize");
+      t4a__released(rt, cu->cuMemFreeAsync(rt->bufs[i].ptr, rt->stream),
+                    (void *)(uintptr_t)rt->bufs[i].ptr, "cuMemFreeAsync");
+  t4a__released(rt, cu->cuStreamSynchronize(rt->stream), NULL, "cuStreamSynchronize");
 }

@@ -172,7 +172,8 @@ out:
 void t4a__modules_release_all(t4a__runtime *rt) {
   for (uint32_t i = 0; i < rt->mod_count; i++)
     if (rt->mods[i].live)
-      t4a__released(rt, t4a__be.cu.cuModuleUnload(rt->mods[i].mod), "cuModuleUnload");
+      t4a__released(rt, t4a__be.cu.cuModuleUnload(rt->mods[i].mod), rt->mods[i].mod,
+                    "cuModuleUnload");
 }
 
 static int fattr(t4a__runtime *rt, t4a__CUfunction_attribute a, t4a__CUfunction f, int32_t *v) {

@@ -169,18 +169,19 @@ out:
 void t4a__pinned_release_all(t4a__runtime *rt, bool idle) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   for (uint32_t i = 0; i < rt->pinned_count; i++)
-    t4a__released(rt, cu->cuMemFreeHost(rt->pinned[i].ptr), "cuMemFreeHost");
+    t4a__released(rt, cu->cuMemFreeHost(rt->pinned[i].ptr), rt->pinned[i].ptr, "cuMemFreeHost");
   rt->pinned_count = 0;
   rt->pinned_bytes = 0;
   if (!idle) /* retired and live blocks may still be read or written: keep them */
     return;
   for (uint32_t i = 0; i < rt->retire_count; i++)
     if (rt->retire[i].host)
-      t4a__released(rt, cu->cuMemFreeHost(rt->retire[i].host), "cuMemFreeHost");
+      t4a__released(rt, cu->cuMemFreeHost(rt->retire[i].host), rt->retire[i].host, "cuMemFreeHost");
     else
-      t4a__released(rt, cu->cuModuleUnload(rt->retire[i].module), "cuModuleUnload");
+      t4a__released(rt, cu->cuModuleUnload(rt->retire[i].module), rt->retire[i].module,
+                    "cuModuleUnload");
   rt->retire_count = 0;
   for (uint32_t i = 0; i < rt->host_count; i++)
     if (rt->hosts[i].live)
-      t4a__released(rt, cu->cuMemFreeHost(rt->hosts[i].ptr), "cuMemFreeHost");
+      t4a__released(rt, cu->cuMemFreeHost(rt->hosts[i].ptr), rt->hosts[i].ptr, "cuMemFreeHost");
 }

@@ -350,6 +350,20 @@ static void pin_plugin(void) {
     dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
+static const void **kept;
+static uint32_t kept_count;
+
+void t4a__keep(const void *handle) {
+  pthread_mutex_lock(&quarantine_lock);
+  const void **list = realloc(kept, (kept_count + 1) * sizeof *list);
+  if (list) {
+    kept = list;
+    kept[kept_count++] = handle;
+  }
+  pthread_mutex_unlock(&quarantine_lock);
+  pin_plugin();
+}
+
 static void quarantine_keep(const t4a__runtime *rt) {
   t4a__runtime *copy = malloc(sizeof *copy);
   pthread_mutex_lock(&quarantine_lock);
@@ -443,8 +457,8 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
     t4a__pinned_release_all(rt, true);
     t4a__staging_release(rt, true);
     t4a__events_release_all(rt);
-    t4a__released(rt, cu->cuMemPoolDestroy(rt->pool), "cuMemPoolDestroy");
-    t4a__released(rt, cu->cuStreamDestroy(rt->stream), "cuStreamDestroy");
+    t4a__released(rt, cu->cuMemPoolDestroy(rt->pool), rt->pool, "cuMemPoolDestroy");
+    t4a__released(rt, cu->cuStreamDestroy(rt->stream), rt->stream, "cuStreamDestroy");
     t4a__ctx_leave(rt, saved);
   } else {
     /* Retirement cannot be proven: keep (quarantine) device and pinned
@@ -458,7 +472,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
              "quarantined",
              rt->index);
   }
-  t4a__released(rt, cu->cuDevicePrimaryCtxRelease(rt->dev), "cuDevicePrimaryCtxRelease");
+  t4a__released(rt, cu->cuDevicePrimaryCtxRelease(rt->dev), rt->ctx, "cuDevicePrimaryCtxRelease");
   t4a__CUresult release_r = rt->release_r;
   const char *release_what = rt->release_what;
   if (idle) {

@@ -303,10 +303,19 @@ void t4a__event_put(t4a__runtime *rt, t4a__event *e);
  * last foreign reader (GPU-side) and drops the reader. */
 int t4a__buffer_wait_reader(t4a__runtime *rt, t4a__buffer *b);
 
-/* Notes the result of a release call made by destroy: the first failure is
- * what runtime_destroy reports (the resource is then leaked, not retried). */
-static inline void t4a__released(t4a__runtime *rt, t4a__CUresult r, const char *what) {
-  if (r != T4A__CUDA_SUCCESS && !rt->release_r) {
+/* Keeps a driver handle whose release failed: it is never freed or reused,
+ * stays reachable (the plugin then stays loaded), and is counted. */
+void t4a__keep(const void *handle);
+
+/* Notes the result of a release call made by destroy: on failure the handle
+ * is kept (t4a__keep) and the first failure is what runtime_destroy
+ * reports. */
+static inline void t4a__released(t4a__runtime *rt, t4a__CUresult r, const void *handle,
+                                 const char *what) {
+  if (r == T4A__CUDA_SUCCESS)
+    return;
+  t4a__keep(handle);
+  if (!rt->release_r) {
     rt->release_r = r;
     rt->release_what = what;
   }

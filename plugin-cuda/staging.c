@@ -68,9 +68,9 @@ void t4a__staging_release(t4a__runtime *rt, bool idle) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   if (idle) {
     for (uint32_t i = 0; i < s->count; i++)
-      t4a__released(rt, cu->cuEventDestroy(s->chunks[i].ev), "cuEventDestroy");
+      t4a__released(rt, cu->cuEventDestroy(s->chunks[i].ev), s->chunks[i].ev, "cuEventDestroy");
     if (s->base)
-      t4a__released(rt, cu->cuMemFreeHost(s->base), "cuMemFreeHost");
+      t4a__released(rt, cu->cuMemFreeHost(s->base), s->base, "cuMemFreeHost");
   }
   free(s->chunks);
   memset(s, 0, sizeof *s);
