@@ -275,7 +275,9 @@ static void alloc_free(alloc *a) {
 
 struct CUevent_st {
   uint64_t recorded, completed;
-  R failed; /* the work it follows faulted */
+  R failed;       /* the work it follows faulted */
+  unsigned queued; /* stream operations (record, wait) still referring to it */
+  bool destroyed;  /* freed once `queued` drops to 0, as CUDA does */
 };
 
 EXPORT R fake_sym_cuEventCreate(t4a__CUevent *e, unsigned flags) __asm__("cuEventCreate");
@@ -302,8 +304,11 @@ R fake_sym_cuEventDestroy(t4a__CUevent e) {
     return T4A__CUDA_ERROR_INVALID_HANDLE;
   LOCK();
   live[LIVE_EVENT]--;
+  e->destroyed = true;
+  bool now = e->queued == 0;
   UNLOCK();
-  free(e);
+  if (now)
+    free(e);
   return OK;
 }
 
@@ -420,6 +425,9 @@ static void *worker(void *arg) {
     }
     if (o->kind == OP_FREE)
       alloc_free(o->target);
+    if ((o->kind == OP_RECORD || o->kind == OP_WAIT) && --o->event->queued == 0 &&
+        o->event->destroyed)
+      free(o->event);
     s->head = o->next;
     if (!s->head)
       s->tail = NULL;
@@ -440,6 +448,8 @@ static R enqueue(t4a__CUstream s, op *o) {
   *copy = *o;
   copy->next = NULL;
   LOCK();
+  if (copy->kind == OP_RECORD || copy->kind == OP_WAIT)
+    copy->event->queued++;
   if (s->tail)
     s->tail->next = copy;
   else
