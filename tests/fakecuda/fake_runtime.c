@@ -275,7 +275,7 @@ static void alloc_free(alloc *a) {
 
 struct CUevent_st {
   uint64_t recorded, completed;
-  R failed;       /* the work it follows faulted */
+  R failed;        /* the work it follows faulted */
   unsigned queued; /* stream operations (record, wait) still referring to it */
   bool destroyed;  /* freed once `queued` drops to 0, as CUDA does */
 };
