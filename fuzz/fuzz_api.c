@@ -123,7 +123,12 @@ static uint64_t pick(input *in, const uint64_t *slots) {
   return 0;         /* null */
 }
 
+/* Every byte is consumed in order: a call's arguments are picked into
+ * locals first, since C leaves the order of argument evaluation open (an
+ * input must decode the same under gcc and clang). */
 #define PICK(in, arr) pick((in), (const uint64_t *)(arr))
+#define RT(in) ((t4a_runtime){PICK((in), P->rt)})
+#define BUF(in) ((t4a_buffer){PICK((in), P->buf)})
 
 static void check(int rc) {
   if (rc > 0 || rc < T4A_EINTERNAL) {
@@ -149,70 +154,83 @@ static void step(input *in, pools *P) {
     KEEP(P, rt, P->rt[slot]);
     break;
   }
-  case 1: check(T->runtime_destroy((t4a_runtime){PICK(in, P->rt)}, T4A_WAIT_FOREVER)); break;
+  case 1: check(T->runtime_destroy(RT(in), T4A_WAIT_FOREVER)); break;
   case 2: {
     uint64_t n = amount(in) % (4u << 20);
     if (u8(in) == 7)
       n = amount(in);
-    check(T->buffer_alloc((t4a_runtime){PICK(in, P->rt)}, n, &P->buf[slot]));
+    check(T->buffer_alloc(RT(in), n, &P->buf[slot]));
     break;
   }
-  case 3:
-    check(T->buffer_free((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}));
+  case 3: {
+    t4a_runtime rt = RT(in);
+    check(T->buffer_free(rt, BUF(in)));
     break;
+  }
   case 4: {
     uint64_t n;
-    check(T->buffer_size((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, &n));
+    t4a_runtime rt = RT(in);
+    check(T->buffer_size(rt, BUF(in), &n));
     break;
   }
   case 5: {
     uint64_t off = amount(in), n = amount(in) % sizeof scratch;
-    check(T->copy_h2d((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, off,
-                      u8(in) == 1 ? NULL : scratch, n));
+    t4a_runtime rt = RT(in);
+    t4a_buffer b = BUF(in);
+    check(T->copy_h2d(rt, b, off, u8(in) == 1 ? NULL : scratch, n));
     break;
   }
   case 6: {
     uint64_t off = amount(in), n = amount(in) % sizeof scratch;
-    check(T->copy_d2h((t4a_runtime){PICK(in, P->rt)}, u8(in) == 1 ? NULL : scratch,
-                      (t4a_buffer){PICK(in, P->buf)}, off, n));
+    t4a_runtime rt = RT(in);
+    void *host = u8(in) == 1 ? NULL : scratch;
+    check(T->copy_d2h(rt, host, BUF(in), off, n));
     break;
   }
   case 7: {
     uint64_t d = amount(in), s = amount(in), n = amount(in);
-    check(T->copy_d2d((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, d,
-                      (t4a_buffer){PICK(in, P->buf)}, s, n));
+    t4a_runtime rt = RT(in);
+    t4a_buffer db = BUF(in);
+    check(T->copy_d2d(rt, db, d, BUF(in), s, n));
     break;
   }
   case 8: {
     uint64_t n = amount(in) % (2u << 20);
-    if (T->host_alloc((t4a_runtime){PICK(in, P->rt)}, n, u8(in) & 3, &P->host[slot],
-                      &P->host_ptr[slot]) == T4A_OK)
+    t4a_runtime rt = RT(in);
+    uint32_t flags = u8(in) & 3;
+    if (T->host_alloc(rt, n, flags, &P->host[slot], &P->host_ptr[slot]) == T4A_OK)
       P->host_size[slot] = n;
     break;
   }
-  case 9:
-    check(T->host_free((t4a_runtime){PICK(in, P->rt)}, (t4a_host_buffer){PICK(in, P->host)}));
+  case 9: {
+    t4a_runtime rt = RT(in);
+    check(T->host_free(rt, (t4a_host_buffer){PICK(in, P->host)}));
     break;
+  }
   case 10: {
     uint64_t a = amount(in), b = amount(in), n = amount(in);
-    check(T->copy_h2d_pinned((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, a,
-                             (t4a_host_buffer){PICK(in, P->host)}, b, n));
+    t4a_runtime rt = RT(in);
+    t4a_buffer d = BUF(in);
+    check(T->copy_h2d_pinned(rt, d, a, (t4a_host_buffer){PICK(in, P->host)}, b, n));
     break;
   }
   case 11: {
     uint64_t a = amount(in), b = amount(in), n = amount(in);
-    check(T->copy_d2h_pinned((t4a_runtime){PICK(in, P->rt)}, (t4a_host_buffer){PICK(in, P->host)},
-                             a, (t4a_buffer){PICK(in, P->buf)}, b, n));
+    t4a_runtime rt = RT(in);
+    t4a_host_buffer h = {PICK(in, P->host)};
+    check(T->copy_d2h_pinned(rt, h, a, BUF(in), b, n));
     break;
   }
   case 12:
-    check(T->seal((t4a_runtime){PICK(in, P->rt)}, &P->wit[slot]));
+    check(T->seal(RT(in), &P->wit[slot]));
     KEEP(P, wit, P->wit[slot]);
     break;
   case 13: check(T->witness_query((t4a_witness){PICK(in, P->wit)})); break;
-  case 14:
-    check(T->witness_wait((t4a_witness){PICK(in, P->wit)}, u8(in) & 1 ? T4A_WAIT_FOREVER : 100000));
+  case 14: {
+    t4a_witness w = {PICK(in, P->wit)};
+    check(T->witness_wait(w, u8(in) & 1 ? T4A_WAIT_FOREVER : 100000));
     break;
+  }
   case 15: {
     t4a_witness w = {PICK(in, P->wit)};
     if (T->witness_retain(w) == T4A_OK)
@@ -220,13 +238,19 @@ static void step(input *in, pools *P) {
     break;
   }
   case 16: check(T->witness_release((t4a_witness){PICK(in, P->wit)})); break;
-  case 17:
-    check(T->runtime_wait_witness((t4a_runtime){PICK(in, P->rt)}, (t4a_witness){PICK(in, P->wit)}));
+  case 17: {
+    t4a_runtime rt = RT(in);
+    check(T->runtime_wait_witness(rt, (t4a_witness){PICK(in, P->wit)}));
     break;
-  case 18: check(T->cache_trim((t4a_runtime){PICK(in, P->rt)}, amount(in))); break;
+  }
+  case 18: {
+    t4a_runtime rt = RT(in);
+    check(T->cache_trim(rt, amount(in)));
+    break;
+  }
   case 19: {
     t4a_runtime_counters c = {.struct_size = u8(in) & 1 ? 8u : (uint32_t)sizeof c};
-    check(T->runtime_counters((t4a_runtime){PICK(in, P->rt)}, &c));
+    check(T->runtime_counters(RT(in), &c));
     break;
   }
   case 20:
@@ -236,8 +260,10 @@ static void step(input *in, pools *P) {
         op == 20     ? T->copy_from_runtime
         : u8(in) & 1 ? T->copy_from_peer
                      : T->copy_from_peer_via_host;
-    check(copy((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, d,
-               (t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)}, s, n));
+    t4a_runtime dr = RT(in);
+    t4a_buffer db = BUF(in);
+    t4a_runtime sr = RT(in);
+    check(copy(dr, db, d, sr, BUF(in), s, n));
     break;
   }
   case 22: {
@@ -253,23 +279,28 @@ static void step(input *in, pools *P) {
     break;
   }
   case 23: check(T->artifact_release((t4a_artifact){PICK(in, P->art)})); break;
-  case 24:
-    check(T->module_load((t4a_runtime){PICK(in, P->rt)}, (t4a_artifact){PICK(in, P->art)},
-                         &P->mod[slot]));
+  case 24: {
+    t4a_runtime rt = RT(in);
+    check(T->module_load(rt, (t4a_artifact){PICK(in, P->art)}, &P->mod[slot]));
     break;
-  case 25:
-    check(T->module_unload((t4a_runtime){PICK(in, P->rt)}, (t4a_module){PICK(in, P->mod)}));
+  }
+  case 25: {
+    t4a_runtime rt = RT(in);
+    check(T->module_unload(rt, (t4a_module){PICK(in, P->mod)}));
     break;
+  }
   case 26: {
     static const char *const names[] = {"t4a_empty", "t4a_fill_u32", "nope", ""};
-    check(T->function_get((t4a_runtime){PICK(in, P->rt)}, (t4a_module){PICK(in, P->mod)},
-                          names[u8(in) % 4], &P->fn[slot]));
+    t4a_runtime rt = RT(in);
+    t4a_module m = {PICK(in, P->mod)};
+    check(T->function_get(rt, m, names[u8(in) % 4], &P->fn[slot]));
     break;
   }
   case 27: { /* launches only the empty kernel: no argument is ever a forged pointer */
-    t4a_runtime rt = {PICK(in, P->rt)};
+    t4a_runtime rt = RT(in);
     t4a_function f;
-    if (T->function_get(rt, (t4a_module){PICK(in, P->mod)}, "t4a_empty", &f) != T4A_OK)
+    t4a_module m = {PICK(in, P->mod)};
+    if (T->function_get(rt, m, "t4a_empty", &f) != T4A_OK)
       break;
     void *raw = NULL;
     check(T->raw_function(rt, f, &raw));
@@ -282,29 +313,31 @@ static void step(input *in, pools *P) {
     check(T->launch(rt, f, &c, NULL));
     break;
   }
-  case 28:
-    check(T->function_set_max_dynamic_shared(
-        (t4a_runtime){PICK(in, P->rt)}, (t4a_function){PICK(in, P->fn)}, (uint32_t)amount(in)));
+  case 28: {
+    t4a_runtime rt = RT(in);
+    t4a_function f = {PICK(in, P->fn)};
+    check(T->function_set_max_dynamic_shared(rt, f, (uint32_t)amount(in)));
     break;
+  }
   case 29: {
     uint64_t addr;
-    check(T->buffer_device_address((t4a_runtime){PICK(in, P->rt)}, (t4a_buffer){PICK(in, P->buf)},
-                                   &addr));
+    t4a_runtime rt = RT(in);
+    check(T->buffer_device_address(rt, BUF(in), &addr));
     break;
   }
   case 30: {
     t4a_raw_section sec = {.struct_size = sizeof sec};
-    t4a_runtime rt = {PICK(in, P->rt)};
+    t4a_runtime rt = RT(in);
     if (T->raw_begin(rt, &sec) != T4A_OK)
       break;
     if (u8(in) & 1)
-      check(T->raw_end((t4a_runtime){PICK(in, P->rt)}, &sec)); /* maybe the wrong runtime */
+      check(T->raw_end(RT(in), &sec)); /* maybe the wrong runtime */
     check(T->raw_end(rt, &sec));
     break;
   }
   default: {
     t4a_cache_stats s = {.struct_size = sizeof s};
-    check(T->cache_stats((t4a_runtime){PICK(in, P->rt)}, &s));
+    check(T->cache_stats(RT(in), &s));
     break;
   }
   }

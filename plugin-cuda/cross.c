@@ -28,6 +28,21 @@ static int lock_pair(const char *what, t4a_runtime dh, t4a_buffer db, uint64_t d
                      t4a_buffer sb, uint64_t soff, uint64_t n, pair *p) {
   if (dh.bits == sh.bits)
     return t4a__fail(T4A_EINVAL, "%s: source and destination are one runtime; use copy_d2d", what);
+  if (t4a__h_tag(dh.bits) == T4A__TAG_RUNTIME && t4a__h_tag(sh.bits) == T4A__TAG_RUNTIME &&
+      t4a__h_rt(dh.bits) == t4a__h_rt(sh.bits)) {
+    /* one slot, two generations: at most one handle is live, and locking
+     * the slot twice would deadlock. Report the destination's error, or the
+     * source as stale. */
+    t4a__runtime *rt;
+    int rc = t4a__rt_lock(dh, what, &rt);
+    if (rc)
+      return rc;
+    t4a__rt_unlock(rt);
+    return t4a__fail(T4A_EHANDLE,
+                     "%s: the source runtime was destroyed (its slot is reused by the "
+                     "destination); pass a live runtime handle",
+                     what);
+  }
   bool dst_first = t4a__h_rt(dh.bits) < t4a__h_rt(sh.bits);
   t4a__runtime *first, *second;
   int rc = t4a__rt_lock(dst_first ? dh : sh, what, &first);

@@ -186,6 +186,29 @@ START_TEST(same_device_source_destroyed_while_pending) {
 }
 END_TEST
 
+/* A destroyed runtime's handle whose slot now holds the other runtime: the
+ * pair is rejected (once this deadlocked: found by fuzz/fuzz_api.c). */
+START_TEST(stale_handle_sharing_the_slot_is_rejected) {
+  t4a_runtime old = rt_create();
+  RT_OK(T->runtime_destroy(old, T4A_WAIT_FOREVER));
+  t4a_runtime live = rt_create();
+  ck_assert_msg(((old.bits ^ live.bits) >> 48 & 0xfffu) == 0, "the slot was not reused");
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(live, 64, &b));
+  copy_fn fns[] = {T->copy_from_runtime, T->copy_from_peer, T->copy_from_peer_via_host};
+  for (size_t i = 0; i < 3; i++) {
+    RT_EXPECT(fns[i](live, b, 0, old, b, 0, 8), T4A_EHANDLE);
+    RT_DETAIL("destroyed");
+    RT_EXPECT(fns[i](old, b, 0, live, b, 0, 8), T4A_EHANDLE);
+    RT_DETAIL("destroyed");
+  }
+  unsigned char out[8];
+  RT_OK(T->copy_d2h(live, out, b, 0, sizeof out)); /* still usable */
+  RT_OK(T->buffer_free(live, b));
+  RT_OK(T->runtime_destroy(live, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 /* ---- several runtimes copying at once ------------------------------------------ */
 
 typedef struct worker {
@@ -316,6 +339,7 @@ __attribute__((unused)) static void add_single(Suite *s) {
   tcase_add_test(tc, same_device_source_is_not_reused_early);
   tcase_add_test(tc, same_device_source_destroyed_while_pending);
   tcase_add_test(tc, same_device_runtimes_copy_concurrently);
+  tcase_add_test(tc, stale_handle_sharing_the_slot_is_rejected);
   suite_add_tcase(s, tc);
 }
 
