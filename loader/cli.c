@@ -1,39 +1,31 @@
 /* loader/cli.c -- t4a-gpu, the loader's command-line front end.
  *
- *   t4a-gpu info [--backend NAME|PATH] [--json]
+ *   t4a-gpu info     [--backend NAME|PATH] [--json]
+ *   t4a-gpu selftest [--backend NAME|PATH] [--device N] [--json]
+ *   t4a-gpu bench
  *
- * Exit status (documented in README.md):
- *   0  the backend initialised and has at least one device
- *   2  usage error
- *   3  the backend could not be found or loaded (ENOBACKEND, EABI)
- *   4  the backend loaded but cannot be used here (no driver, stub driver,
- *      no device, driver too old, ...): the reason is printed
- */
+ * Exit status (man t4a-gpu, README.md): see loader/cli.h. */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "t4a/gpu_loader.h"
-
-enum { EXIT_USABLE = 0, EXIT_USAGE = 2, EXIT_NOBACKEND = 3, EXIT_UNUSABLE = 4 };
-
-typedef struct options {
-  const char *backend;
-  int json;
-} options;
+#include "loader/cli.h"
 
 static void usage(FILE *f) {
-  fputs("usage: t4a-gpu info [--backend NAME|PATH] [--json]\n"
+  fputs("usage: t4a-gpu info     [--backend NAME|PATH] [--json]\n"
+        "       t4a-gpu selftest [--backend NAME|PATH] [--device N] [--json]\n"
+        "       t4a-gpu bench\n"
         "       t4a-gpu --version | --help\n"
-        "exit status: 0 usable, 2 usage error, 3 backend not found or invalid,\n"
+        "exit status: 0 usable (info) or passed (selftest), 1 a selftest check failed,\n"
+        "             2 usage error, 3 backend not found or invalid,\n"
         "             4 backend present but unusable here (reason printed)\n",
         f);
 }
 
 /* Prints s as a JSON string literal. */
-static void json_str(const char *s) {
+void t4a__cli_json_str(const char *s) {
   putchar('"');
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -58,7 +50,7 @@ static void uuid_str(const uint8_t u[16], char out[37]) {
   *p = '\0';
 }
 
-static const char *backend_error(const t4a_gpu_backend_v1 *t) {
+const char *t4a__cli_backend_error(const t4a_gpu_backend_v1 *t) {
   static t4a_error_info e;
   memset(&e, 0, sizeof e);
   e.struct_size = sizeof e;
@@ -76,9 +68,9 @@ static void print_list(const options *o) {
     printf("\"installed\":[");
     for (size_t i = 0; i < n; i++) {
       printf("%s{\"name\":", i ? "," : "");
-      json_str(list[i].name);
+      t4a__cli_json_str(list[i].name);
       printf(",\"path\":");
-      json_str(list[i].path);
+      t4a__cli_json_str(list[i].path);
       putchar('}');
     }
     printf("],");
@@ -100,9 +92,9 @@ static void print_compiler(const t4a_gpu_backend_v1 *t, const options *o) {
   if (o->json) {
     printf(",\"compiler\":{\"available\":%s,\"version\":\"%d.%d\",\"path\":",
            c.status == T4A_OK ? "true" : "false", c.version_major, c.version_minor);
-    json_str(c.path);
+    t4a__cli_json_str(c.path);
     printf(",\"reason\":");
-    json_str(c.reason);
+    t4a__cli_json_str(c.reason);
     putchar('}');
   } else if (c.status == T4A_OK) {
     printf("NVRTC:        %d.%d (%s)\n", c.version_major, c.version_minor, c.path);
@@ -124,7 +116,7 @@ static void print_devices(const t4a_gpu_backend_v1 *t, int32_t count, const opti
     uuid_str(i.uuid, uuid);
     if (o->json) {
       printf("%s{\"ordinal\":%d,\"name\":", d ? "," : "", (int)i.ordinal);
-      json_str(i.name);
+      t4a__cli_json_str(i.name);
       printf(",\"uuid\":\"%s\",\"compute_capability\":\"%d.%d\",\"total_memory\":%llu,"
              "\"pci_bus_id\":\"%s\",\"multiprocessors\":%d,\"memory_pools\":%s}",
              uuid, (int)i.cc_major, (int)i.cc_minor, (unsigned long long)i.total_memory,
@@ -177,7 +169,7 @@ static int cmd_info(const options *o) {
   if (o->json) {
     printf("{\"loader\":{\"version\":\"%d.%d.%d\",\"abi\":\"%d.%d\",\"search_path\":", major, minor,
            patch, abi_major, abi_minor);
-    json_str(t4a_gpu_search_path());
+    t4a__cli_json_str(t4a_gpu_search_path());
     printf("},");
   } else {
     printf("t4a-gpu loader %d.%d.%d (backend ABI %d.%d)\n", major, minor, patch, abi_major,
@@ -190,7 +182,7 @@ static int cmd_info(const options *o) {
   if (rc != T4A_OK) {
     if (o->json) {
       printf("\"backend\":{\"status\":\"%s\",\"reason\":", t4a_status_name(rc));
-      json_str(t4a_gpu_last_error());
+      t4a__cli_json_str(t4a_gpu_last_error());
       printf("}}\n");
     } else {
       printf("backend:      unavailable: %s\n", t4a_gpu_last_error());
@@ -208,22 +200,22 @@ static int cmd_info(const options *o) {
     t->device_count(&count);
   if (o->json) {
     printf("\"backend\":{\"name\":");
-    json_str(bi.name);
+    t4a__cli_json_str(bi.name);
     printf(",\"version\":");
-    json_str(bi.version);
+    t4a__cli_json_str(bi.version);
     printf(",\"path\":");
-    json_str(t4a_gpu_backend_path(b));
+    t4a__cli_json_str(t4a_gpu_backend_path(b));
     printf(",\"status\":\"%s\",\"reason\":", t4a_status_name(init));
-    json_str(init == T4A_OK ? "" : backend_error(t));
+    t4a__cli_json_str(init == T4A_OK ? "" : t4a__cli_backend_error(t));
     printf(",\"driver_version\":%d,\"driver_path\":", (int)bi.driver_version);
-    json_str(bi.driver_path);
+    t4a__cli_json_str(bi.driver_path);
   } else {
     printf("backend:      %s %s (%s)\n", bi.name, bi.version, t4a_gpu_backend_path(b));
     if (bi.driver_version)
       printf("driver:       CUDA %d.%d (%s)\n", (int)bi.driver_version / 1000,
              (int)bi.driver_version % 1000 / 10, bi.driver_path);
     if (init != T4A_OK)
-      printf("status:       unusable (%s): %s\n", t4a_status_name(init), backend_error(t));
+      printf("status:       unusable (%s): %s\n", t4a_status_name(init), t4a__cli_backend_error(t));
   }
   if (init == T4A_OK) {
     print_compiler(t, o);
@@ -236,13 +228,22 @@ static int cmd_info(const options *o) {
 }
 
 int main(int argc, char **argv) {
-  options o = {NULL, 0};
+  options o = {NULL, 0, -1};
   const char *cmd = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) {
       o.json = 1;
     } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
       o.backend = argv[++i];
+    } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      char *end;
+      long d = strtol(argv[++i], &end, 10);
+      if (*end || end == argv[i] || d < 0 || d > 1023) {
+        fprintf(stderr, "t4a-gpu: --device takes a device ordinal (0, 1, ...), not '%s'\n",
+                argv[i]);
+        return EXIT_USAGE;
+      }
+      o.device = (int)d;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return EXIT_USABLE;
@@ -259,6 +260,15 @@ int main(int argc, char **argv) {
   }
   if (!cmd || strcmp(cmd, "info") == 0)
     return cmd_info(&o);
+  if (strcmp(cmd, "selftest") == 0)
+    return t4a__cli_selftest(&o);
+  if (strcmp(cmd, "bench") == 0) {
+    puts("t4a-gpu bench: the benchmarks pair the runtime with the raw CUDA Driver API in one\n"
+         "process; they live in the source tree, not in the installed program:\n"
+         "  ./configure && make bench BENCH_ARGS=\"--json results.json\"   (on a GPU host)\n"
+         "docs/performance.md describes the cases and has the H200 results.");
+    return EXIT_USABLE;
+  }
   fprintf(stderr, "t4a-gpu: unknown command '%s'\n", cmd);
   usage(stderr);
   return EXIT_USAGE;

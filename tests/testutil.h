@@ -19,6 +19,7 @@ const char *t4a_test_build_path(const char *relative);
 #define T4A_TEST_CUDA_PLUGIN "plugin-cuda/.libs/libt4a_cuda.so"
 #define T4A_TEST_FAKE_CUDA "tests/fakecuda/.libs/libfakecuda.so"
 #define T4A_TEST_FAKE_CUDA_NOGPA "tests/fakecuda/.libs/libfakecuda_nogpa.so"
+#define T4A_TEST_FAKE_NVRTC "tests/fakecuda/.libs/libfakenvrtc.so"
 
 /* Runs the suite (forking each test) and returns the program's exit status. */
 int t4a_test_run(Suite *s);

@@ -1,5 +1,6 @@
-/* tests/cpu/test_cli.c -- t4a-gpu info: output and documented exit codes,
- * with the fake driver, without a driver, and without a backend. */
+/* tests/cpu/test_cli.c -- t4a-gpu info, selftest and bench: output and the
+ * documented exit codes, with the fake driver (and fake NVRTC), with faults
+ * injected, without a driver, and without a backend. */
 #include "config.h"
 
 #include <stdio.h>
@@ -81,6 +82,63 @@ START_TEST(usage_errors) {
 }
 END_TEST
 
+static void use_fakes(void) {
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);
+}
+
+START_TEST(selftest_passes_on_every_fake_device) {
+  use_fakes();
+  ck_assert_int_eq(run("selftest"), 0);
+  ASSERT_OUT("device 0: Fake GPU 0");
+  ASSERT_OUT("device 0: passed (29 checks)");
+  ASSERT_OUT("device 1: passed (29 checks)");
+  ASSERT_OUT("ok    verify: 1048579 of 1048579 elements match the CPU");
+  ASSERT_OUT("ok    runtime_destroy");
+  ASSERT_OUT("selftest: passed");
+  ck_assert_ptr_null(strstr(output, "FAIL"));
+  ck_assert_int_eq(run("selftest --json --device 1"), 0);
+  ASSERT_OUT("\"devices\":[{\"ordinal\":1,\"name\":\"Fake GPU 1\"");
+  ASSERT_OUT("],\"passed\":true}],\"passed\":true}}\n");
+  ck_assert_ptr_null(strstr(output, "\"ordinal\":0"));
+}
+END_TEST
+
+START_TEST(selftest_reports_each_failure) {
+  use_fakes();
+  setenv("T4A_NVRTC_LIBRARY", "/nonexistent/libnvrtc.so", 1);
+  ck_assert_int_eq(run("selftest --device 0"), 1);
+  ASSERT_OUT("FAIL  artifact_compile: axpy, NVRTC -- T4A_ENOCOMPILER: NVRTC not found");
+  ASSERT_OUT("ok    runtime_destroy"); /* what was made is still released */
+  ASSERT_OUT("device 0: FAILED (1 of 14 checks)");
+  ASSERT_OUT("selftest: FAILED");
+  use_fakes();
+  setenv("FAKE_CUDA_FAIL", "cuLaunchKernel:1:700", 1); /* the kernel faults */
+  ck_assert_int_eq(run("selftest --json --device 0"), 1);
+  ASSERT_OUT("{\"check\":\"launch\",\"status\":\"T4A_EDEVICEFAULT\"");
+  ASSERT_OUT("\"passed\":false");
+  unsetenv("FAKE_CUDA_FAIL");
+}
+END_TEST
+
+START_TEST(selftest_exit_codes) {
+  setenv("T4A_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+  ck_assert_int_eq(run("selftest"), 4);
+  ASSERT_OUT("selftest: not run: T4A_ENODRIVER");
+  ck_assert_int_eq(run("selftest --json"), 4);
+  ASSERT_OUT("\"status\":\"T4A_ENODRIVER\"");
+  ASSERT_OUT("\"passed\":false}}\n");
+  ck_assert_int_eq(run("selftest --backend /nonexistent/libt4a_x.so"), 3);
+  ASSERT_OUT("T4A_ENOBACKEND");
+  use_fakes();
+  ck_assert_int_eq(run("selftest --device 2"), 2);
+  ASSERT_OUT("there are 2 devices");
+  ck_assert_int_eq(run("selftest --device x"), 2);
+  ck_assert_int_eq(run("bench"), 0);
+  ASSERT_OUT("make bench");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli");
@@ -90,6 +148,9 @@ int main(void) {
   tcase_add_test(tc, info_without_gpu_says_why);
   tcase_add_test(tc, info_without_backend_says_why);
   tcase_add_test(tc, usage_errors);
+  tcase_add_test(tc, selftest_passes_on_every_fake_device);
+  tcase_add_test(tc, selftest_reports_each_failure);
+  tcase_add_test(tc, selftest_exit_codes);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
