@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/str.h"
 #include "loader/loader_internal.h"
 
@@ -105,6 +106,8 @@ static int load(const char *path, const struct stat *st, struct t4a_gpu_backend 
   memcpy(&b->table, t, n); /* the rest stays NULL: "unsupported" */
   b->table.struct_size = (uint32_t)n;
   *out = b;
+  t4a__log(T4A__LOG_INFO, "loader", "loaded %s (%s %s, ABI %u.%u)", path, t->name ? t->name : "?",
+           t->version ? t->version : "?", (unsigned)t->abi_major, (unsigned)t->abi_minor);
   return T4A_OK;
 }
 
@@ -137,6 +140,8 @@ int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out) {
   pthread_mutex_unlock(&registry_lock);
   if (rc == T4A_OK)
     *out = b;
+  else
+    t4a__log(T4A__LOG_WARN, "loader", "%s", t4a_gpu_last_error());
   return rc;
 }
 
@@ -156,7 +161,12 @@ int t4a_gpu_open(const char *spec, t4a_gpu_backend **out) {
                      spec, T4A__NAME_MAX);
   char path[T4A__PATH_MAX];
   int rc = t4a__find_backend(spec, path, sizeof path);
-  return rc ? rc : t4a_gpu_open_path(path, out);
+  if (rc) {
+    t4a__log(T4A__LOG_WARN, "loader", "%s", t4a_gpu_last_error());
+    return rc;
+  }
+  t4a__log(T4A__LOG_DEBUG, "loader", "backend '%s' is %s", spec, path);
+  return t4a_gpu_open_path(path, out);
 }
 
 /* Whether b is in the registry. Called with registry_lock held. */
@@ -179,6 +189,7 @@ int t4a_gpu_close(t4a_gpu_backend *b) {
   }
   void *dl = NULL;
   if (--b->refs == 0) {
+    t4a__log(T4A__LOG_DEBUG, "loader", "unloading %s", b->path);
     struct t4a_gpu_backend **pp = &registry;
     while (*pp && *pp != b)
       pp = &(*pp)->next;

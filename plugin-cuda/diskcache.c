@@ -178,6 +178,7 @@ typedef struct fent {
   uint64_t bytes;
   time_t mtime;
 } fent;
+_Static_assert(64 + sizeof SUFFIX <= sizeof((fent *)0)->name, "an entry name fits fent.name");
 
 static int by_age(const void *a, const void *b) {
   time_t x = ((const fent *)a)->mtime, y = ((const fent *)b)->mtime;
@@ -210,7 +211,7 @@ static size_t list_entries(const char *dir, fent **out, uint64_t *total) {
       *out = p;
     }
     fent *e = &(*out)[n++];
-    snprintf(e->name, sizeof e->name, "%s", de->d_name);
+    memcpy(e->name, de->d_name, len + 1); /* len is fixed above, below sizeof e->name */
     e->bytes = (uint64_t)st.st_size;
     e->mtime = st.st_mtime;
     *total += e->bytes;

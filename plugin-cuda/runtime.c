@@ -488,6 +488,8 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   } else {
     quarantine_keep(rt);
   }
+  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u on device %d destroyed%s", rt->index,
+           (int)rt->ordinal, idle ? "" : " (memory quarantined)");
   reset_slot(rt);
   rt->gen = t4a__gen_next(rt->gen); /* every handle of the old runtime is now stale */
   rt->alive = false;

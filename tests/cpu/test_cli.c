@@ -139,6 +139,26 @@ START_TEST(selftest_exit_codes) {
 }
 END_TEST
 
+/* T4A_LOG: off by default; one "t4a[component] level: message" line per event. */
+START_TEST(log_levels) {
+  use_fakes();
+  ck_assert_int_eq(run("selftest --device 0"), 0);
+  ck_assert_ptr_null(strstr(output, "t4a["));
+  setenv("T4A_LOG", "debug", 1);
+  ck_assert_int_eq(run("selftest --device 0"), 0);
+  ASSERT_OUT("t4a[loader] info: loaded ");
+  ASSERT_OUT("t4a[cuda] info: driver ");
+  ASSERT_OUT("t4a[cuda] debug: runtime 0 created on device 0\n");
+  ASSERT_OUT("t4a[cuda] debug: runtime 0 on device 0 destroyed\n");
+  ASSERT_OUT("t4a[loader] debug: unloading ");
+  setenv("T4A_LOG", "warn", 1);
+  ck_assert_int_eq(run("selftest --device 0"), 0);
+  ck_assert_ptr_null(strstr(output, "t4a["));
+  ck_assert_int_eq(run("info --backend nope"), 3);
+  ASSERT_OUT("t4a[loader] warn: backend 'nope' not found");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli");
@@ -151,6 +171,7 @@ int main(void) {
   tcase_add_test(tc, selftest_passes_on_every_fake_device);
   tcase_add_test(tc, selftest_reports_each_failure);
   tcase_add_test(tc, selftest_exit_codes);
+  tcase_add_test(tc, log_levels);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
