@@ -599,7 +599,12 @@ struct t4a_gpu_backend_v1 {
    * stay loaded. */
   int (*artifact_release)(t4a_artifact a);
 
-  /* compile_cache_stats / compile_cache_clear (T4A_CACHE_MEMORY|DISK). */
+  /* compile_cache_stats / compile_cache_clear: the compiled-artifact
+   * caches shared by the whole backend. compile_cache_stats fills entries,
+   * hits, bytes and rejected disk entries.
+   * compile_cache_clear empties the memory cache (T4A_CACHE_MEMORY), the
+   * disk cache (T4A_CACHE_DISK) or both; artifacts already returned stay
+   * valid. Any other bit is T4A_EINVAL. */
   int (*compile_cache_stats)(t4a_compile_cache_stats *out);
   int (*compile_cache_clear)(uint32_t which);
 
@@ -614,6 +619,12 @@ struct t4a_gpu_backend_v1 {
   /* function_get: kernel by name (T4A_ENOTFOUND naming the symbol). */
   int (*function_get)(t4a_runtime rt, t4a_module m, const char *name, t4a_function *out);
 
+  /* function_attributes: the attributes of f as the driver reports them:
+   * max_threads_per_block (launch limit of f on this device), num_registers
+   * (per thread), static_shared_bytes, max_dynamic_shared_bytes (the
+   * current limit, see function_set_max_dynamic_shared), local_bytes (per
+   * thread), and the ptx_version and binary_version it was built for
+   * (major * 10 + minor). */
   int (*function_attributes)(t4a_runtime rt, t4a_function f, t4a_function_attributes *out);
 
   /* function_set_max_dynamic_shared: opt in to more dynamic shared memory

@@ -14,6 +14,10 @@
 //!       -C link-arg=-Wl,-rpath,"$libdir" -o t4a_example
 //! ```
 //!
+//! Builds with Rust 1.63 (Debian 12's rustc) or newer, edition 2021: no
+//! C-string literals (c"..."), no `offset_of!` (both 1.77), no
+//! `std::ffi::c_int` aliases (1.64); field offsets are checked at run time.
+//!
 //! Exit status:
 //!   0  the result was verified
 //!   1  a wrong result, or a call that failed unexpectedly
@@ -25,9 +29,15 @@
 //! Every failure prints the call, the status name and the backend's
 //! "<what failed>; <what to do>" detail.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+// Unsafe operations need their own `unsafe` block even inside an unsafe fn
+// (the edition 2024 rule); this also keeps rustc before 1.65 from calling
+// those blocks unused.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::ffi::CStr;
 use std::fmt;
 use std::mem::size_of;
+use std::os::raw::{c_char, c_int, c_void};
 use std::process::ExitCode;
 use std::ptr;
 
@@ -38,7 +48,7 @@ use std::ptr;
 /// loader hands out a copy normalised to its own header size.
 #[allow(non_camel_case_types, dead_code)]
 mod ffi {
-    use std::ffi::{c_char, c_int, c_void};
+    use std::os::raw::{c_char, c_int, c_void};
 
     // Status codes used here (values are frozen by the ABI).
     pub const T4A_OK: c_int = 0;
@@ -325,70 +335,113 @@ mod ffi {
     }
 }
 
-// Compile-time checks of the mirror against the C header. The numbers were
-// printed by a C program compiled against <t4a/gpu_loader.h> on x86_64
-// Linux (sizeof/offsetof); a mismatch fails the build instead of corrupting
-// memory at run time.
+// Checks of the mirror against the C header. The numbers were printed by a
+// C program compiled against <t4a/gpu_loader.h> on x86_64 Linux
+// (sizeof/offsetof). Sizes are checked at compile time (a mismatch fails
+// the build); field offsets at the start of main, before any FFI call (a
+// mismatch exits 1 naming the field), because a const offset_of! needs
+// Rust 1.77. Either way a wrong mirror never gets to corrupt memory.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 const _: () = {
     use ffi::*;
-    use std::mem::offset_of;
-
-    // slot = C offset, ...: asserts each slot's offset in the table.
-    macro_rules! slot_offsets {
-        ($($slot:ident = $offset:literal),* $(,)?) => {
-            $(assert!(offset_of!(t4a_gpu_backend_v1, $slot) == $offset);)*
-        };
-    }
 
     assert!(size_of::<t4a_runtime>() == 8 && size_of::<t4a_buffer>() == 8);
     assert!(size_of::<t4a_witness>() == 8 && size_of::<t4a_artifact>() == 8);
     assert!(size_of::<t4a_module>() == 8 && size_of::<t4a_function>() == 8);
     assert!(size_of::<t4a_host_buffer>() == 8);
-
     assert!(size_of::<t4a_error_info>() == 32);
-    assert!(offset_of!(t4a_error_info, native_code) == 8);
-    assert!(offset_of!(t4a_error_info, native_name) == 16);
-    assert!(offset_of!(t4a_error_info, message) == 24);
-
     assert!(size_of::<t4a_backend_info>() == 336);
-    assert!(offset_of!(t4a_backend_info, name) == 8);
-    assert!(offset_of!(t4a_backend_info, version) == 40);
-    assert!(offset_of!(t4a_backend_info, driver_version) == 72);
-    assert!(offset_of!(t4a_backend_info, device_count) == 76);
-    assert!(offset_of!(t4a_backend_info, driver_path) == 80);
-
     assert!(size_of::<t4a_device_info>() == 376);
-    assert!(offset_of!(t4a_device_info, name) == 8);
-    assert!(offset_of!(t4a_device_info, uuid) == 264);
-    assert!(offset_of!(t4a_device_info, cc_major) == 280);
-    assert!(offset_of!(t4a_device_info, total_memory) == 288);
-    assert!(offset_of!(t4a_device_info, pci_bus_id) == 296);
-    assert!(offset_of!(t4a_device_info, multiprocessors) == 328);
-    assert!(offset_of!(t4a_device_info, max_block_dim) == 340);
-    assert!(offset_of!(t4a_device_info, max_grid_dim) == 352);
-    assert!(offset_of!(t4a_device_info, warp_size) == 372);
-
     assert!(size_of::<t4a_compile_options>() == 48);
-    assert!(offset_of!(t4a_compile_options, source) == 8);
-    assert!(offset_of!(t4a_compile_options, source_size) == 16);
-    assert!(offset_of!(t4a_compile_options, name) == 24);
-    assert!(offset_of!(t4a_compile_options, options) == 32);
-    assert!(offset_of!(t4a_compile_options, option_count) == 40);
-    assert!(offset_of!(t4a_compile_options, device_ordinal) == 44);
-
     assert!(size_of::<t4a_launch_config>() == 32);
-    assert!(offset_of!(t4a_launch_config, grid) == 4);
-    assert!(offset_of!(t4a_launch_config, block) == 16);
-    assert!(offset_of!(t4a_launch_config, shared_bytes) == 28);
+    // The end of the mirrored table prefix: 392 =
+    // offsetof(t4a_gpu_backend_v1, raw_function); the whole v1.0 table,
+    // T4A_GPU_BACKEND_V1_0_SIZE, is 416.
+    assert!(size_of::<t4a_gpu_backend_v1>() == 392);
 
-    // The table: every mirrored slot, and the end of the mirrored prefix
-    // (392 = offsetof(t4a_gpu_backend_v1, raw_function); the whole v1.0
-    // table, T4A_GPU_BACKEND_V1_0_SIZE, is 416).
-    assert!(offset_of!(t4a_gpu_backend_v1, abi_major) == 4);
-    assert!(offset_of!(t4a_gpu_backend_v1, name) == 8);
-    assert!(offset_of!(t4a_gpu_backend_v1, version) == 16);
-    slot_offsets!(
+    // Option<fn> must be a plain nullable pointer for the mirror to hold.
+    assert!(size_of::<Option<unsafe extern "C" fn() -> c_int>>() == size_of::<*const c_void>());
+};
+
+/// The field offsets of the mirror that differ from the C header's, as
+/// "struct.field: offset X here, Y in C" (empty when all match).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn layout_mismatches() -> Vec<String> {
+    use ffi::*;
+    use std::mem::MaybeUninit;
+
+    // field_offset!(Struct, field): offset_of! at run time (Rust 1.63 has no
+    // core::mem::offset_of!): the field's address minus the struct's, on an
+    // uninitialised value. addr_of! takes the address without reading the
+    // field or making a reference to uninitialised memory.
+    macro_rules! field_offset {
+        ($ty:ident, $field:ident) => {{
+            let value = MaybeUninit::<$ty>::uninit();
+            let base = value.as_ptr();
+            // SAFETY: `base` points to a live (if uninitialised) $ty, so
+            // the field projection is in bounds; nothing is read.
+            let field = unsafe { ptr::addr_of!((*base).$field) };
+            field as usize - base as usize
+        }};
+    }
+
+    let mut bad = Vec::new();
+    // offsets!(Struct { field = C offset, ... }): records each mismatch.
+    macro_rules! offsets {
+        ($ty:ident { $($field:ident = $offset:literal),* $(,)? }) => {$(
+            let here = field_offset!($ty, $field);
+            if here != $offset {
+                bad.push(format!(
+                    "{}.{}: offset {} here, {} in C",
+                    stringify!($ty),
+                    stringify!($field),
+                    here,
+                    $offset
+                ));
+            }
+        )*};
+    }
+
+    offsets!(t4a_error_info {
+        native_code = 8,
+        native_name = 16,
+        message = 24,
+    });
+    offsets!(t4a_backend_info {
+        name = 8,
+        version = 40,
+        driver_version = 72,
+        device_count = 76,
+        driver_path = 80,
+    });
+    offsets!(t4a_device_info {
+        name = 8,
+        uuid = 264,
+        cc_major = 280,
+        total_memory = 288,
+        pci_bus_id = 296,
+        multiprocessors = 328,
+        max_block_dim = 340,
+        max_grid_dim = 352,
+        warp_size = 372,
+    });
+    offsets!(t4a_compile_options {
+        source = 8,
+        source_size = 16,
+        name = 24,
+        options = 32,
+        option_count = 40,
+        device_ordinal = 44,
+    });
+    offsets!(t4a_launch_config {
+        grid = 4,
+        block = 16,
+        shared_bytes = 28,
+    });
+    offsets!(t4a_gpu_backend_v1 {
+        abi_major = 4,
+        name = 8,
+        version = 16,
         last_error = 24,
         init = 32,
         get_info = 40,
@@ -435,23 +488,39 @@ const _: () = {
         launch = 368,
         raw_runtime = 376,
         buffer_device_address = 384,
-    );
-    assert!(size_of::<t4a_gpu_backend_v1>() == 392);
+    });
+    bad
+}
 
-    // Option<fn> must be a plain nullable pointer for the mirror to hold.
-    assert!(size_of::<Option<unsafe extern "C" fn() -> c_int>>() == size_of::<*const c_void>());
-};
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn layout_mismatches() -> Vec<String> {
+    Vec::new() // offsets recorded for x86_64 Linux only
+}
+
+/// `c_str!("text")`: a `&'static CStr` of a string literal, for Rust before
+/// 1.77 (no c"text" literals). The NUL is appended here; from_bytes_with_nul
+/// rejects an interior one.
+macro_rules! c_str {
+    ($text:literal) => {
+        CStr::from_bytes_with_nul(concat!($text, "\0").as_bytes()).unwrap()
+    };
+}
 
 /// The kernel, compiled at run time by NVRTC. Grid-stride, so any grid
 /// covers any n.
-const AXPY_SOURCE: &CStr = cr#"
+fn axpy_source() -> &'static CStr {
+    c_str!(r#"
 extern "C" __global__ void t4a_axpy_f32(unsigned long long n, float alpha, const float *x, float *y) {
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x)
     y[i] = alpha * x[i] + y[i];
 }
-"#;
-const KERNEL_NAME: &CStr = c"t4a_axpy_f32";
+"#)
+}
+
+fn kernel_name() -> &'static CStr {
+    c_str!("t4a_axpy_f32")
+}
 
 const N: usize = 1 << 20;
 const ALPHA: f32 = 2.5;
@@ -816,9 +885,9 @@ fn compile_axpy(be: &Backend) -> Result<Owned<'_, ffi::t4a_artifact>, Failure> {
     let opts = ffi::t4a_compile_options {
         struct_size: struct_size::<ffi::t4a_compile_options>(),
         flags: 0,
-        source: AXPY_SOURCE.as_ptr(),
+        source: axpy_source().as_ptr(),
         source_size: 0, // NUL-terminated
-        name: c"t4a_axpy.cu".as_ptr(),
+        name: c_str!("t4a_axpy.cu").as_ptr(),
         options: ptr::null(),
         option_count: 0,
         device_ordinal: 0, // the architecture of device 0
@@ -902,7 +971,7 @@ fn run() -> Result<String, Failure> {
     let mut func = ffi::t4a_function::default();
     call!(
         &be,
-        function_get(rt_h, module.get().1, KERNEL_NAME.as_ptr(), &mut func)
+        function_get(rt_h, module.get().1, kernel_name().as_ptr(), &mut func)
     )?;
 
     // Kernel arguments as cuLaunchKernel takes them: pointers to each value;
@@ -913,13 +982,13 @@ fn run() -> Result<String, Failure> {
     call!(&be, buffer_device_address(rt_h, dx.get().1, &mut x_addr))?;
     call!(&be, buffer_device_address(rt_h, dy.get().1, &mut y_addr))?;
     let mut args: [*mut c_void; 4] = [
-        ptr::from_mut(&mut n).cast(),
-        ptr::from_mut(&mut alpha).cast(),
-        ptr::from_mut(&mut x_addr).cast(),
-        ptr::from_mut(&mut y_addr).cast(),
+        ptr::addr_of_mut!(n).cast(),
+        ptr::addr_of_mut!(alpha).cast(),
+        ptr::addr_of_mut!(x_addr).cast(),
+        ptr::addr_of_mut!(y_addr).cast(),
     ];
     let block = 256u32;
-    let grid = (N as u32).div_ceil(block).min(1024); // grid-stride covers the rest
+    let grid = ((N as u32 + block - 1) / block).min(1024); // grid-stride covers the rest
     let cfg = ffi::t4a_launch_config {
         struct_size: struct_size::<ffi::t4a_launch_config>(),
         grid: [grid, 1, 1],
@@ -970,6 +1039,13 @@ fn run() -> Result<String, Failure> {
 }
 
 fn main() -> ExitCode {
+    let mismatches = layout_mismatches();
+    if !mismatches.is_empty() {
+        for m in &mismatches {
+            eprintln!("rust example: FFI mirror out of date: {m}");
+        }
+        return ExitCode::from(EXIT_WRONG);
+    }
     match run() {
         Ok(device) => {
             println!("rust example: axpy of {N} floats verified on {device}");
