@@ -98,31 +98,45 @@ static int order_after_source(pair *p, const char *what) {
   return T4A_OK;
 }
 
+/* The copy is enqueued but its completion cannot be tracked: wait for it
+ * here, or, if even that fails, never reuse or free the source block. */
+static void untracked(pair *p) {
+  t4a__CUcontext saved;
+  if (t4a__ctx_enter(p->dst, &saved) != T4A_OK) {
+    p->s->unproven = true;
+    return;
+  }
+  if (t4a__be.cu.cuStreamSynchronize(p->dst->stream) != T4A__CUDA_SUCCESS)
+    p->s->unproven = true;
+  t4a__ctx_leave(p->dst, saved);
+}
+
 /* After the copy is enqueued on dst's stream: the source buffer's block is
  * not reused before it completed. */
 static int note_reader(pair *p, const char *what) {
   t4a__event *e = NULL;
   int rc = t4a__event_get(p->src, p->dst->ordinal, &e); /* in dst's context */
   if (rc)
-    return rc;
+    goto wait_copy;
   t4a__CUcontext saved;
-  if ((rc = t4a__ctx_enter(p->dst, &saved))) {
-    t4a__event_put(p->src, e);
-    return rc;
-  }
+  if ((rc = t4a__ctx_enter(p->dst, &saved)))
+    goto put;
   t4a__CUresult r = t4a__be.cu.cuEventRecord(e->ev, p->dst->stream);
   t4a__ctx_leave(p->dst, saved);
   if (r != T4A__CUDA_SUCCESS) {
-    t4a__event_put(p->src, e);
-    return t4a__rt_cu_fail(p->dst, r, "%s: recording the copy's completion failed", what);
+    rc = t4a__rt_cu_fail(p->dst, r, "%s: recording the copy's completion failed", what);
+    goto put;
   }
   /* one reader is tracked: an earlier one is ordered before the source now */
-  if ((rc = t4a__buffer_wait_reader(p->src, p->s))) {
-    t4a__event_put(p->src, e);
-    return rc;
-  }
+  if ((rc = t4a__buffer_wait_reader(p->src, p->s)))
+    goto put;
   p->s->reader = e;
   return T4A_OK;
+put:
+  t4a__event_put(p->src, e);
+wait_copy:
+  untracked(p);
+  return rc;
 }
 
 static int copy_between(t4a_runtime dh, t4a_buffer db, uint64_t doff, t4a_runtime sh, t4a_buffer sb,

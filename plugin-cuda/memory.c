@@ -205,6 +205,7 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   b->cap = cap;
   b->ptr = ptr;
   b->reader = NULL;
+  b->unproven = false;
   rt->c.live_buffers++;
   out->bits = t4a__h_make(T4A__TAG_BUFFER, rt->index, i, b->gen);
 out:
@@ -236,7 +237,10 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     return rc;
   if ((rc = t4a__buffer_get(rt, buf, "buffer_free", &b)) || (rc = t4a__buffer_wait_reader(rt, b)))
     goto out;
-  if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
+  if (b->unproven) { /* may still be read elsewhere: kept, never reused */
+    rt->unproven_blocks++;
+    t4a__keep((const void *)(uintptr_t)b->ptr);
+  } else if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
     t4a__CUcontext saved;
     if ((rc = t4a__ctx_enter(rt, &saved)))
       goto out;
@@ -325,7 +329,7 @@ void t4a__memory_release_all(t4a__runtime *rt) {
       t4a__released(rt, cu->cuMemFreeAsync(rt->bins[cls].ptrs[i], rt->stream),
                     (void *)(uintptr_t)rt->bins[cls].ptrs[i], "cuMemFreeAsync");
   for (uint32_t i = 0; i < rt->buf_count; i++)
-    if (rt->bufs[i].live && rt->bufs[i].cap)
+    if (rt->bufs[i].live && rt->bufs[i].cap && !rt->bufs[i].unproven)
       t4a__released(rt, cu->cuMemFreeAsync(rt->bufs[i].ptr, rt->stream),
                     (void *)(uintptr_t)rt->bufs[i].ptr, "cuMemFreeAsync");
   t4a__released(rt, cu->cuStreamSynchronize(rt->stream), NULL, "cuStreamSynchronize");

@@ -518,7 +518,7 @@ int t4a__slot_runtime_counters(t4a_runtime h, t4a_runtime_counters *out) {
   t4a_runtime_counters c = rt->c;
   c.struct_size = sizeof c;
   c.pending_retirements = rt->retire_count;
-  c.quarantined = rt->quarantined;
+  c.quarantined = rt->quarantined + rt->unproven_blocks;
   c.staging_bytes = rt->staging.bytes;
   c.staging_peak_bytes = rt->staging.peak_bytes;
   t4a__rt_unlock(rt);

@@ -114,6 +114,11 @@ typedef struct t4a__buffer {
    * the last copy that read this buffer from elsewhere; the block is not
    * reused before it completed. NULL when none. */
   t4a__event *reader;
+  /* A copy from this buffer was enqueued elsewhere but neither its
+   * completion event nor a wait for it succeeded: the block may still be
+   * read, so it is never reused or freed (quarantined at buffer_free and
+   * destroy). */
+  bool unproven;
 } t4a__buffer;
 
 typedef struct t4a__host {
@@ -214,6 +219,7 @@ typedef struct t4a__runtime {
   t4a__retire *retire;
   uint32_t retire_count, retire_cap;
   uint64_t quarantined;
+  uint64_t unproven_blocks; /* device blocks kept because a reader was untracked */
 
   t4a__buffer *bufs;
   uint32_t buf_count, buf_cap, buf_free; /* buf_free: index + 1, 0 = none */

@@ -80,6 +80,15 @@ R fake_device_fault(int device) {
   return device >= 0 && device < MAX_DEVICES ? device_fault[device] : 0;
 }
 
+static void fault_current_device(R r);
+
+/* An injected sticky code (an illegal address, a launch failure, ...)
+ * poisons the calling thread's current device, as it would on a GPU: its
+ * streams run no further work and later calls in it report the fault. */
+static bool sticky(R r) {
+  return r == T4A__CUDA_ERROR_ILLEGAL_ADDRESS || r == T4A__CUDA_ERROR_LAUNCH_FAILED;
+}
+
 R fake_enter(const char *name, bool needs_init) {
   if (needs_init && !fake_initialised())
     return T4A__CUDA_ERROR_NOT_INITIALIZED;
@@ -90,6 +99,8 @@ R fake_enter(const char *name, bool needs_init) {
   R r = OK;
   if (c && ++c->calls == c->fail_at)
     r = c->fail_code;
+  if (sticky(r))
+    fault_current_device(r);
   UNLOCK();
   return r;
 }
@@ -127,6 +138,13 @@ struct CUctx_st {
 static struct CUctx_st ctxs[MAX_DEVICES] = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0},
                                             {4, 0, 0}, {5, 0, 0}, {6, 0, 0}, {7, 0, 0}};
 static _Thread_local struct CUctx_st *current;
+
+static void fault_current_device(R r) { /* under G */
+  if (current && current->device >= 0 && current->device < MAX_DEVICES) {
+    device_fault[current->device] = r;
+    pthread_cond_broadcast(&fake_changed);
+  }
+}
 
 static R need_ctx(void) {
   if (!current)
