@@ -20,6 +20,11 @@ src=${T4A_TEST_SRCDIR:-.}
 b=${T4A_TEST_BUILDDIR:-.}
 lane=${T4A_TEST_LANE:-any}
 
+if [ -n "${T4A_TEST_SANITIZED:-}" ]; then # set by .ci/sanitizers
+  echo "SKIP: this build is instrumented ($T4A_TEST_SANITIZED): its loader needs the sanitizer"
+  echo "runtime in the executable, which python3 is not built with (the plain build runs this)"
+  exit 77
+fi
 if ! command -v python3 >/dev/null 2>&1; then
   echo "SKIP: python3 not found in PATH; the Python example needs it"
   exit 77

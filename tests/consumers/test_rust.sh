@@ -14,6 +14,11 @@
 # Environment (set by the Makefile's AM_TESTS_ENVIRONMENT): T4A_TEST_SRCDIR,
 # T4A_TEST_BUILDDIR, T4A_TEST_LANE (any|gpu), T4A_GPU_BACKEND_PATH.
 
+if [ -n "${T4A_TEST_SANITIZED:-}" ]; then # set by .ci/sanitizers
+  echo "SKIP: this build is instrumented ($T4A_TEST_SANITIZED): its loader needs the sanitizer"
+  echo "runtime in the executable, which a plain rustc program lacks (the plain build runs this)"
+  exit 77
+fi
 if ! command -v rustc >/dev/null 2>&1; then
   echo "SKIP: rustc not found"
   exit 77
