@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "common/sha256.h"
 #include "common/str.h"
 #include "plugin-cuda/artifact.h"
@@ -105,8 +106,12 @@ int t4a__artifact_get(t4a_artifact h, const char *what, t4a__code *out) {
                    "%s: the artifact holds no code (its compile failed); read its "
                    "log and fix the source",
                    what);
+  if (rc == T4A_OK && !t4a__ref_take(&a->refs))
+    rc = t4a__fail(T4A_EINVAL,
+                   "%s: the artifact holds %u references, the most it can; "
+                   "unload modules or release artifacts first",
+                   what, a->refs);
   if (rc == T4A_OK) {
-    a->refs++;
     *out = (t4a__code){.index = (uint32_t)(a - arts),
                        .kind = a->kind,
                        .data = a->data,
@@ -146,9 +151,8 @@ static t4a_artifact mlookup(const uint8_t key[32]) {
     mentry *e = &mcache[i];
     if (e->used && memcmp(e->key, key, 32) == 0) {
       art *a;
-      if (aget(e->art, "cache", &a) != T4A_OK)
-        return none;
-      a->refs++;
+      if (aget(e->art, "cache", &a) != T4A_OK || !t4a__ref_take(&a->refs))
+        return none; /* a saturated count: served as a miss */
       e->last_use = ++mclock;
       mhits++;
       return e->art;
@@ -167,9 +171,9 @@ static void minsert(const uint8_t key[32], t4a_artifact h) {
   art *a;
   if (slot->used && aget(slot->art, "cache", &a) == T4A_OK)
     aunref(a);
-  if (aget(h, "cache", &a) != T4A_OK)
+  slot->used = false; /* its reference is gone, whatever follows */
+  if (aget(h, "cache", &a) != T4A_OK || !t4a__ref_take(&a->refs))
     return;
-  a->refs++;
   memcpy(slot->key, key, 32);
   slot->art = h;
   slot->used = true;
@@ -446,6 +450,79 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
 
 /* ---- consumer bytes ------------------------------------------------------------------ */
 
+/* The driver's module load takes no length: it finds a CUBIN's or fatbin's
+ * extent in the image's own headers. So every extent those headers name is
+ * checked against `size` first, or a truncated image would make the driver
+ * read past the copy. */
+
+static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t rd32(const unsigned char *p) {
+  return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16;
+}
+static uint64_t rd64(const unsigned char *p) {
+  return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* True when [off, off + count * each) lies within size bytes. */
+static bool table_fits(uint64_t off, uint64_t count, uint64_t each, uint64_t size) {
+  uint64_t bytes;
+  return t4a__mul_u64(count, each, &bytes) && t4a__range_ok(off, bytes, size);
+}
+
+#define ELF_HEADER 64u /* ELF64 */
+#define ELF_SHT_NOBITS 8u
+
+/* NULL when the ELF64 image's header, section and program tables and every
+ * section's and segment's bytes lie within size; else what is wrong. */
+static const char *elf_check(const unsigned char *b, uint64_t size) {
+  if (size < ELF_HEADER || memcmp(b,
+                                  "\x7f"
+                                  "ELF",
+                                  4) != 0)
+    return "does not start with an ELF header (\\x7fELF); pass nvcc -cubin output";
+  if (b[4] != 2 || b[5] != 1)
+    return "is not a 64-bit little-endian ELF file; pass nvcc -cubin output";
+  uint64_t phoff = rd64(b + 32), shoff = rd64(b + 40);
+  uint16_t phentsize = rd16(b + 54), phnum = rd16(b + 56);
+  uint16_t shentsize = rd16(b + 58), shnum = rd16(b + 60);
+  if ((phnum && phentsize < 56) || (shnum && shentsize < 64))
+    return "has ELF table entries smaller than ELF64's; the file is damaged";
+  if (!table_fits(phoff, phnum, phentsize, size) || !table_fits(shoff, shnum, shentsize, size))
+    return "is truncated: its ELF section or program table lies past the end";
+  for (uint32_t i = 0; i < shnum; i++) {
+    const unsigned char *sh = b + shoff + (uint64_t)i * shentsize;
+    if (rd32(sh + 4) != ELF_SHT_NOBITS && !t4a__range_ok(rd64(sh + 24), rd64(sh + 32), size))
+      return "is truncated: an ELF section lies past the end";
+  }
+  for (uint32_t i = 0; i < phnum; i++) {
+    const unsigned char *ph = b + phoff + (uint64_t)i * phentsize;
+    if (!t4a__range_ok(rd64(ph + 8), rd64(ph + 32), size))
+      return "is truncated: an ELF segment lies past the end";
+  }
+  return NULL;
+}
+
+#define FATBIN_MAGIC 0xBA55ED50u
+#define FATBIN_HEADER 16u /* magic, version, header size, size of the entries */
+#define FATBIN_ENTRY 16u  /* kind, version, header size, payload size, ... */
+
+/* NULL when the fatbin's header and its chain of entries lie within size. */
+static const char *fatbin_check(const unsigned char *b, uint64_t size) {
+  if (size < FATBIN_HEADER || rd32(b) != FATBIN_MAGIC)
+    return "does not start with the fatbin magic 0xBA55ED50; pass nvcc -fatbin output";
+  uint64_t at = rd16(b + 6), end;
+  if (at < FATBIN_HEADER || !t4a__add_u64(at, rd64(b + 8), &end) || end > size)
+    return "is truncated: its fatbin header names more bytes than were passed";
+  while (at < end) {
+    uint64_t next;
+    if (end - at < FATBIN_ENTRY || rd32(b + at + 4) < FATBIN_ENTRY ||
+        !t4a__add_u64(at + rd32(b + at + 4), rd64(b + at + 8), &next) || next > end)
+      return "is truncated or damaged: a fatbin entry lies past the end";
+    at = next;
+  }
+  return NULL;
+}
+
 int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
                                   const char *name, t4a_artifact *out) {
   if (!out)
@@ -464,18 +541,14 @@ int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint
       size--; /* keep the text; we add our own NUL */
     break;
   case T4A_ARTIFACT_CUBIN:
-    if (size < 4 || memcmp(b,
-                           "\x7f"
-                           "ELF",
-                           4) != 0)
-      return t4a__fail(T4A_EINVAL, "artifact_from_bytes: a CUBIN is an ELF file, these bytes "
-                                   "do not start with \\x7fELF; pass nvcc -cubin output");
+  case T4A_ARTIFACT_FATBIN: {
+    const char *bad = kind == T4A_ARTIFACT_CUBIN ? elf_check(b, size) : fatbin_check(b, size);
+    if (bad)
+      return t4a__fail(T4A_EINVAL, "artifact_from_bytes: the %s of %llu bytes %s",
+                       kind == T4A_ARTIFACT_CUBIN ? "CUBIN" : "fatbin", (unsigned long long)size,
+                       bad);
     break;
-  case T4A_ARTIFACT_FATBIN:
-    if (size < 4 || !(b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba))
-      return t4a__fail(T4A_EINVAL, "artifact_from_bytes: a fatbin starts with the magic "
-                                   "0xBA55ED50, these bytes do not; pass nvcc -fatbin output");
-    break;
+  }
   default:
     return t4a__fail(T4A_EINVAL,
                      "artifact_from_bytes: unknown kind %d; use T4A_ARTIFACT_PTX, "

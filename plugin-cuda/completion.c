@@ -97,20 +97,30 @@ static void event_unpin(t4a__runtime *rt, t4a__event *e) {
     event_put(rt, e);
 }
 
-void t4a__events_release_all(t4a__runtime *rt) {
+bool t4a__events_release_all(t4a__runtime *rt) {
+  bool kept = false;
   for (uint32_t i = 0; i < rt->event_count; i++) {
-    t4a__released(rt, t4a__be.cu.cuEventDestroy(rt->events[i]->ev), rt->events[i]->ev,
-                  "cuEventDestroy");
-    free(rt->events[i]);
+    t4a__event *e = rt->events[i];
+    if (e->pins) {
+      /* A waiter outside the lock still uses it (after a fault destroy
+       * does not wait for pins): keep the event, and the contexts it lives
+       * in, for good. */
+      t4a__keep(e);
+      kept = true;
+      continue;
+    }
+    t4a__released(rt, t4a__be.cu.cuEventDestroy(e->ev), e->ev, "cuEventDestroy");
+    free(e);
   }
   rt->event_count = 0;
   memset(rt->free_events, 0, sizeof rt->free_events);
   rt->pending_count = 0;
   for (int d = 0; d < T4A__MAX_DEVICES; d++)
-    if (rt->foreign_ctx & (1ull << d))
+    if ((rt->foreign_ctx & (1ull << d)) && !kept)
       t4a__released(rt, t4a__be.cu.cuDevicePrimaryCtxRelease(t4a__be.devices[d].dev), NULL,
                     "cuDevicePrimaryCtxRelease");
   rt->foreign_ctx = 0;
+  return kept;
 }
 
 /* ---- pending seals (a ring) ---------------------------------------------- */
@@ -443,9 +453,10 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
     if (deadline == UINT64_MAX && s) {
       /* block in the driver without holding the runtime */
       t4a__event *e = s->event;
+      t4a__CUevent ev = e->ev; /* the pin keeps ev alive, even through a destroy */
       e->pins++;
       t4a__rt_unlock(rt);
-      t4a__CUresult r = t4a__be.cu.cuEventSynchronize(e->ev);
+      t4a__CUresult r = t4a__be.cu.cuEventSynchronize(ev);
       pthread_mutex_lock(&rt->lock);
       if (rt->alive && rt->gen == ref.rt_gen) { /* else destroyed after a fault */
         event_unpin(rt, e);
@@ -467,8 +478,11 @@ int t4a__slot_witness_retain(t4a_witness w) {
   pthread_mutex_lock(&wlock);
   wslot *s;
   int rc = wget(w, "witness_retain", &s);
-  if (rc == T4A_OK)
-    s->refs++;
+  if (rc == T4A_OK && !t4a__ref_take(&s->refs))
+    rc = t4a__fail(T4A_EINVAL,
+                   "witness_retain: the witness holds %u references, the most it "
+                   "can; release some first",
+                   s->refs);
   pthread_mutex_unlock(&wlock);
   return rc;
 }
@@ -493,13 +507,20 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
   if (!src && rc != T4A_OK)
     return rc; /* the witness's runtime is gone and its work failed */
   t4a__event *e = NULL;
+  t4a__CUevent ev = NULL;
+  int32_t src_ordinal = -1;
   if (src) {
     rc = state_locked(src, ref.seq);
     if (rc == T4A_ENOTREADY) {
       t4a__seal *s = pending_find(src, ref.seq);
       if (s) {
+        /* The pin keeps the event and its record for seq until the wait is
+         * enqueued: destroy waits for pins, or after a fault keeps pinned
+         * events for good. Only ev is used once src is unlocked. */
         e = s->event;
-        e->pins++; /* keeps its record for seq until we enqueued the wait */
+        e->pins++;
+        ev = e->ev;
+        src_ordinal = src->ordinal;
       }
       rc = T4A_OK;
     }
@@ -509,10 +530,20 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
   }
   t4a__runtime *rt;
   if ((rc = t4a__rt_lock(h, "runtime_wait_witness", &rt)) == T4A_OK) {
-    if (e && rt != src) {
+    unsigned src_fault = e ? atomic_load(&t4a__be.devices[src_ordinal].fault) : 0;
+    if (src_fault) {
+      /* The witness's device faulted while we waited for rt: its work
+       * never completes, and rt must not wait for it. */
+      char buf[32];
+      rc = t4a__fail_native(T4A_EDEVICEFAULT, src_fault,
+                            t4a__cu_name((t4a__CUresult)src_fault, buf, sizeof buf),
+                            "runtime_wait_witness: the witness's device %d faulted; its work "
+                            "will never complete, nothing was enqueued",
+                            (int)src_ordinal);
+    } else if (e && rt != src) {
       t4a__CUcontext saved;
       if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
-        t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, e->ev, 0);
+        t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, ev, 0);
         t4a__ctx_leave(rt, saved);
         if (r != T4A__CUDA_SUCCESS)
           rc = t4a__rt_cu_fail(rt, r, "runtime_wait_witness: cuStreamWaitEvent failed");

@@ -420,7 +420,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
     return rc;
   t4a__CUcontext saved = NULL;
   const t4a__cuda_api *cu = &t4a__be.cu;
-  bool idle = false;
+  bool idle = false, keep_ctx = false;
   if (!rt->fault && t4a__ctx_enter(rt, &saved) == T4A_OK) {
     t4a__memory_wait_readers(rt); /* other runtimes' copies from our buffers */
     rc = drain(rt, timeout_ns);
@@ -464,7 +464,8 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
     /* Retirement cannot be proven: keep (quarantine) device and pinned
      * memory that pending work may use; release only host bookkeeping. */
     t4a__pinned_release_all(rt, false); /* only the idle cached blocks */
-    t4a__events_release_all(rt);        /* events hold no memory the GPU could touch */
+    /* events hold no memory the GPU could touch; pinned ones are kept */
+    keep_ctx = t4a__events_release_all(rt);
     if (saved)
       t4a__ctx_leave(rt, saved);
     t4a__log(T4A__LOG_WARN, "cuda",
@@ -472,7 +473,10 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
              "quarantined",
              rt->index);
   }
-  t4a__released(rt, cu->cuDevicePrimaryCtxRelease(rt->dev), rt->ctx, "cuDevicePrimaryCtxRelease");
+  if (keep_ctx)
+    t4a__keep(rt->ctx); /* a kept event lives in it */
+  else
+    t4a__released(rt, cu->cuDevicePrimaryCtxRelease(rt->dev), rt->ctx, "cuDevicePrimaryCtxRelease");
   t4a__CUresult release_r = rt->release_r;
   const char *release_what = rt->release_what;
   if (idle) {

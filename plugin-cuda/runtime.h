@@ -46,6 +46,15 @@ static inline uint32_t t4a__gen_next(uint32_t gen) {
   return gen ? gen : 1;
 }
 
+/* Takes one more reference on a 32-bit count; false (nothing changed) when
+ * the count is saturated, so it can never wrap to a premature free. */
+static inline bool t4a__ref_take(uint32_t *refs) {
+  if (*refs == UINT32_MAX)
+    return false;
+  ++*refs;
+  return true;
+}
+
 /* ---- size classes: 8 per power of two, at least 256 bytes -------------- */
 #define T4A__MAX_ALLOC (1ull << 46) /* 64 TiB: beyond any device */
 #define T4A__NUM_CLASSES (1u + (46u - 8u) * 8u)
@@ -343,8 +352,10 @@ int t4a__retire_module(t4a__runtime *rt, uint64_t seq, t4a__CUmodule mod);
 /* Unloads every module of rt (destroy, idle). */
 void t4a__modules_release_all(t4a__runtime *rt);
 
-/* Destroys every event of rt (all idle). */
-void t4a__events_release_all(t4a__runtime *rt);
+/* Destroys every event of rt. A pinned event (a waiter outside the lock
+ * uses it: only after a fault, when destroy does not wait for pins) is kept
+ * for good instead, with the contexts it lives in; returns true then. */
+bool t4a__events_release_all(t4a__runtime *rt);
 
 /* Sets the final status of every witness of rt (destroy). */
 void t4a__witness_finalise(t4a__runtime *rt, int status);

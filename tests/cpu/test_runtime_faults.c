@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +175,86 @@ START_TEST(injected_failures_are_typed_and_recoverable) {
 }
 END_TEST
 
+/* #19 finding 1: runtime_wait_witness pins the source runtime's event, lets
+ * the source go, and waits for the destination's lock. If the source is
+ * destroyed after a fault meanwhile, its pinned event must stay valid (kept,
+ * never freed under the waiter), and the wait must not order the
+ * destination behind work that will never complete. Before the fix: a
+ * heap-use-after-free (ASan lane) of the freed event. */
+typedef struct held_copy {
+  t4a_runtime rt;
+  t4a_buffer src;
+  unsigned char *dst;
+  int rc;
+} held_copy;
+
+static void *copy_behind_gate(void *arg) {
+  held_copy *h = arg;
+  h->rc = T->copy_d2h(h->rt, h->dst, h->src, 0, 4096); /* holds h->rt until the gate opens */
+  return NULL;
+}
+
+typedef struct cross_wait {
+  t4a_runtime rt;
+  t4a_witness w;
+  int rc;
+} cross_wait;
+
+static void *wait_across(void *arg) {
+  cross_wait *c = arg;
+  c->rc = T->runtime_wait_witness(c->rt, c->w);
+  return NULL;
+}
+
+static void settle(void) { /* lets another thread reach the lock it blocks on */
+  struct timespec ts = {0, 200 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+START_TEST(cross_wait_survives_a_faulted_source_destroyed_meanwhile) {
+  t4a_runtime s = {0}, b = {0};
+  RT_OK(T->runtime_create(0, NULL, &s));
+  RT_OK(T->runtime_create(1, NULL, &b));
+  unsigned char want[4096], got[4096];
+  t4a_test_fill_random(want, sizeof want, t4a_test_seed());
+  t4a_buffer bb;
+  RT_OK(T->buffer_alloc(b, sizeof want, &bb));
+  RT_OK(T->copy_h2d(b, bb, 0, want, sizeof want));
+  rt_gate gs, gb;
+  rt_gate_close(&gs, s); /* s's witness stays pending */
+  t4a_witness w;
+  RT_OK(T->seal(s, &w));
+  rt_gate_close(&gb, b);
+  memset(got, 0xee, sizeof got);
+  held_copy h = {b, bb, got, 1};
+  cross_wait c = {b, w, 1};
+  pthread_t th, tw;
+  ck_assert_int_eq(pthread_create(&th, NULL, copy_behind_gate, &h), 0);
+  settle(); /* th holds b */
+  ck_assert_int_eq(pthread_create(&tw, NULL, wait_across, &c), 0);
+  settle();                              /* tw pinned s's event and waits for b */
+  inject("cuStreamSynchronize", 1, 700); /* s's drain faults device 0 */
+  RT_EXPECT(T->runtime_destroy(s, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  rt_gate_open(&gb);
+  pthread_join(th, NULL);
+  pthread_join(tw, NULL);
+  ck_assert_int_eq(h.rc, T4A_OK);
+  ck_assert(memcmp(want, got, sizeof want) == 0);
+  /* s's work can never complete: b must not wait for it */
+  ck_assert_msg(c.rc == T4A_EDEVICEFAULT, "runtime_wait_witness: %s", t4a_status_name(c.rc));
+  RT_EXPECT(T->witness_query(w), T4A_EDEVICEFAULT);
+  RT_OK(T->witness_release(w));
+  /* b is usable and not ordered behind the dead device */
+  t4a_test_fill_random(want, sizeof want, t4a_test_seed() + 1);
+  RT_OK(T->copy_h2d(b, bb, 0, want, sizeof want));
+  RT_OK(T->copy_d2h(b, got, bb, 0, sizeof got));
+  ck_assert(memcmp(want, got, sizeof want) == 0);
+  rt_gate_free(&gb);
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+  rt_gate_open(&gs); /* its memory was quarantined, so the flag is still there */
+}
+END_TEST
+
 int main(void) {
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   Suite *s = suite_create("runtime-faults");
@@ -182,6 +264,7 @@ int main(void) {
   tcase_add_test(tc, every_driver_object_is_released_once);
   tcase_add_test(tc, device_fault_is_sticky_and_quarantines);
   tcase_add_test(tc, injected_failures_are_typed_and_recoverable);
+  tcase_add_test(tc, cross_wait_survives_a_faulted_source_destroyed_meanwhile);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
