@@ -18,10 +18,12 @@
 #include "common/str.h"
 #include "plugin-cuda/artifact.h"
 #include "plugin-cuda/nvrtc.h"
-#include "plugin-cuda/runtime.h"
+#include "plugin-cuda/handle.h"
+#include "plugin-cuda/slots.h"
 
 typedef struct art {
-  uint32_t gen, refs, next_free;
+  t4a__hslot h;
+  uint32_t refs;
   t4a_artifact_kind kind;
   char *data; /* PTX has a NUL after size bytes */
   uint64_t size;
@@ -31,57 +33,40 @@ typedef struct art {
   char name[64];
 } art;
 
+static const t4a__hkind artifact_kind = {T4A__TAG_ARTIFACT, "artifact",
+                                         "artifact_compile or artifact_from_bytes", NULL,
+                                         "the artifact was released; keep it until you are done"};
+
 static pthread_mutex_t alock = PTHREAD_MUTEX_INITIALIZER;
-static art *arts;
-static uint32_t acount, acap, afree;
+static t4a__htable arts = {.item_size = sizeof(art)};
+
+static uint32_t aindex(const art *a) {
+  return (uint32_t)(((const char *)a - arts.items) / arts.item_size);
+}
 
 /* ---- the table ------------------------------------------------------------- */
 
 static int aget(t4a_artifact a, const char *what, art **out) {
-  if (t4a__h_tag(a.bits) != T4A__TAG_ARTIFACT)
-    return t4a__fail(a.bits ? T4A_EHANDLE : T4A_EINVAL,
-                     "%s: %s is not an artifact handle; pass one from artifact_compile or "
-                     "artifact_from_bytes",
-                     what, a.bits ? "the handle" : "a null handle");
-  uint32_t i = t4a__h_index(a.bits);
-  if (i >= acount || !arts[i].refs || arts[i].gen != t4a__h_gen(a.bits))
-    return t4a__fail(T4A_EHANDLE, "%s: the artifact was released; keep it until you are done",
-                     what);
-  *out = &arts[i];
-  return T4A_OK;
+  return t4a__htable_get(&arts, &artifact_kind, 0, a.bits, what, (void **)out);
 }
 
 /* Adds an artifact owning data and log (alock held); one reference. */
 static int anew(t4a_artifact_kind kind, char *data, uint64_t size, char *log, uint64_t log_size,
                 int nvrtc_version, const char *name, t4a_artifact *out) {
   uint32_t i;
-  if (afree) {
-    i = afree - 1;
-    afree = arts[i].next_free;
-  } else {
-    if (acount == acap) {
-      uint32_t cap = acap ? acap * 2 : 32;
-      art *p = cap <= T4A__MAX_INDEX ? realloc(arts, cap * sizeof *p) : NULL;
-      if (!p)
-        return t4a__fail(T4A_ENOMEM, "out of host memory for artifacts; release some");
-      arts = p;
-      acap = cap;
-    }
-    i = acount;
-    arts[acount++] = (art){0};
-  }
-  art *a = &arts[i];
-  uint32_t gen = t4a__gen_next(a->gen);
-  *a = (art){.gen = gen,
-             .refs = 1,
-             .kind = kind,
-             .data = data,
-             .size = size,
-             .log = log,
-             .log_size = log_size,
-             .nvrtc_version = nvrtc_version};
+  int rc = t4a__htable_take(&arts, "artifact", &i);
+  if (rc)
+    return rc;
+  art *a = t4a__htable_at(&arts, i);
+  a->refs = 1;
+  a->kind = kind;
+  a->data = data;
+  a->size = size;
+  a->log = log;
+  a->log_size = log_size;
+  a->nvrtc_version = nvrtc_version;
   t4a__strcopy(a->name, sizeof a->name, name);
-  out->bits = t4a__h_make(T4A__TAG_ARTIFACT, 0, i, gen);
+  out->bits = t4a__htable_publish(&arts, i, &artifact_kind, 0);
   return T4A_OK;
 }
 
@@ -92,9 +77,7 @@ static void aunref(art *a) {
   free(a->data);
   free(a->log);
   a->data = a->log = NULL;
-  a->gen = t4a__gen_next(a->gen);
-  a->next_free = afree;
-  afree = (uint32_t)(a - arts) + 1;
+  t4a__htable_release(&arts, aindex(a));
 }
 
 int t4a__artifact_get(t4a_artifact h, const char *what, t4a__code *out) {
@@ -112,7 +95,7 @@ int t4a__artifact_get(t4a_artifact h, const char *what, t4a__code *out) {
                    "unload modules or release artifacts first",
                    what, a->refs);
   if (rc == T4A_OK) {
-    *out = (t4a__code){.index = (uint32_t)(a - arts),
+    *out = (t4a__code){.index = aindex(a),
                        .kind = a->kind,
                        .data = a->data,
                        .size = a->size,
@@ -125,7 +108,7 @@ int t4a__artifact_get(t4a_artifact h, const char *what, t4a__code *out) {
 
 void t4a__artifact_put(const t4a__code *code) {
   pthread_mutex_lock(&alock);
-  aunref(&arts[code->index]);
+  aunref(t4a__htable_at(&arts, code->index));
   pthread_mutex_unlock(&alock);
 }
 
@@ -652,13 +635,14 @@ int t4a__slot_compile_cache_clear(uint32_t which) {
 
 /* The plugin is being unloaded: the caches' references and any artifact
  * the consumer did not release go with it. */
-__attribute__((destructor)) static void t4a__artifact_unload(void) {
-  for (uint32_t i = 0; i < acount; i++) {
-    free(arts[i].data);
-    free(arts[i].log);
+void t4a__artifacts_unload(void) {
+  for (uint32_t i = 0; i < arts.count; i++) {
+    art *a = t4a__htable_at(&arts, i);
+    if (a->h.live) {
+      free(a->data);
+      free(a->log);
+    }
   }
-  free(arts);
-  arts = NULL;
-  acount = acap = afree = 0;
+  t4a__htable_fini(&arts);
   memset(mcache, 0, sizeof mcache);
 }

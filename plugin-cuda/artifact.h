@@ -22,6 +22,9 @@ typedef struct t4a__code {
 int t4a__artifact_get(t4a_artifact a, const char *what, t4a__code *out);
 void t4a__artifact_put(const t4a__code *code);
 
+/* Plugin teardown: artifacts the consumer did not release go. */
+void t4a__artifacts_unload(void);
+
 /* ---- the disk cache (diskcache.c) ----------------------------------------- */
 
 typedef struct t4a__disk_entry {
@@ -49,16 +52,5 @@ uint64_t t4a__disk_rejected(void);
 
 /* Removes every entry. */
 void t4a__disk_clear(void);
-
-/* Slots. */
-int t4a__slot_artifact_compile(const t4a_compile_options *opts, t4a_artifact *out);
-int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
-                                  const char *name, t4a_artifact *out);
-int t4a__slot_artifact_log(t4a_artifact a, const char **log, uint64_t *length);
-int t4a__slot_artifact_data(t4a_artifact a, t4a_artifact_kind *kind, const void **data,
-                            uint64_t *size);
-int t4a__slot_artifact_release(t4a_artifact a);
-int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out);
-int t4a__slot_compile_cache_clear(uint32_t which);
 
 #endif

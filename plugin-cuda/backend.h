@@ -71,14 +71,8 @@ int t4a__check_struct(const void *s, size_t min_size, const char *what);
  * struct_size to the bytes written. */
 void t4a__fill_struct(void *dst, const void *src, size_t src_size);
 
-/* Slots (entry.c puts them in the table). */
-int t4a__slot_last_error(t4a_error_info *info);
-int t4a__slot_init(void);
-int t4a__slot_get_info(t4a_backend_info *info);
-int t4a__slot_device_count(int32_t *count);
-int t4a__slot_device_info(int32_t ordinal, t4a_device_info *info);
-int t4a__slot_compiler_info(t4a_compiler_info *info);
-int t4a__slot_peer_access_supported(int32_t src, int32_t dst, bool *supported);
+/* Plugin teardown: frees the devices' bookkeeping (backend.c). */
+void t4a__backend_unload(void);
 
 /* Fills t4a__be.devices (device.c); called once by init. */
 int t4a__devices_discover(void);

@@ -21,7 +21,7 @@
 #endif
 
 #include "common/env.h"
-#include "plugin-cuda/runtime.h"
+#include "plugin-cuda/copypool.h"
 
 #define MAX_WORKERS 15u
 #define MIN_PART (1u << 20) /* smaller parts are not worth a thread */
@@ -178,7 +178,7 @@ void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned thr
 }
 
 /* The plugin is being unloaded: its code must not outlive the threads. */
-__attribute__((destructor)) static void t4a__copypool_stop(void) {
+void t4a__copypool_shutdown(void) {
   pthread_mutex_lock(&lock);
   stopping = true;
   pthread_cond_broadcast(&work);

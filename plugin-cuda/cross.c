@@ -12,6 +12,7 @@
 
 #include "common/checked.h"
 #include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
 
 typedef struct pair {
   t4a__runtime *dst, *src;
@@ -164,20 +165,9 @@ static int copy_between(t4a_runtime dh, t4a_buffer db, uint64_t doff, t4a_runtim
   if (peer) {
     if ((rc = t4a__peer_enable(p.dst->ordinal, p.src->ordinal, p.dst->ctx, p.src->ctx)))
       goto out;
-    uint64_t bit = 1ull << p.dst->ordinal;
-    if (!(p.src->pool_access & bit)) { /* memory from our pool, readable by dst's device */
-      t4a__CUmemAccessDesc d = {{T4A__CU_MEM_LOCATION_TYPE_DEVICE, p.dst->ordinal},
-                                T4A__CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-      t4a__CUresult r = t4a__be.cu.cuMemPoolSetAccess(p.src->pool, &d, 1);
-      if (r != T4A__CUDA_SUCCESS) {
-        rc = t4a__rt_cu_fail(p.src, r,
-                             "copy_from_peer: granting device %d access to device "
-                             "%d's pool failed",
-                             (int)p.dst->ordinal, (int)p.src->ordinal);
-        goto out;
-      }
-      p.src->pool_access |= bit;
-    }
+    /* memory from the source's pool, readable by dst's device */
+    if ((rc = t4a__memory_grant(p.src, p.dst->ordinal, what)))
+      goto out;
   }
   if (!n)
     goto out;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plugin-cuda/backend.h"
+#include "plugin-cuda/slots.h"
 
 static int attr(t4a__CUdevice d, t4a__CUdevice_attribute a, int32_t *out) {
   int v = 0;

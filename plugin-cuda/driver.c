@@ -19,10 +19,9 @@
 
 #include "common/env.h"
 #include "common/log.h"
-#include "plugin-cuda/backend.h"
 #include "common/str.h"
-
-t4a__backend t4a__be = {.lock = PTHREAD_MUTEX_INITIALIZER, .peer_lock = PTHREAD_MUTEX_INITIALIZER};
+#include "plugin-cuda/backend.h"
+#include "plugin-cuda/slots.h"
 
 typedef struct symbol {
   const char *name;      /* base name for cuGetProcAddress */
@@ -181,18 +180,6 @@ int t4a__slot_init(void) {
   return t4a__be.init_error.status;
 }
 
-int t4a__require_init(void) {
-  int state = atomic_load_explicit(&t4a__be.state, memory_order_acquire);
-  if (state == T4A__INIT_READY)
-    return T4A_OK;
-  if (state == T4A__INIT_FAILED)
-    return t4a__fail(T4A_ENOTINIT,
-                     "the CUDA backend failed to initialise (%s: %s); fix that "
-                     "cause, then reload the plugin",
-                     t4a_status_name(t4a__be.init_error.status), t4a__be.init_error.message);
-  return t4a__fail(T4A_ENOTINIT, "the CUDA backend is not initialised; call init() first");
-}
-
 int t4a__slot_get_info(t4a_backend_info *info) {
   int rc = t4a__check_struct(info, T4A_BACKEND_INFO_V1_0_SIZE, "t4a_backend_info");
   if (rc)
@@ -213,13 +200,4 @@ int t4a__slot_get_info(t4a_backend_info *info) {
     out.device_count = t4a__be.device_count;
   t4a__fill_struct(info, &out, sizeof out);
   return T4A_OK;
-}
-
-/* The plugin is being unloaded. Host bookkeeping is freed; the driver
- * library stays loaded if cuInit succeeded (see the top of this file). */
-__attribute__((destructor)) static void t4a__driver_unload(void) {
-  free(t4a__be.devices);
-  t4a__be.devices = NULL;
-  free(t4a__be.peer_state);
-  t4a__be.peer_state = NULL;
 }

@@ -1,9 +1,13 @@
-/* plugin-cuda/entry.c -- the plugin's one exported symbol and its table.
- * A slot stays NULL ("unsupported") until it is implemented. */
+/* plugin-cuda/entry.c -- the plugin's one exported symbol, its table, and
+ * the plugin's one ordered teardown. A slot stays NULL ("unsupported")
+ * until it is implemented. */
 #include "config.h"
 
 #include "plugin-cuda/artifact.h"
+#include "plugin-cuda/copypool.h"
 #include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
+#include "plugin-cuda/witness.h"
 
 static const t4a_gpu_backend_v1 table = {
     .struct_size = sizeof(t4a_gpu_backend_v1),
@@ -79,4 +83,18 @@ int t4a_gpu_backend_v1_entry(uint16_t caller_major, uint16_t caller_minor,
                      caller_major, T4A_GPU_BACKEND_ABI_MAJOR);
   *out = &table;
   return T4A_OK;
+}
+
+/* The plugin is being unloaded (dlclose, or the process ends): one teardown,
+ * top down. The copy threads stop first (they run plugin code); then the
+ * structs of destroyed runtimes, witnesses and artifacts the consumer did
+ * not release, and last the devices' bookkeeping the others read. Live
+ * runtimes are left as they are: their driver objects cannot be released
+ * safely from a destructor (destroy runtimes before closing). */
+__attribute__((destructor)) static void t4a__plugin_unload(void) {
+  t4a__copypool_shutdown();
+  t4a__runtimes_unload();
+  t4a__witnesses_unload();
+  t4a__artifacts_unload();
+  t4a__backend_unload();
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plugin-cuda/backend.h"
+#include "plugin-cuda/slots.h"
 
 bool t4a__cu_is_fault(t4a__CUresult r) {
   switch (r) {
@@ -84,25 +85,4 @@ int t4a__slot_last_error(t4a_error_info *info) {
                         .message = e->message};
   t4a__fill_struct(info, &out, sizeof out);
   return T4A_OK;
-}
-
-int t4a__check_struct(const void *s, size_t min_size, const char *what) {
-  if (!s)
-    return t4a__fail(T4A_EINVAL, "%s pointer is NULL; pass a struct with struct_size set", what);
-  uint32_t size;
-  memcpy(&size, s, sizeof size);
-  if (size < min_size)
-    return t4a__fail(T4A_EINVAL,
-                     "%s.struct_size is %u, below its v1.0 size %zu; set struct_size = "
-                     "sizeof(%s)",
-                     what, size, min_size, what);
-  return T4A_OK;
-}
-
-void t4a__fill_struct(void *dst, const void *src, size_t src_size) {
-  uint32_t caller;
-  memcpy(&caller, dst, sizeof caller);
-  uint32_t n = caller < src_size ? caller : (uint32_t)src_size;
-  memcpy(dst, src, n);
-  memcpy(dst, &n, sizeof n);
 }

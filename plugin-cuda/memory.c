@@ -12,61 +12,95 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/log.h"
 #include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
+
+const t4a__hkind t4a__buffer_kind = {
+    T4A__TAG_BUFFER, "buffer", "buffer_alloc", "use it with its own runtime (or copy_from_runtime)",
+    "the buffer was freed (or its runtime destroyed); allocate a new one"};
 
 int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out) {
-  uint64_t b = h.bits;
-  if (t4a__h_tag(b) != T4A__TAG_BUFFER)
-    return t4a__fail(b ? T4A_EHANDLE : T4A_EINVAL,
-                     "%s: %s is not a buffer handle; pass one from buffer_alloc", what,
-                     b ? "the handle" : "a null handle");
-  if (t4a__h_rt(b) != rt->index)
-    return t4a__fail(T4A_EHANDLE,
-                     "%s: the buffer belongs to runtime #%u, not #%u; use it with "
-                     "its own runtime (or copy_from_runtime)",
-                     what, t4a__h_rt(b), rt->index);
-  uint32_t i = t4a__h_index(b);
-  if (i >= rt->buf_count || !rt->bufs[i].live || rt->bufs[i].gen != t4a__h_gen(b))
-    return t4a__fail(T4A_EHANDLE,
-                     "%s: the buffer was freed (or its runtime destroyed); "
-                     "allocate a new one",
-                     what);
-  *out = &rt->bufs[i];
+  return t4a__htable_get(&rt->mem.bufs, &t4a__buffer_kind, rt->index, h.bits, what, (void **)out);
+}
+
+/* ---- the pool ------------------------------------------------------------------ */
+
+int t4a__memory_grant(t4a__runtime *rt, int32_t dev, const char *what) {
+  uint64_t bit = 1ull << dev;
+  if (rt->mem.pool_access & bit)
+    return T4A_OK;
+  t4a__CUmemAccessDesc desc = {{T4A__CU_MEM_LOCATION_TYPE_DEVICE, dev},
+                               T4A__CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  t4a__CUresult r = t4a__be.cu.cuMemPoolSetAccess(rt->mem.pool, &desc, 1);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r,
+                           "%s: granting device %d access to device %d's pool failed; check the "
+                           "driver, or use copy_from_peer_via_host",
+                           what, (int)dev, (int)rt->ordinal);
+  rt->mem.pool_access |= bit;
   return T4A_OK;
 }
 
-/* Takes a free buffer slot, growing the table; returns its index. */
-static int take_buffer_slot(t4a__runtime *rt, uint32_t *index) {
-  if (rt->buf_free) {
-    *index = rt->buf_free - 1;
-    rt->buf_free = rt->bufs[*index].next_free;
-    return T4A_OK;
+/* Lets every device that can reach this one read the pool's memory, while
+ * the pool is still empty: granting access later maps existing allocations
+ * and can wait for the device (a peer copy would then stall behind a
+ * running kernel). A failure here is retried, and reported, by the first
+ * peer copy. */
+static void grant_peers(t4a__runtime *rt) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if (!t4a__be.has_peer)
+    return;
+  for (int32_t d = 0; d < t4a__be.device_count && d < T4A__MAX_DEVICES; d++) {
+    int can = 0;
+    if (d == rt->ordinal ||
+        cu->cuDeviceCanAccessPeer(&can, t4a__be.devices[d].dev, rt->dev) != T4A__CUDA_SUCCESS ||
+        !can)
+      continue;
+    if (t4a__memory_grant(rt, d, "runtime_create") != T4A_OK)
+      t4a__log(T4A__LOG_WARN, "cuda", "granting device %d access to device %d's pool failed",
+               (int)d, (int)rt->ordinal);
   }
-  if (rt->buf_count == rt->buf_cap) {
-    uint32_t cap = rt->buf_cap ? rt->buf_cap * 2 : 64;
-    if (cap > T4A__MAX_INDEX)
-      return t4a__fail(T4A_ENOMEM, "buffer_alloc: %u live buffers in one runtime; free some",
-                       T4A__MAX_INDEX);
-    t4a__buffer *p = realloc(rt->bufs, cap * sizeof *p);
-    if (!p)
-      return t4a__fail(T4A_ENOMEM, "buffer_alloc: out of host memory for the handle table; "
-                                   "free memory");
-    rt->bufs = p;
-    rt->buf_cap = cap;
+}
+
+int t4a__memory_init(t4a__runtime *rt) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__memory *m = &rt->mem;
+  memset(m, 0, sizeof *m);
+  t4a__htable_init(&m->bufs, sizeof(t4a__buffer));
+  t4a__CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = T4A__CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = T4A__CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = T4A__CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = rt->ordinal;
+  t4a__CUresult r = cu->cuMemPoolCreate(&m->pool, &props);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__cu_fail(r,
+                        "runtime_create: cuMemPoolCreate failed on device %d; free resources "
+                        "and retry",
+                        (int)rt->ordinal);
+  uint64_t threshold = rt->opts.pool_release_threshold;
+  if ((r = cu->cuMemPoolSetAttribute(m->pool, T4A__CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                     &threshold)) != T4A__CUDA_SUCCESS) {
+    cu->cuMemPoolDestroy(m->pool);
+    return t4a__cu_fail(r, "runtime_create: setting the pool's release threshold failed; check "
+                           "the driver");
   }
-  *index = rt->buf_count;
-  rt->bufs[rt->buf_count++] = (t4a__buffer){0};
+  grant_peers(rt);
   return T4A_OK;
 }
+
+/* ---- the cache ----------------------------------------------------------------- */
 
 /* Takes a block of class `cls` from the cache; false when the bin is empty. */
 static bool cache_take(t4a__runtime *rt, unsigned cls, uint64_t cap, t4a__CUdeviceptr *ptr) {
-  t4a__bin *bin = &rt->bins[cls];
+  t4a__bin *bin = &rt->mem.bins[cls];
   if (!bin->count)
     return false;
   *ptr = bin->ptrs[--bin->count];
-  rt->cache_entries--;
-  rt->cache_bytes -= cap;
+  rt->mem.cache_entries--;
+  rt->mem.cache_bytes -= cap;
   return true;
 }
 
@@ -75,9 +109,9 @@ static bool cache_take(t4a__runtime *rt, unsigned cls, uint64_t cap, t4a__CUdevi
 static bool cache_put(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
   uint64_t cls_cap;
   unsigned cls = t4a__size_class(cap, &cls_cap);
-  if (rt->cache_bytes + cap > rt->opts.cache_limit_bytes || rt->cache_bytes + cap < cap)
+  if (rt->mem.cache_bytes + cap > rt->opts.cache_limit_bytes || rt->mem.cache_bytes + cap < cap)
     return false;
-  t4a__bin *bin = &rt->bins[cls];
+  t4a__bin *bin = &rt->mem.bins[cls];
   if (bin->count == bin->cap) {
     uint32_t n = bin->cap ? bin->cap * 2 : 8;
     t4a__CUdeviceptr *p = realloc(bin->ptrs, n * sizeof *p);
@@ -87,8 +121,8 @@ static bool cache_put(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
     bin->cap = n;
   }
   bin->ptrs[bin->count++] = ptr;
-  rt->cache_entries++;
-  rt->cache_bytes += cap;
+  rt->mem.cache_entries++;
+  rt->mem.cache_bytes += cap;
   return true;
 }
 
@@ -102,26 +136,26 @@ static int pool_free(t4a__runtime *rt, t4a__CUdeviceptr ptr) {
 }
 
 int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep) {
-  if (rt->cache_bytes <= keep)
+  if (rt->mem.cache_bytes <= keep)
     return T4A_OK;
   t4a__CUcontext saved;
   int rc = t4a__ctx_enter(rt, &saved);
   if (rc)
     return rc;
   /* largest blocks first: fewest frees for the bytes returned */
-  for (unsigned cls = T4A__NUM_CLASSES; cls-- > 0 && rt->cache_bytes > keep && !rc;) {
-    t4a__bin *bin = &rt->bins[cls];
+  for (unsigned cls = T4A__NUM_CLASSES; cls-- > 0 && rt->mem.cache_bytes > keep && !rc;) {
+    t4a__bin *bin = &rt->mem.bins[cls];
     uint64_t cap = t4a__class_cap(cls);
-    while (bin->count && rt->cache_bytes > keep) {
+    while (bin->count && rt->mem.cache_bytes > keep) {
       if ((rc = pool_free(rt, bin->ptrs[bin->count - 1])))
         break;
       bin->count--;
-      rt->cache_entries--;
-      rt->cache_bytes -= cap;
+      rt->mem.cache_entries--;
+      rt->mem.cache_bytes -= cap;
     }
   }
   if (!rc) {
-    t4a__CUresult r = t4a__be.cu.cuMemPoolTrimTo(rt->pool, 0);
+    t4a__CUresult r = t4a__be.cu.cuMemPoolTrimTo(rt->mem.pool, 0);
     if (r != T4A__CUDA_SUCCESS)
       rc = t4a__rt_cu_fail(rt, r, "cuMemPoolTrimTo failed; check the driver");
   }
@@ -137,7 +171,7 @@ static int pool_alloc(t4a__runtime *rt, uint64_t cap, t4a__CUdeviceptr *ptr) {
   int rc = t4a__ctx_enter(rt, &saved);
   if (rc)
     return rc;
-  t4a__CUresult r = cu->cuMemAllocFromPoolAsync(ptr, (size_t)cap, rt->pool, rt->stream);
+  t4a__CUresult r = cu->cuMemAllocFromPoolAsync(ptr, (size_t)cap, rt->mem.pool, rt->stream);
   if (r == T4A__CUDA_ERROR_OUT_OF_MEMORY) {
     t4a__ctx_leave(rt, saved);
     if ((rc = t4a__cache_trim_locked(rt, 0)))
@@ -146,9 +180,9 @@ static int pool_alloc(t4a__runtime *rt, uint64_t cap, t4a__CUdeviceptr *ptr) {
       return rc;
     r = cu->cuStreamSynchronize(rt->stream);
     if (r == T4A__CUDA_SUCCESS)
-      r = cu->cuMemPoolTrimTo(rt->pool, 0);
+      r = cu->cuMemPoolTrimTo(rt->mem.pool, 0);
     if (r == T4A__CUDA_SUCCESS)
-      r = cu->cuMemAllocFromPoolAsync(ptr, (size_t)cap, rt->pool, rt->stream);
+      r = cu->cuMemAllocFromPoolAsync(ptr, (size_t)cap, rt->mem.pool, rt->stream);
   }
   t4a__ctx_leave(rt, saved);
   if (r == T4A__CUDA_ERROR_OUT_OF_MEMORY)
@@ -187,7 +221,7 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
     }
   }
   uint32_t i = 0;
-  if ((rc = take_buffer_slot(rt, &i))) {
+  if ((rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", &i))) {
     if (cap && !cache_put(rt, ptr, cap)) {
       t4a__CUcontext saved;
       if (t4a__ctx_enter(rt, &saved) == T4A_OK) {
@@ -197,17 +231,12 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
     }
     goto out;
   }
-  t4a__buffer *b = &rt->bufs[i];
-  b->live = true;
-  b->gen = t4a__gen_next(b->gen);
-  b->next_free = 0;
+  t4a__buffer *b = t4a__htable_at(&rt->mem.bufs, i);
   b->size = bytes;
   b->cap = cap;
   b->ptr = ptr;
-  b->reader = NULL;
-  b->unproven = false;
   rt->c.live_buffers++;
-  out->bits = t4a__h_make(T4A__TAG_BUFFER, rt->index, i, b->gen);
+  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->index);
 out:
   t4a__rt_unlock(rt);
   return rc;
@@ -238,7 +267,7 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   if ((rc = t4a__buffer_get(rt, buf, "buffer_free", &b)) || (rc = t4a__buffer_wait_reader(rt, b)))
     goto out;
   if (b->unproven) { /* may still be read elsewhere: kept, never reused */
-    rt->unproven_blocks++;
+    rt->mem.unproven_blocks++;
     t4a__keep((const void *)(uintptr_t)b->ptr);
   } else if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
     t4a__CUcontext saved;
@@ -249,11 +278,7 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     if (rc)
       goto out;
   }
-  uint32_t i = (uint32_t)(b - rt->bufs);
-  b->live = false;
-  b->gen = t4a__gen_next(b->gen);
-  b->next_free = rt->buf_free;
-  rt->buf_free = i + 1;
+  t4a__htable_release(&rt->mem.bufs, t4a__h_index(buf.bits));
   rt->c.live_buffers--;
 out:
   t4a__rt_unlock(rt);
@@ -304,33 +329,46 @@ int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
   if (rc || (rc = t4a__rt_lock_any(h, "cache_stats", &rt)))
     return rc;
   t4a_cache_stats s = {.struct_size = sizeof s,
-                       .entries = rt->cache_entries,
-                       .bytes = rt->cache_bytes,
+                       .entries = rt->mem.cache_entries,
+                       .bytes = rt->mem.cache_bytes,
                        .hits = rt->c.cache_hits,
                        .misses = rt->c.cache_misses,
                        .limit_bytes = rt->opts.cache_limit_bytes,
-                       .pinned_entries = rt->pinned_count,
-                       .pinned_bytes = rt->pinned_bytes};
+                       .pinned_entries = rt->pin.cache_count,
+                       .pinned_bytes = rt->pin.cache_bytes};
   t4a__rt_unlock(rt);
   t4a__fill_struct(out, &s, sizeof s);
   return T4A_OK;
 }
 
 void t4a__memory_wait_readers(t4a__runtime *rt) {
-  for (uint32_t i = 0; i < rt->buf_count; i++)
-    if (rt->bufs[i].live)
-      t4a__buffer_wait_reader(rt, &rt->bufs[i]);
+  for (uint32_t i = 0; i < rt->mem.bufs.count; i++)
+    if (t4a__htable_live(&rt->mem.bufs, i))
+      t4a__buffer_wait_reader(rt, t4a__htable_at(&rt->mem.bufs, i));
 }
 
-void t4a__memory_release_all(t4a__runtime *rt) {
+void t4a__memory_fini(t4a__runtime *rt, bool idle) {
   const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__memory *m = &rt->mem;
+  if (!idle) /* blocks may still be read or written: keep them, and what lists them */
+    return;
   for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
-    for (uint32_t i = 0; i < rt->bins[cls].count; i++)
-      t4a__released(rt, cu->cuMemFreeAsync(rt->bins[cls].ptrs[i], rt->stream),
-                    (void *)(uintptr_t)rt->bins[cls].ptrs[i], "cuMemFreeAsync");
-  for (uint32_t i = 0; i < rt->buf_count; i++)
-    if (rt->bufs[i].live && rt->bufs[i].cap && !rt->bufs[i].unproven)
-      t4a__released(rt, cu->cuMemFreeAsync(rt->bufs[i].ptr, rt->stream),
-                    (void *)(uintptr_t)rt->bufs[i].ptr, "cuMemFreeAsync");
+    for (uint32_t i = 0; i < m->bins[cls].count; i++)
+      t4a__released(rt, cu->cuMemFreeAsync(m->bins[cls].ptrs[i], rt->stream),
+                    (void *)(uintptr_t)m->bins[cls].ptrs[i], "cuMemFreeAsync");
+  for (uint32_t i = 0; i < m->bufs.count; i++) {
+    const t4a__buffer *b = t4a__htable_at(&m->bufs, i);
+    if (b->h.live && b->unproven) /* may still be read elsewhere */
+      t4a__keep((const void *)(uintptr_t)b->ptr);
+    else if (b->h.live && b->cap)
+      t4a__released(rt, cu->cuMemFreeAsync(b->ptr, rt->stream), (void *)(uintptr_t)b->ptr,
+                    "cuMemFreeAsync");
+  }
   t4a__released(rt, cu->cuStreamSynchronize(rt->stream), NULL, "cuStreamSynchronize");
+  if (m->pool)
+    t4a__released(rt, cu->cuMemPoolDestroy(m->pool), m->pool, "cuMemPoolDestroy");
+  for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
+    free(m->bins[cls].ptrs);
+  t4a__htable_fini(&m->bufs);
+  memset(m, 0, sizeof *m);
 }

@@ -14,65 +14,58 @@
 #include "common/str.h"
 #include "plugin-cuda/artifact.h"
 #include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
 
-/* Takes a free slot of a growable table; returns its index or -1. */
-#define TAKE_SLOT(rt, arr, count, cap, freehd, type, idx)                                          \
-  do {                                                                                             \
-    if ((rt)->freehd) {                                                                            \
-      idx = (int64_t)(rt)->freehd - 1;                                                             \
-      (rt)->freehd = (rt)->arr[idx].next_free;                                                     \
-    } else {                                                                                       \
-      idx = -1;                                                                                    \
-      if ((rt)->count == (rt)->cap) {                                                              \
-        uint32_t n_ = (rt)->cap ? (rt)->cap * 2 : 8;                                               \
-        type *p_ = n_ <= T4A__MAX_INDEX ? realloc((rt)->arr, n_ * sizeof *p_) : NULL;              \
-        if (p_) {                                                                                  \
-          (rt)->arr = p_;                                                                          \
-          (rt)->cap = n_;                                                                          \
-        }                                                                                          \
-      }                                                                                            \
-      if ((rt)->count < (rt)->cap) {                                                               \
-        idx = (rt)->count++;                                                                       \
-        (rt)->arr[idx] = (type){0};                                                                \
-      }                                                                                            \
-    }                                                                                              \
-  } while (0)
+static const t4a__hkind module_kind = {T4A__TAG_MODULE, "module", "module_load",
+                                       "load the artifact into this runtime",
+                                       "the module was unloaded; load it again"};
+
+static const t4a__hkind function_kind = {
+    T4A__TAG_FUNCTION, "function", "function_get", "look it up in this runtime's module",
+    "the function's module was unloaded; load it again and look the function up"};
 
 static int module_of(t4a__runtime *rt, t4a_module h, const char *what, t4a__module **out) {
-  if (t4a__h_tag(h.bits) != T4A__TAG_MODULE)
-    return t4a__fail(h.bits ? T4A_EHANDLE : T4A_EINVAL,
-                     "%s: %s is not a module handle; pass one from module_load", what,
-                     h.bits ? "the handle" : "a null handle");
-  if (t4a__h_rt(h.bits) != rt->index)
-    return t4a__fail(T4A_EHANDLE,
-                     "%s: the module belongs to runtime #%u, not #%u; load the "
-                     "artifact into this runtime",
-                     what, t4a__h_rt(h.bits), rt->index);
-  uint32_t i = t4a__h_index(h.bits);
-  if (i >= rt->mod_count || !rt->mods[i].live || rt->mods[i].gen != t4a__h_gen(h.bits))
-    return t4a__fail(T4A_EHANDLE, "%s: the module was unloaded; load it again", what);
-  *out = &rt->mods[i];
-  return T4A_OK;
+  return t4a__htable_get(&rt->code.mods, &module_kind, rt->index, h.bits, what, (void **)out);
 }
 
-static int function_of(t4a__runtime *rt, t4a_function h, const char *what, t4a__function **out) {
-  if (t4a__h_tag(h.bits) != T4A__TAG_FUNCTION)
-    return t4a__fail(h.bits ? T4A_EHANDLE : T4A_EINVAL,
-                     "%s: %s is not a function handle; pass one from function_get", what,
-                     h.bits ? "the handle" : "a null handle");
-  if (t4a__h_rt(h.bits) != rt->index)
-    return t4a__fail(T4A_EHANDLE,
-                     "%s: the function belongs to runtime #%u, not #%u; look it up "
-                     "in this runtime's module",
-                     what, t4a__h_rt(h.bits), rt->index);
-  uint32_t i = t4a__h_index(h.bits);
-  if (i >= rt->func_count || !rt->funcs[i].live || rt->funcs[i].gen != t4a__h_gen(h.bits))
-    return t4a__fail(T4A_EHANDLE,
-                     "%s: the function's module was unloaded; load it again and "
-                     "look the function up",
-                     what);
-  *out = &rt->funcs[i];
-  return T4A_OK;
+int t4a__function_get(t4a__runtime *rt, t4a_function h, const char *what, t4a__function **out) {
+  return t4a__htable_get(&rt->code.funcs, &function_kind, rt->index, h.bits, what, (void **)out);
+}
+
+void t4a__modules_init(t4a__runtime *rt) {
+  t4a__htable_init(&rt->code.mods, sizeof(t4a__module));
+  t4a__htable_init(&rt->code.funcs, sizeof(t4a__function));
+}
+
+/* A retired module whose kernels completed (completion.c calls this):
+ * cuModuleUnload acts on the current context, which destroy (`final`) has
+ * entered already. */
+static void retired(t4a__runtime *rt, const t4a__retire *r, bool final) {
+  if (final) {
+    t4a__released(rt, t4a__be.cu.cuModuleUnload((t4a__CUmodule)r->ptr), r->ptr, "cuModuleUnload");
+    return;
+  }
+  t4a__CUcontext saved;
+  if (t4a__ctx_enter(rt, &saved) != T4A_OK) {
+    t4a__keep(r->ptr);
+    return;
+  }
+  if (t4a__be.cu.cuModuleUnload((t4a__CUmodule)r->ptr) != T4A__CUDA_SUCCESS)
+    t4a__keep(r->ptr);
+  t4a__ctx_leave(rt, saved);
+}
+
+void t4a__modules_fini(t4a__runtime *rt, bool idle) {
+  t4a__modules *c = &rt->code;
+  if (!idle) /* kernels may still run: keep the modules, and what lists them */
+    return;
+  for (uint32_t i = 0; i < c->mods.count; i++) {
+    const t4a__module *m = t4a__htable_at(&c->mods, i);
+    if (m->h.live)
+      t4a__released(rt, t4a__be.cu.cuModuleUnload(m->mod), m->mod, "cuModuleUnload");
+  }
+  t4a__htable_fini(&c->mods);
+  t4a__htable_fini(&c->funcs);
 }
 
 int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
@@ -96,12 +89,9 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
                    t4a__be.driver_version / 1000, t4a__be.driver_version % 1000 / 10);
     goto out;
   }
-  int64_t i;
-  TAKE_SLOT(rt, mods, mod_count, mod_cap, mod_free, t4a__module, i);
-  if (i < 0) {
-    rc = t4a__fail(T4A_ENOMEM, "module_load: out of host memory for modules");
+  uint32_t i;
+  if ((rc = t4a__htable_take(&rt->code.mods, "module_load", &i)))
     goto out;
-  }
   t4a__CUcontext saved;
   t4a__CUmodule mod = NULL;
   t4a__CUresult r = T4A__CUDA_ERROR_INVALID_CONTEXT;
@@ -117,17 +107,14 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
                                ? " (no code for this GPU's architecture; build for it)"
                                : "");
   }
-  t4a__module *m = &rt->mods[i];
   if (rc) {
-    m->next_free = rt->mod_free;
-    rt->mod_free = (uint32_t)i + 1;
+    t4a__htable_untake(&rt->code.mods, i);
     goto out;
   }
-  m->live = true;
-  m->gen = t4a__gen_next(m->gen);
+  t4a__module *m = t4a__htable_at(&rt->code.mods, i);
   m->mod = mod;
   t4a__strcopy(m->name, sizeof m->name, code.name);
-  out->bits = t4a__h_make(T4A__TAG_MODULE, rt->index, (uint32_t)i, m->gen);
+  out->bits = t4a__htable_publish(&rt->code.mods, i, &module_kind, rt->index);
 out:
   t4a__rt_unlock(rt);
   t4a__artifact_put(&code);
@@ -142,38 +129,26 @@ int t4a__slot_module_unload(t4a_runtime h, t4a_module mh) {
     return rc;
   if ((rc = module_of(rt, mh, "module_unload", &m)))
     goto out;
-  uint32_t mi = (uint32_t)(m - rt->mods);
-  for (uint32_t i = 0; i < rt->func_count; i++) {
-    t4a__function *f = &rt->funcs[i];
-    if (f->live && f->module == mi) {
-      f->live = false;
-      f->gen = t4a__gen_next(f->gen);
-      f->next_free = rt->func_free;
-      rt->func_free = i + 1;
-    }
+  uint32_t mi = t4a__h_index(mh.bits);
+  for (uint32_t i = 0; i < rt->code.funcs.count; i++) {
+    const t4a__function *f = t4a__htable_at(&rt->code.funcs, i);
+    if (f->h.live && f->module == mi)
+      t4a__htable_release(&rt->code.funcs, i);
   }
   t4a__rt_progress(rt);
-  uint64_t seq = rt->dirty ? rt->next_seq : rt->sealed_seq; /* the work that may use it */
-  if (seq > rt->completed_seq || rt->fault)
-    rc = t4a__retire_module(rt, seq, m->mod);
-  else
+  uint64_t seq = t4a__epoch_current(&rt->done); /* the work that may use it */
+  if (seq > rt->done.completed_seq || rt->fault) {
+    t4a__retire r = {seq, retired, m->mod, 0, 0};
+    rc = t4a__retire_push(rt, &r);
+  } else {
     rc = t4a__be.cu.cuModuleUnload(m->mod) == T4A__CUDA_SUCCESS
              ? T4A_OK
              : t4a__fail(T4A_EDRIVER, "module_unload: cuModuleUnload failed");
-  m->live = false;
-  m->gen = t4a__gen_next(m->gen);
-  m->next_free = rt->mod_free;
-  rt->mod_free = mi + 1;
+  }
+  t4a__htable_release(&rt->code.mods, mi);
 out:
   t4a__rt_unlock(rt);
   return rc;
-}
-
-void t4a__modules_release_all(t4a__runtime *rt) {
-  for (uint32_t i = 0; i < rt->mod_count; i++)
-    if (rt->mods[i].live)
-      t4a__released(rt, t4a__be.cu.cuModuleUnload(rt->mods[i].mod), rt->mods[i].mod,
-                    "cuModuleUnload");
 }
 
 static int fattr(t4a__runtime *rt, t4a__CUfunction_attribute a, t4a__CUfunction f, int32_t *v) {
@@ -216,22 +191,17 @@ int t4a__slot_function_get(t4a_runtime h, t4a_module mh, const char *name, t4a_f
   t4a__ctx_leave(rt, saved);
   if (rc)
     goto out;
-  int64_t i;
-  TAKE_SLOT(rt, funcs, func_count, func_cap, func_free, t4a__function, i);
-  if (i < 0) {
-    rc = t4a__fail(T4A_ENOMEM, "function_get: out of host memory for functions");
+  uint32_t i;
+  if ((rc = t4a__htable_take(&rt->code.funcs, "function_get", &i)))
     goto out;
-  }
-  t4a__function *f = &rt->funcs[i];
-  f->live = true;
-  f->gen = t4a__gen_next(f->gen);
+  t4a__function *f = t4a__htable_at(&rt->code.funcs, i);
   f->fn = fn;
-  f->module = (uint32_t)(m - rt->mods);
+  f->module = t4a__h_index(mh.bits);
   f->max_threads = max_threads;
   f->static_shared = shared;
   f->max_dynamic = dynamic;
   t4a__strcopy(f->name, sizeof f->name, name);
-  out->bits = t4a__h_make(T4A__TAG_FUNCTION, rt->index, (uint32_t)i, f->gen);
+  out->bits = t4a__htable_publish(&rt->code.funcs, i, &function_kind, rt->index);
 out:
   t4a__rt_unlock(rt);
   return rc;
@@ -244,7 +214,7 @@ int t4a__slot_function_attributes(t4a_runtime h, t4a_function fh, t4a_function_a
   if (rc || (rc = t4a__rt_lock(h, "function_attributes", &rt)))
     return rc;
   t4a_function_attributes a = {.struct_size = sizeof a};
-  if (!(rc = function_of(rt, fh, "function_attributes", &f)) &&
+  if (!(rc = t4a__function_get(rt, fh, "function_attributes", &f)) &&
       !(rc = fattr(rt, T4A__CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f->fn,
                    &a.max_threads_per_block)) &&
       !(rc = fattr(rt, T4A__CU_FUNC_ATTRIBUTE_NUM_REGS, f->fn, &a.num_registers)) &&
@@ -257,100 +227,5 @@ int t4a__slot_function_attributes(t4a_runtime h, t4a_function fh, t4a_function_a
   t4a__rt_unlock(rt);
   if (rc == T4A_OK)
     t4a__fill_struct(out, &a, sizeof a);
-  return rc;
-}
-
-int t4a__slot_function_set_max_dynamic_shared(t4a_runtime h, t4a_function fh, uint32_t bytes) {
-  t4a__runtime *rt;
-  t4a__function *f;
-  int rc = t4a__rt_lock(h, "function_set_max_dynamic_shared", &rt);
-  if (rc)
-    return rc;
-  if ((rc = function_of(rt, fh, "function_set_max_dynamic_shared", &f)))
-    goto out;
-  int64_t limit =
-      (int64_t)t4a__be.devices[rt->ordinal].info.max_shared_per_block_optin - f->static_shared;
-  if ((int64_t)bytes > limit) {
-    rc = t4a__fail(T4A_EINVAL,
-                   "function_set_max_dynamic_shared: %u bytes exceeds the device's "
-                   "opt-in limit of %lld for '%s' (after %d static); ask for less",
-                   bytes, (long long)limit, f->name, (int)f->static_shared);
-    goto out;
-  }
-  t4a__CUresult r = t4a__be.cu.cuFuncSetAttribute(
-      f->fn, T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
-  if (r != T4A__CUDA_SUCCESS)
-    rc = t4a__rt_cu_fail(rt, r, "function_set_max_dynamic_shared: cuFuncSetAttribute failed");
-  else
-    f->max_dynamic = (int32_t)bytes;
-out:
-  t4a__rt_unlock(rt);
-  return rc;
-}
-
-static int check_geometry(const t4a__runtime *rt, const t4a__function *f,
-                          const t4a_launch_config *c) {
-  const t4a_device_info *d = &t4a__be.devices[rt->ordinal].info;
-  static const char axis[3] = {'x', 'y', 'z'};
-  for (int i = 0; i < 3; i++) {
-    if (c->grid[i] == 0 || c->grid[i] > (uint32_t)d->max_grid_dim[i])
-      return t4a__fail(T4A_EINVAL, "launch: grid.%c = %u is outside 1..%d; fix the grid of '%s'",
-                       axis[i], c->grid[i], (int)d->max_grid_dim[i], f->name);
-    if (c->block[i] == 0 || c->block[i] > (uint32_t)d->max_block_dim[i])
-      return t4a__fail(T4A_EINVAL, "launch: block.%c = %u is outside 1..%d; fix the block of '%s'",
-                       axis[i], c->block[i], (int)d->max_block_dim[i], f->name);
-  }
-  uint64_t threads = (uint64_t)c->block[0] * c->block[1] * c->block[2];
-  if (threads > (uint64_t)f->max_threads)
-    return t4a__fail(T4A_EINVAL,
-                     "launch: a block of %llu threads (%u x %u x %u) exceeds the %d that '%s' "
-                     "allows; use smaller blocks",
-                     (unsigned long long)threads, c->block[0], c->block[1], c->block[2],
-                     (int)f->max_threads, f->name);
-  if (c->shared_bytes > (uint32_t)f->max_dynamic)
-    return t4a__fail(T4A_EINVAL,
-                     "launch: %u bytes of dynamic shared memory exceed the %d allowed for '%s'; "
-                     "ask for less or raise the limit with function_set_max_dynamic_shared",
-                     c->shared_bytes, (int)f->max_dynamic, f->name);
-  return T4A_OK;
-}
-
-int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cfg, void **args) {
-  int rc = t4a__check_struct(cfg, T4A_LAUNCH_CONFIG_V1_0_SIZE, "t4a_launch_config");
-  t4a__runtime *rt;
-  t4a__function *f;
-  if (rc || (rc = t4a__rt_lock(h, "launch", &rt)))
-    return rc;
-  if ((rc = function_of(rt, fh, "launch", &f)) || (rc = check_geometry(rt, f, cfg)))
-    goto out;
-  t4a__CUcontext saved;
-  if ((rc = t4a__ctx_enter(rt, &saved)))
-    goto out;
-  t4a__CUresult r = t4a__be.cu.cuLaunchKernel(f->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2],
-                                              cfg->block[0], cfg->block[1], cfg->block[2],
-                                              cfg->shared_bytes, rt->stream, args, NULL);
-  t4a__ctx_leave(rt, saved);
-  if (r != T4A__CUDA_SUCCESS) {
-    rc = t4a__rt_cu_fail(rt, r, "launch of '%s' failed", f->name);
-    goto out;
-  }
-  rt->c.launches++;
-  rt->dirty = true;
-out:
-  t4a__rt_unlock(rt);
-  return rc;
-}
-
-int t4a__slot_raw_function(t4a_runtime h, t4a_function fh, void **cufunction) {
-  if (!cufunction)
-    return t4a__fail(T4A_EINVAL, "raw_function: cufunction is NULL; pass a pointer");
-  t4a__runtime *rt;
-  t4a__function *f;
-  int rc = t4a__rt_lock(h, "raw_function", &rt);
-  if (rc)
-    return rc;
-  if ((rc = function_of(rt, fh, "raw_function", &f)) == T4A_OK)
-    *cufunction = f->fn;
-  t4a__rt_unlock(rt);
   return rc;
 }

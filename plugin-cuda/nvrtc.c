@@ -16,6 +16,7 @@
 #include "plugin-cuda/backend.h"
 #include "common/str.h"
 #include "plugin-cuda/nvrtc.h"
+#include "plugin-cuda/slots.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static t4a__nvrtc nvrtc;

@@ -12,73 +12,55 @@
 #include <string.h>
 
 #include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
 
 #define HOST_FLAGS_KNOWN T4A_HOST_WRITE_COMBINED
 
+const t4a__hkind t4a__host_kind = {
+    T4A__TAG_HOST, "host buffer", "host_alloc", "use it with its own runtime",
+    "the host buffer was freed (or its runtime destroyed); allocate a new one"};
+
 int t4a__host_get(t4a__runtime *rt, t4a_host_buffer h, const char *what, t4a__host **out) {
-  uint64_t b = h.bits;
-  if (t4a__h_tag(b) != T4A__TAG_HOST)
-    return t4a__fail(b ? T4A_EHANDLE : T4A_EINVAL,
-                     "%s: %s is not a host buffer handle; pass one from host_alloc", what,
-                     b ? "the handle" : "a null handle");
-  if (t4a__h_rt(b) != rt->index)
-    return t4a__fail(T4A_EHANDLE,
-                     "%s: the host buffer belongs to runtime #%u, not #%u; use it "
-                     "with its own runtime",
-                     what, t4a__h_rt(b), rt->index);
-  uint32_t i = t4a__h_index(b);
-  if (i >= rt->host_count || !rt->hosts[i].live || rt->hosts[i].gen != t4a__h_gen(b))
-    return t4a__fail(T4A_EHANDLE,
-                     "%s: the host buffer was freed (or its runtime destroyed); "
-                     "allocate a new one",
-                     what);
-  *out = &rt->hosts[i];
-  return T4A_OK;
+  return t4a__htable_get(&rt->pin.hosts, &t4a__host_kind, rt->index, h.bits, what, (void **)out);
 }
 
-static int take_host_slot(t4a__runtime *rt, uint32_t *index) {
-  if (rt->host_free) {
-    *index = rt->host_free - 1;
-    rt->host_free = rt->hosts[*index].next_free;
-    return T4A_OK;
-  }
-  if (rt->host_count == rt->host_cap) {
-    uint32_t cap = rt->host_cap ? rt->host_cap * 2 : 16;
-    if (cap > T4A__MAX_INDEX)
-      return t4a__fail(T4A_ENOMEM, "host_alloc: %u live host buffers in one runtime; free some",
-                       T4A__MAX_INDEX);
-    t4a__host *p = realloc(rt->hosts, cap * sizeof *p);
-    if (!p)
-      return t4a__fail(T4A_ENOMEM, "host_alloc: out of host memory for the handle table");
-    rt->hosts = p;
-    rt->host_cap = cap;
-  }
-  *index = rt->host_count;
-  rt->hosts[rt->host_count++] = (t4a__host){0};
-  return T4A_OK;
+void t4a__pinned_init(t4a__runtime *rt) {
+  memset(&rt->pin, 0, sizeof rt->pin);
+  t4a__htable_init(&rt->pin.hosts, sizeof(t4a__host));
 }
 
 /* A cached block of exactly this capacity and flags, or NULL. */
 static void *pinned_take(t4a__runtime *rt, uint64_t cap, uint32_t flags) {
-  for (uint32_t i = 0; i < rt->pinned_count; i++) {
-    if (rt->pinned[i].cap == cap && rt->pinned[i].flags == flags) {
-      void *p = rt->pinned[i].ptr;
-      rt->pinned_bytes -= cap;
-      rt->pinned[i] = rt->pinned[--rt->pinned_count];
-      return p;
+  t4a__pinned *p = &rt->pin;
+  for (uint32_t i = 0; i < p->cache_count; i++) {
+    if (p->cache[i].cap == cap && p->cache[i].flags == flags) {
+      void *ptr = p->cache[i].ptr;
+      p->cache_bytes -= cap;
+      p->cache[i] = p->cache[--p->cache_count];
+      return ptr;
     }
   }
   return NULL;
 }
 
-void t4a__pinned_release(t4a__runtime *rt, void *ptr, uint64_t cap, uint32_t flags) {
-  if (rt->pinned_count < T4A__PINNED_CACHE_ENTRIES &&
-      rt->pinned_bytes + cap <= T4A__PINNED_CACHE_BYTES) {
-    rt->pinned[rt->pinned_count++] = (t4a__pinned){ptr, cap, flags};
-    rt->pinned_bytes += cap;
+/* Caches or frees a pinned block no work uses any more. */
+static void pinned_release(t4a__runtime *rt, void *ptr, uint64_t cap, uint32_t flags) {
+  t4a__pinned *p = &rt->pin;
+  if (p->cache_count < T4A__PINNED_CACHE_ENTRIES &&
+      p->cache_bytes + cap <= T4A__PINNED_CACHE_BYTES) {
+    p->cache[p->cache_count++] = (t4a__pinned_block){ptr, cap, flags};
+    p->cache_bytes += cap;
     return;
   }
   t4a__be.cu.cuMemFreeHost(ptr);
+}
+
+/* A retired block whose work completed (completion.c calls this). */
+static void retired(t4a__runtime *rt, const t4a__retire *r, bool final) {
+  if (final)
+    t4a__released(rt, t4a__be.cu.cuMemFreeHost(r->ptr), r->ptr, "cuMemFreeHost");
+  else
+    pinned_release(rt, r->ptr, r->bytes, r->flags);
 }
 
 int t4a__slot_host_alloc(t4a_runtime h, uint64_t bytes, uint32_t flags, t4a_host_buffer *out,
@@ -120,20 +102,17 @@ int t4a__slot_host_alloc(t4a_runtime h, uint64_t bytes, uint32_t flags, t4a_host
     }
   }
   uint32_t i = 0;
-  if ((rc = take_host_slot(rt, &i))) {
-    t4a__pinned_release(rt, p, cap, flags);
+  if ((rc = t4a__htable_take(&rt->pin.hosts, "host_alloc", &i))) {
+    pinned_release(rt, p, cap, flags);
     goto out;
   }
-  t4a__host *hb = &rt->hosts[i];
-  hb->live = true;
-  hb->gen = t4a__gen_next(hb->gen);
+  t4a__host *hb = t4a__htable_at(&rt->pin.hosts, i);
   hb->flags = flags;
   hb->size = bytes;
   hb->cap = cap;
   hb->ptr = p;
-  hb->last_use = 0;
   rt->c.live_host_buffers++;
-  out->bits = t4a__h_make(T4A__TAG_HOST, rt->index, i, hb->gen);
+  out->bits = t4a__htable_publish(&rt->pin.hosts, i, &t4a__host_kind, rt->index);
   *ptr = p;
 out:
   t4a__rt_unlock(rt);
@@ -149,39 +128,33 @@ int t4a__slot_host_free(t4a_runtime h, t4a_host_buffer hbh) {
   if ((rc = t4a__host_get(rt, hbh, "host_free", &hb)))
     goto out;
   t4a__rt_progress(rt);
-  if (hb->last_use > rt->completed_seq) {
-    if ((rc = t4a__retire_host(rt, hb->last_use, hb->ptr, hb->cap, hb->flags)))
+  if (hb->last_use > rt->done.completed_seq) {
+    t4a__retire r = {hb->last_use, retired, hb->ptr, hb->cap, hb->flags};
+    if ((rc = t4a__retire_push(rt, &r)))
       goto out;
   } else {
-    t4a__pinned_release(rt, hb->ptr, hb->cap, hb->flags);
+    pinned_release(rt, hb->ptr, hb->cap, hb->flags);
   }
-  uint32_t i = (uint32_t)(hb - rt->hosts);
-  hb->live = false;
-  hb->gen = t4a__gen_next(hb->gen);
-  hb->next_free = rt->host_free;
-  rt->host_free = i + 1;
+  t4a__htable_release(&rt->pin.hosts, t4a__h_index(hbh.bits));
   rt->c.live_host_buffers--;
 out:
   t4a__rt_unlock(rt);
   return rc;
 }
 
-void t4a__pinned_release_all(t4a__runtime *rt, bool idle) {
+void t4a__pinned_fini(t4a__runtime *rt, bool idle) {
   const t4a__cuda_api *cu = &t4a__be.cu;
-  for (uint32_t i = 0; i < rt->pinned_count; i++)
-    t4a__released(rt, cu->cuMemFreeHost(rt->pinned[i].ptr), rt->pinned[i].ptr, "cuMemFreeHost");
-  rt->pinned_count = 0;
-  rt->pinned_bytes = 0;
-  if (!idle) /* retired and live blocks may still be read or written: keep them */
+  t4a__pinned *p = &rt->pin;
+  for (uint32_t i = 0; i < p->cache_count; i++)
+    t4a__released(rt, cu->cuMemFreeHost(p->cache[i].ptr), p->cache[i].ptr, "cuMemFreeHost");
+  p->cache_count = 0;
+  p->cache_bytes = 0;
+  if (!idle) /* live blocks may still be read or written: keep them, and what lists them */
     return;
-  for (uint32_t i = 0; i < rt->retire_count; i++)
-    if (rt->retire[i].host)
-      t4a__released(rt, cu->cuMemFreeHost(rt->retire[i].host), rt->retire[i].host, "cuMemFreeHost");
-    else
-      t4a__released(rt, cu->cuModuleUnload(rt->retire[i].module), rt->retire[i].module,
-                    "cuModuleUnload");
-  rt->retire_count = 0;
-  for (uint32_t i = 0; i < rt->host_count; i++)
-    if (rt->hosts[i].live)
-      t4a__released(rt, cu->cuMemFreeHost(rt->hosts[i].ptr), rt->hosts[i].ptr, "cuMemFreeHost");
+  for (uint32_t i = 0; i < p->hosts.count; i++) {
+    const t4a__host *hb = t4a__htable_at(&p->hosts, i);
+    if (hb->h.live)
+      t4a__released(rt, cu->cuMemFreeHost(hb->ptr), hb->ptr, "cuMemFreeHost");
+  }
+  t4a__htable_fini(&p->hosts);
 }

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
 
 int t4a__slot_raw_runtime(t4a_runtime h, t4a_raw_runtime *out) {
   int rc = t4a__check_struct(out, T4A_RAW_RUNTIME_V1_0_SIZE, "t4a_raw_runtime");
@@ -49,7 +50,7 @@ int t4a__slot_raw_end(t4a_runtime h, const t4a_raw_section *section) {
                                  "with the runtime given to raw_begin");
   }
   t4a__CUresult r = t4a__be.cu.cuCtxSetCurrent((t4a__CUcontext)section->saved_context);
-  rt->dirty = true; /* the consumer's work is covered by the next seal */
+  t4a__rt_dirty(rt); /* the consumer's work is covered by the next seal */
   rt->c.raw_sections++;
   if (r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "raw_end: restoring the previous context failed");

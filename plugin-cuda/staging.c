@@ -20,12 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin-cuda/copypool.h"
 #include "plugin-cuda/runtime.h"
 
 #define CHUNK_MAX (8ull << 20)
 
 int t4a__staging_init(t4a__runtime *rt) {
-  t4a__staging *s = &rt->staging;
+  t4a__staging *s = &rt->stage;
   const t4a__cuda_api *cu = &t4a__be.cu;
   uint64_t bytes = rt->opts.staging_bytes;
   uint64_t chunk = bytes / 2 < CHUNK_MAX ? bytes / 2 : CHUNK_MAX;
@@ -53,7 +54,7 @@ int t4a__staging_init(t4a__runtime *rt) {
     r = cu->cuEventCreate(&s->chunks[i].ev, T4A__CU_EVENT_DISABLE_TIMING);
     if (r != T4A__CUDA_SUCCESS) {
       s->count = i;
-      t4a__staging_release(rt, true);
+      t4a__staging_fini(rt, true);
       return t4a__cu_fail(r, "runtime_create: cuEventCreate for staging failed; free "
                              "resources and retry");
     }
@@ -63,15 +64,15 @@ int t4a__staging_init(t4a__runtime *rt) {
   return T4A_OK;
 }
 
-void t4a__staging_release(t4a__runtime *rt, bool idle) {
-  t4a__staging *s = &rt->staging;
+void t4a__staging_fini(t4a__runtime *rt, bool idle) {
+  t4a__staging *s = &rt->stage;
   const t4a__cuda_api *cu = &t4a__be.cu;
-  if (idle) {
-    for (uint32_t i = 0; i < s->count; i++)
-      t4a__released(rt, cu->cuEventDestroy(s->chunks[i].ev), s->chunks[i].ev, "cuEventDestroy");
-    if (s->base)
-      t4a__released(rt, cu->cuMemFreeHost(s->base), s->base, "cuMemFreeHost");
-  }
+  if (!idle) /* a DMA may still use the block: keep it, and what lists it */
+    return;
+  for (uint32_t i = 0; i < s->count; i++)
+    t4a__released(rt, cu->cuEventDestroy(s->chunks[i].ev), s->chunks[i].ev, "cuEventDestroy");
+  if (s->base)
+    t4a__released(rt, cu->cuMemFreeHost(s->base), s->base, "cuMemFreeHost");
   free(s->chunks);
   memset(s, 0, sizeof *s);
 }
@@ -98,7 +99,7 @@ static int chunk_record(t4a__runtime *rt, t4a__chunk *c) {
 
 /* Tracks the most staging in flight at once. */
 static void note_in_use(t4a__runtime *rt) {
-  t4a__staging *s = &rt->staging;
+  t4a__staging *s = &rt->stage;
   uint64_t busy = 0;
   for (uint32_t i = 0; i < s->count; i++)
     busy += s->chunks[i].busy ? s->chunk_bytes : 0;
@@ -107,7 +108,7 @@ static void note_in_use(t4a__runtime *rt) {
 }
 
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
-  t4a__staging *s = &rt->staging;
+  t4a__staging *s = &rt->stage;
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_h2d: the runtime has no staging; recreate it");
   const char *from = src;
@@ -132,7 +133,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
 }
 
 int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes) {
-  t4a__staging *s = &rt->staging;
+  t4a__staging *s = &rt->stage;
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_d2h: the runtime has no staging; recreate it");
   char *to = dst;
@@ -170,7 +171,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
 
 int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr,
                      t4a__CUdeviceptr sptr, uint64_t bytes) {
-  t4a__staging *s = &dst->staging;
+  t4a__staging *s = &dst->stage;
   const t4a__cuda_api *cu = &t4a__be.cu;
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_from_peer_via_host: no staging; recreate the runtime");

@@ -5,6 +5,7 @@
 
 #include "common/checked.h"
 #include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
 
 static int range(const char *what, const char *which, uint64_t off, uint64_t n, uint64_t size) {
   if (t4a__range_ok(off, n, size))
@@ -58,7 +59,7 @@ static int pinned_copy(t4a_runtime h, bool to_device, t4a_buffer bh, uint64_t bo
     rc = t4a__rt_cu_fail(rt, r, "%s of %llu bytes failed", what, (unsigned long long)n);
     goto out;
   }
-  hb->last_use = rt->next_seq;
+  hb->last_use = rt->done.next_seq;
   if (to_device)
     count(rt, &rt->c.copies_h2d_pinned, &rt->c.bytes_h2d, n);
   else

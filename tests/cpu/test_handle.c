@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdint.h>
 
-#include "plugin-cuda/runtime.h"
+#include "plugin-cuda/handle.h"
 #include "tests/testutil.h"
 
 START_TEST(reference_counts_saturate_instead_of_wrapping) {

@@ -1,0 +1,103 @@
+/* plugin-cuda/launch.c -- launching a runtime's functions: dynamic shared
+ * memory limits, geometry checked against the device's and the kernel's
+ * limits before the driver sees it, the launch itself, and the raw
+ * CUfunction. */
+#include "config.h"
+
+#include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
+
+int t4a__slot_function_set_max_dynamic_shared(t4a_runtime h, t4a_function fh, uint32_t bytes) {
+  t4a__runtime *rt;
+  t4a__function *f;
+  int rc = t4a__rt_lock(h, "function_set_max_dynamic_shared", &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__function_get(rt, fh, "function_set_max_dynamic_shared", &f)))
+    goto out;
+  int64_t limit =
+      (int64_t)t4a__be.devices[rt->ordinal].info.max_shared_per_block_optin - f->static_shared;
+  if ((int64_t)bytes > limit) {
+    rc = t4a__fail(T4A_EINVAL,
+                   "function_set_max_dynamic_shared: %u bytes exceeds the device's "
+                   "opt-in limit of %lld for '%s' (after %d static); ask for less",
+                   bytes, (long long)limit, f->name, (int)f->static_shared);
+    goto out;
+  }
+  t4a__CUresult r = t4a__be.cu.cuFuncSetAttribute(
+      f->fn, T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+  if (r != T4A__CUDA_SUCCESS)
+    rc = t4a__rt_cu_fail(rt, r, "function_set_max_dynamic_shared: cuFuncSetAttribute failed");
+  else
+    f->max_dynamic = (int32_t)bytes;
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+static int check_geometry(const t4a__runtime *rt, const t4a__function *f,
+                          const t4a_launch_config *c) {
+  const t4a_device_info *d = &t4a__be.devices[rt->ordinal].info;
+  static const char axis[3] = {'x', 'y', 'z'};
+  for (int i = 0; i < 3; i++) {
+    if (c->grid[i] == 0 || c->grid[i] > (uint32_t)d->max_grid_dim[i])
+      return t4a__fail(T4A_EINVAL, "launch: grid.%c = %u is outside 1..%d; fix the grid of '%s'",
+                       axis[i], c->grid[i], (int)d->max_grid_dim[i], f->name);
+    if (c->block[i] == 0 || c->block[i] > (uint32_t)d->max_block_dim[i])
+      return t4a__fail(T4A_EINVAL, "launch: block.%c = %u is outside 1..%d; fix the block of '%s'",
+                       axis[i], c->block[i], (int)d->max_block_dim[i], f->name);
+  }
+  uint64_t threads = (uint64_t)c->block[0] * c->block[1] * c->block[2];
+  if (threads > (uint64_t)f->max_threads)
+    return t4a__fail(T4A_EINVAL,
+                     "launch: a block of %llu threads (%u x %u x %u) exceeds the %d that '%s' "
+                     "allows; use smaller blocks",
+                     (unsigned long long)threads, c->block[0], c->block[1], c->block[2],
+                     (int)f->max_threads, f->name);
+  if (c->shared_bytes > (uint32_t)f->max_dynamic)
+    return t4a__fail(T4A_EINVAL,
+                     "launch: %u bytes of dynamic shared memory exceed the %d allowed for '%s'; "
+                     "ask for less or raise the limit with function_set_max_dynamic_shared",
+                     c->shared_bytes, (int)f->max_dynamic, f->name);
+  return T4A_OK;
+}
+
+int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cfg, void **args) {
+  int rc = t4a__check_struct(cfg, T4A_LAUNCH_CONFIG_V1_0_SIZE, "t4a_launch_config");
+  t4a__runtime *rt;
+  t4a__function *f;
+  if (rc || (rc = t4a__rt_lock(h, "launch", &rt)))
+    return rc;
+  if ((rc = t4a__function_get(rt, fh, "launch", &f)) || (rc = check_geometry(rt, f, cfg)))
+    goto out;
+  t4a__CUcontext saved;
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
+  t4a__CUresult r = t4a__be.cu.cuLaunchKernel(f->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2],
+                                              cfg->block[0], cfg->block[1], cfg->block[2],
+                                              cfg->shared_bytes, rt->stream, args, NULL);
+  t4a__ctx_leave(rt, saved);
+  if (r != T4A__CUDA_SUCCESS) {
+    rc = t4a__rt_cu_fail(rt, r, "launch of '%s' failed", f->name);
+    goto out;
+  }
+  rt->c.launches++;
+  t4a__rt_dirty(rt);
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_raw_function(t4a_runtime h, t4a_function fh, void **cufunction) {
+  if (!cufunction)
+    return t4a__fail(T4A_EINVAL, "raw_function: cufunction is NULL; pass a pointer");
+  t4a__runtime *rt;
+  t4a__function *f;
+  int rc = t4a__rt_lock(h, "raw_function", &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__function_get(rt, fh, "raw_function", &f)) == T4A_OK)
+    *cufunction = f->fn;
+  t4a__rt_unlock(rt);
+  return rc;
+}

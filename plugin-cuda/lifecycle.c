@@ -1,0 +1,288 @@
+/* plugin-cuda/lifecycle.c -- runtime_create, runtime_destroy and
+ * runtime_counters: a runtime's life, calling each subsystem's init and fini
+ * in one order.
+ *
+ * Create: slot, primary context, stream, then memory (the pool), pinned,
+ * completion, modules, staging. Destroy, idle (the stream drained): memory
+ * (frees blocks, destroys the pool), modules, completion (final
+ * retirements, events), pinned, staging, then stream and context. Destroy
+ * after a fault: each subsystem releases only what is provably idle and
+ * keeps the rest with its bookkeeping, and the whole state is quarantined.
+ * No subsystem's memory is freed here. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "plugin-cuda/copypool.h"
+#include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
+#include "plugin-cuda/witness.h"
+
+#define DEFAULT_STAGING (64ull << 20)
+#define MIN_STAGING (64ull << 10)
+#define MAX_STAGING (16ull << 30)
+#define DEFAULT_CACHE_LIMIT (1ull << 30)
+
+static int normalise_options(const t4a_runtime_options *in, t4a_runtime_options *o) {
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  if (in) {
+    int rc = t4a__check_struct(in, T4A_RUNTIME_OPTIONS_V1_0_SIZE, "t4a_runtime_options");
+    if (rc)
+      return rc;
+    if (in->flags || in->reserved)
+      return t4a__fail(T4A_EINVAL,
+                       "t4a_runtime_options: flags (0x%x) and reserved (0x%x) must be "
+                       "0 in ABI 1.0; clear them",
+                       in->flags, in->reserved);
+    o->staging_bytes = in->staging_bytes;
+    o->pool_release_threshold = in->pool_release_threshold;
+    o->cache_limit_bytes = in->cache_limit_bytes;
+    o->copy_threads = in->copy_threads;
+  }
+  if (!o->staging_bytes)
+    o->staging_bytes = DEFAULT_STAGING;
+  if (o->staging_bytes < MIN_STAGING || o->staging_bytes > MAX_STAGING)
+    return t4a__fail(T4A_EINVAL,
+                     "t4a_runtime_options.staging_bytes = %llu is outside [64 KiB, 16 GiB]; pick "
+                     "a bound in that range (0 = 64 MiB)",
+                     (unsigned long long)o->staging_bytes);
+  if (!o->pool_release_threshold)
+    o->pool_release_threshold = UINT64_MAX;
+  if (!o->cache_limit_bytes)
+    o->cache_limit_bytes = DEFAULT_CACHE_LIMIT;
+  if (!o->copy_threads)
+    o->copy_threads = t4a__copy_threads_default();
+  if (o->copy_threads > 64)
+    return t4a__fail(T4A_EINVAL, "t4a_runtime_options.copy_threads = %u; use 1..64 (0 = default)",
+                     o->copy_threads);
+  return T4A_OK;
+}
+
+/* Enables peer access, both ways, between a new runtime's device and every
+ * device that already has a live runtime (both primary contexts are then
+ * active), once per pair. Done at creation, when no work of ours is in
+ * flight, rather than at the first peer copy (that stalled behind running
+ * kernels). Failures are remembered and reported by copy_from_peer. Called
+ * with no runtime locked. */
+static void enable_peers(int32_t ordinal, t4a__CUcontext ctx) {
+  if (!t4a__be.has_peer)
+    return;
+  for (uint32_t i = 0; i < T4A__MAX_RUNTIMES; i++) {
+    t4a__runtime *o = t4a__rt_slot(i);
+    if (!o)
+      break;
+    pthread_mutex_lock(&o->lock);
+    bool peer = o->alive && o->ordinal != ordinal;
+    int32_t dev = o->ordinal;
+    t4a__CUcontext octx = o->ctx;
+    pthread_mutex_unlock(&o->lock);
+    if (peer) {
+      t4a__peer_enable(ordinal, dev, ctx, octx);
+      t4a__peer_enable(dev, ordinal, octx, ctx);
+    }
+  }
+}
+
+int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t4a_runtime *out) {
+  int rc;
+  t4a_runtime_options o;
+  if ((rc = t4a__require_init()) || (rc = t4a__check_ordinal(ordinal, "runtime_create")) ||
+      (rc = normalise_options(opts, &o)))
+    return rc;
+  if (!out)
+    return t4a__fail(T4A_EINVAL, "runtime_create: out is NULL; pass a pointer");
+  out->bits = 0;
+  t4a__device *dv = &t4a__be.devices[ordinal];
+  if (!(dv->info.flags & T4A_DEVICE_MEMORY_POOLS))
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "runtime_create: device %d (%s) lacks stream-ordered "
+                     "memory pools; use a device and driver that support them",
+                     (int)ordinal, dv->info.name);
+  if (atomic_load(&dv->fault))
+    return t4a__fail(T4A_EDEVICEFAULT,
+                     "runtime_create: device %d faulted earlier in this "
+                     "process; restart the process to use it again",
+                     (int)ordinal);
+  t4a__runtime *rt = t4a__rt_take_slot();
+  if (!rt)
+    return t4a__fail(T4A_ENOMEM,
+                     "runtime_create: %u runtimes exist or host memory ran out; "
+                     "destroy runtimes you no longer use",
+                     T4A__MAX_RUNTIMES);
+  rt->ordinal = ordinal;
+  rt->dev = dv->dev;
+  rt->opts = o;
+  rt->c.struct_size = sizeof rt->c;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__CUresult r;
+  t4a__CUcontext saved = NULL;
+  if ((r = cu->cuDevicePrimaryCtxRetain(&rt->ctx, rt->dev)) != T4A__CUDA_SUCCESS) {
+    rc = t4a__cu_fail(r,
+                      "runtime_create: cuDevicePrimaryCtxRetain failed on device %d; check "
+                      "that the device is not in exclusive use",
+                      (int)ordinal);
+    goto fail_slot;
+  }
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto fail_ctx;
+  if ((r = cu->cuStreamCreate(&rt->stream, T4A__CU_STREAM_NON_BLOCKING)) != T4A__CUDA_SUCCESS) {
+    rc = t4a__cu_fail(r, "runtime_create: cuStreamCreate failed; free resources and retry");
+    goto fail_enter;
+  }
+  if ((rc = t4a__memory_init(rt)))
+    goto fail_stream;
+  t4a__pinned_init(rt);
+  t4a__completion_init(rt);
+  t4a__modules_init(rt);
+  if ((rc = t4a__staging_init(rt)))
+    goto fail_memory;
+  t4a__ctx_leave(rt, saved);
+  rt->gen = t4a__gen_next(rt->gen);
+  rt->alive = true;
+  rt->reserved = false;
+  *out = t4a__rt_handle(rt);
+  t4a__CUcontext ctx = rt->ctx;
+  t4a__rt_unlock(rt);
+  if (t4a__be.device_count > 1)
+    enable_peers(ordinal, ctx);
+  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u created on device %d", rt->index, (int)ordinal);
+  return T4A_OK;
+
+fail_memory: /* nothing was enqueued: everything is idle */
+  t4a__modules_fini(rt, true);
+  t4a__completion_fini(rt, true);
+  t4a__pinned_fini(rt, true);
+  t4a__memory_fini(rt, true);
+fail_stream:
+  cu->cuStreamDestroy(rt->stream);
+fail_enter:
+  t4a__ctx_leave(rt, saved);
+fail_ctx:
+  cu->cuDevicePrimaryCtxRelease(rt->dev);
+fail_slot:
+  rt->reserved = false;
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+/* ---- destroy ---------------------------------------------------------------- */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits for the stream to drain within timeout_ns; T4A_ETIMEOUT, a fault,
+ * or T4A_OK. */
+static int drain(t4a__runtime *rt, uint64_t timeout_ns) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__CUresult r;
+  if (timeout_ns == T4A_WAIT_FOREVER) {
+    r = cu->cuStreamSynchronize(rt->stream);
+  } else {
+    uint64_t deadline = now_ns() + timeout_ns, sleep_ns = 1000;
+    while ((r = cu->cuStreamQuery(rt->stream)) == T4A__CUDA_ERROR_NOT_READY) {
+      if (now_ns() >= deadline)
+        return t4a__fail(T4A_ETIMEOUT,
+                         "runtime_destroy: the runtime's work did not finish "
+                         "within %llu ns; nothing was released, wait longer or "
+                         "call again",
+                         (unsigned long long)timeout_ns);
+      struct timespec ts = {0, (long)sleep_ns};
+      nanosleep(&ts, NULL);
+      sleep_ns = sleep_ns < 1000000 ? sleep_ns * 2 : sleep_ns;
+    }
+  }
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "runtime_destroy: the runtime's work failed");
+  return T4A_OK;
+}
+
+int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
+  t4a__runtime *rt;
+  int rc = t4a__rt_lock_any(h, "runtime_destroy", &rt);
+  if (rc)
+    return rc;
+  t4a__CUcontext saved = NULL;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  bool idle = false;
+  if (!rt->fault && t4a__ctx_enter(rt, &saved) == T4A_OK) {
+    t4a__memory_wait_readers(rt); /* other runtimes' copies from our buffers */
+    rc = drain(rt, timeout_ns);
+    if (rc == T4A_ETIMEOUT) {
+      t4a__ctx_leave(rt, saved);
+      t4a__rt_unlock(rt);
+      return rc;
+    }
+    idle = rc == T4A_OK;
+    if (idle) {
+      t4a__completion_drained(rt);
+      /* waiters blocked on our events hold pins: they wake as the stream
+       * drained; wait for them to let go before events go away */
+      t4a__events_wait_unpinned(rt);
+    }
+  }
+  int fault = rt->fault, failure = rc;
+  t4a__witness_finalise(rt, idle ? T4A_OK : T4A_EDEVICEFAULT);
+  t4a__memory_fini(rt, idle);
+  t4a__modules_fini(rt, idle);
+  bool events_kept = t4a__completion_fini(rt, idle);
+  t4a__pinned_fini(rt, idle);
+  t4a__staging_fini(rt, idle);
+  if (idle)
+    t4a__released(rt, cu->cuStreamDestroy(rt->stream), rt->stream, "cuStreamDestroy");
+  if (saved)
+    t4a__ctx_leave(rt, saved);
+  if (events_kept)
+    t4a__keep(rt->ctx); /* a kept event lives in it */
+  else
+    t4a__released(rt, cu->cuDevicePrimaryCtxRelease(rt->dev), rt->ctx, "cuDevicePrimaryCtxRelease");
+  t4a__CUresult release_r = rt->release_r;
+  const char *release_what = rt->release_what;
+  if (!idle) {
+    t4a__rt_quarantine(rt);
+    t4a__log(T4A__LOG_WARN, "cuda", "runtime %u destroyed after a fault: its memory is quarantined",
+             rt->index);
+  }
+  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u on device %d destroyed%s", rt->index,
+           (int)rt->ordinal, idle ? "" : " (memory quarantined)");
+  t4a__rt_reset(rt);
+  rt->gen = t4a__gen_next(rt->gen); /* every handle of the old runtime is now stale */
+  rt->alive = false;
+  t4a__rt_unlock(rt);
+  if (idle && release_r)
+    return t4a__cu_fail(release_r,
+                        "runtime_destroy: %s failed; the runtime is gone, that "
+                        "resource was leaked",
+                        release_what);
+  if (idle)
+    return T4A_OK;
+  if (fault || !failure)
+    return t4a__fail(T4A_EDEVICEFAULT, "runtime_destroy: the device faulted; the runtime is "
+                                       "gone, its device memory and pending pinned blocks were "
+                                       "quarantined (kept, not reused)");
+  return failure; /* its detail says what failed; memory was quarantined likewise */
+}
+
+/* ---- counters ---------------------------------------------------------------- */
+
+int t4a__slot_runtime_counters(t4a_runtime h, t4a_runtime_counters *out) {
+  int rc = t4a__check_struct(out, T4A_RUNTIME_COUNTERS_V1_0_SIZE, "t4a_runtime_counters");
+  t4a__runtime *rt;
+  if (rc || (rc = t4a__rt_lock_any(h, "runtime_counters", &rt)))
+    return rc;
+  t4a_runtime_counters c = rt->c;
+  c.struct_size = sizeof c;
+  c.pending_retirements = rt->done.retire_count;
+  c.quarantined = rt->done.quarantined + rt->mem.unproven_blocks;
+  c.staging_bytes = rt->stage.bytes;
+  c.staging_peak_bytes = rt->stage.peak_bytes;
+  t4a__rt_unlock(rt);
+  t4a__fill_struct(out, &c, sizeof c);
+  return T4A_OK;
+}

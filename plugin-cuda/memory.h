@@ -1,0 +1,74 @@
+/* plugin-cuda/memory.h -- device buffers of a runtime: its memory pool, the
+ * buffer table, and the host-side cache of freed blocks (memory.c). */
+#ifndef T4A_PLUGIN_CUDA_MEMORY_H
+#define T4A_PLUGIN_CUDA_MEMORY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plugin-cuda/completion.h"
+#include "plugin-cuda/handle.h"
+#include "plugin-cuda/sizeclass.h"
+
+typedef struct t4a__buffer {
+  t4a__hslot h;
+  uint64_t size; /* as requested */
+  uint64_t cap;  /* as allocated (its size class), 0 for empty buffers */
+  t4a__CUdeviceptr ptr;
+  /* An event (of this runtime, recorded on another runtime's stream) after
+   * the last copy that read this buffer from elsewhere; the block is not
+   * reused before it completed. NULL when none. */
+  t4a__event *reader;
+  /* A copy from this buffer was enqueued elsewhere but neither its
+   * completion event nor a wait for it succeeded: the block may still be
+   * read, so it is never reused or freed (quarantined at buffer_free and
+   * destroy). */
+  bool unproven;
+} t4a__buffer;
+
+/* A stack of cached free blocks of one size class. */
+typedef struct t4a__bin {
+  t4a__CUdeviceptr *ptrs;
+  uint32_t count, cap;
+} t4a__bin;
+
+typedef struct t4a__memory {
+  t4a__CUmemoryPool pool;
+  uint64_t pool_access; /* devices granted access to the pool (peer copies) */
+  t4a__htable bufs;     /* of t4a__buffer */
+  t4a__bin bins[T4A__NUM_CLASSES];
+  uint64_t cache_entries, cache_bytes;
+  uint64_t unproven_blocks; /* device blocks kept because a reader was untracked */
+} t4a__memory;
+
+extern const t4a__hkind t4a__buffer_kind;
+
+/* Creates the pool (release threshold from the options) and lets the
+ * devices that can reach this one read it. rt's context is current. */
+int t4a__memory_init(t4a__runtime *rt);
+
+/* Destroy. Idle: frees every block (cached and live) to the pool, waits for
+ * the stream, destroys the pool and frees the bookkeeping. After a fault:
+ * keeps everything (quarantine). */
+void t4a__memory_fini(t4a__runtime *rt, bool idle);
+
+/* Validates a buffer handle of rt; T4A_EHANDLE naming `what` otherwise. */
+int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out);
+
+/* Before the buffer's block is reused or freed: orders rt's stream after its
+ * last foreign reader (GPU-side) and drops the reader. */
+int t4a__buffer_wait_reader(t4a__runtime *rt, t4a__buffer *b);
+
+/* Orders rt's stream after every live buffer's foreign reader (destroy,
+ * before draining). */
+void t4a__memory_wait_readers(t4a__runtime *rt);
+
+/* Returns cached device blocks to the pool until at most keep bytes remain
+ * cached, and trims the pool. */
+int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep);
+
+/* Grants device `dev` access to rt's pool once (peer copies); `what`
+ * names the call in a failure's detail. */
+int t4a__memory_grant(t4a__runtime *rt, int32_t dev, const char *what);
+
+#endif

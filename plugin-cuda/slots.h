@@ -1,0 +1,92 @@
+/* plugin-cuda/slots.h -- the functions behind the table's slots, one per
+ * slot of t4a_gpu_backend_v1, defined by the file that owns each area and
+ * put in the table by entry.c. */
+#ifndef T4A_PLUGIN_CUDA_SLOTS_H
+#define T4A_PLUGIN_CUDA_SLOTS_H
+
+#include "t4a/gpu_backend_v1.h"
+
+/* errors.c, driver.c, device.c, nvrtc.c */
+int t4a__slot_last_error(t4a_error_info *info);
+int t4a__slot_init(void);
+int t4a__slot_get_info(t4a_backend_info *info);
+int t4a__slot_device_count(int32_t *count);
+int t4a__slot_device_info(int32_t ordinal, t4a_device_info *info);
+int t4a__slot_compiler_info(t4a_compiler_info *info);
+int t4a__slot_peer_access_supported(int32_t src, int32_t dst, bool *supported);
+
+/* lifecycle.c */
+int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t4a_runtime *out);
+int t4a__slot_runtime_destroy(t4a_runtime rt, uint64_t timeout_ns);
+int t4a__slot_runtime_counters(t4a_runtime rt, t4a_runtime_counters *out);
+
+/* memory.c */
+int t4a__slot_buffer_alloc(t4a_runtime rt, uint64_t bytes, t4a_buffer *out);
+int t4a__slot_buffer_free(t4a_runtime rt, t4a_buffer buf);
+int t4a__slot_buffer_size(t4a_runtime rt, t4a_buffer buf, uint64_t *bytes);
+int t4a__slot_cache_trim(t4a_runtime rt, uint64_t keep_bytes);
+int t4a__slot_cache_stats(t4a_runtime rt, t4a_cache_stats *out);
+int t4a__slot_buffer_device_address(t4a_runtime rt, t4a_buffer buf, uint64_t *address);
+
+/* pinned.c */
+int t4a__slot_host_alloc(t4a_runtime rt, uint64_t bytes, uint32_t flags, t4a_host_buffer *out,
+                         void **ptr);
+int t4a__slot_host_free(t4a_runtime rt, t4a_host_buffer hb);
+
+/* transfer.c */
+int t4a__slot_copy_h2d_pinned(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset,
+                              t4a_host_buffer src, uint64_t src_offset, uint64_t bytes);
+int t4a__slot_copy_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, uint64_t dst_offset,
+                              t4a_buffer src, uint64_t src_offset, uint64_t bytes);
+int t4a__slot_copy_h2d(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset, const void *src,
+                       uint64_t bytes);
+int t4a__slot_copy_d2h(t4a_runtime rt, void *dst, t4a_buffer src, uint64_t src_offset,
+                       uint64_t bytes);
+int t4a__slot_copy_d2d(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset, t4a_buffer src,
+                       uint64_t src_offset, uint64_t bytes);
+
+/* cross.c */
+int t4a__slot_copy_from_runtime(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                                t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
+                                uint64_t bytes);
+int t4a__slot_copy_from_peer(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                             t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
+                             uint64_t bytes);
+int t4a__slot_copy_from_peer_via_host(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                                      t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
+                                      uint64_t bytes);
+
+/* witness.c */
+int t4a__slot_seal(t4a_runtime rt, t4a_witness *out);
+int t4a__slot_witness_query(t4a_witness w);
+int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns);
+int t4a__slot_witness_retain(t4a_witness w);
+int t4a__slot_witness_release(t4a_witness w);
+int t4a__slot_runtime_wait_witness(t4a_runtime rt, t4a_witness w);
+
+/* artifact.c, compile.c */
+int t4a__slot_artifact_compile(const t4a_compile_options *opts, t4a_artifact *out);
+int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
+                                  const char *name, t4a_artifact *out);
+int t4a__slot_artifact_log(t4a_artifact a, const char **log, uint64_t *length);
+int t4a__slot_artifact_data(t4a_artifact a, t4a_artifact_kind *kind, const void **data,
+                            uint64_t *size);
+int t4a__slot_artifact_release(t4a_artifact a);
+int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out);
+int t4a__slot_compile_cache_clear(uint32_t which);
+
+/* module.c, launch.c */
+int t4a__slot_module_load(t4a_runtime rt, t4a_artifact a, t4a_module *out);
+int t4a__slot_module_unload(t4a_runtime rt, t4a_module m);
+int t4a__slot_function_get(t4a_runtime rt, t4a_module m, const char *name, t4a_function *out);
+int t4a__slot_function_attributes(t4a_runtime rt, t4a_function f, t4a_function_attributes *out);
+int t4a__slot_function_set_max_dynamic_shared(t4a_runtime rt, t4a_function f, uint32_t bytes);
+int t4a__slot_launch(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
+int t4a__slot_raw_function(t4a_runtime rt, t4a_function f, void **cufunction);
+
+/* raw.c */
+int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);
+int t4a__slot_raw_begin(t4a_runtime rt, t4a_raw_section *section);
+int t4a__slot_raw_end(t4a_runtime rt, const t4a_raw_section *section);
+
+#endif

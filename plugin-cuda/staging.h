@@ -1,0 +1,45 @@
+/* plugin-cuda/staging.h -- a runtime's bounded pinned staging for pageable
+ * transfers (staging.c). */
+#ifndef T4A_PLUGIN_CUDA_STAGING_H
+#define T4A_PLUGIN_CUDA_STAGING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plugin-cuda/backend.h"
+
+typedef struct t4a__runtime t4a__runtime;
+
+typedef struct t4a__chunk {
+  char *ptr;
+  t4a__CUevent ev;
+  bool busy; /* a copy was recorded on ev and not yet seen complete */
+} t4a__chunk;
+
+typedef struct t4a__staging {
+  char *base; /* one pinned allocation of `bytes` */
+  uint64_t bytes, chunk_bytes;
+  uint32_t count, next; /* chunks, and the next to use (round robin) */
+  t4a__chunk *chunks;
+  uint64_t peak_bytes;
+} t4a__staging;
+
+/* Pins the staging (rt->opts.staging_bytes) and creates its events. */
+int t4a__staging_init(t4a__runtime *rt);
+
+/* Destroy: idle releases the events and the pinned block; after a fault
+ * they are kept (a DMA may still use the block). */
+void t4a__staging_fini(t4a__runtime *rt, bool idle);
+
+/* Pageable copies through the staging; rt's context is current. */
+int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes);
+int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes);
+
+/* From src's device memory to dst's through dst's staging chunks, without
+ * peer access: src's DMA into a chunk (in src's stream order), dst's DMA out
+ * of it after an event edge (in dst's order). Returns once the data left the
+ * source. Both runtimes locked. */
+int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr,
+                     t4a__CUdeviceptr sptr, uint64_t bytes);
+
+#endif

@@ -1,0 +1,281 @@
+/* plugin-cuda/witness.c -- seal and witnesses.
+ *
+ * A witness is a reference-counted entry in a process-wide table holding
+ * (runtime slot, runtime generation, epoch). Queries go to the runtime; once
+ * the runtime is destroyed the witness keeps the final status that destroy
+ * stored in it (T4A_OK after a drained stream, T4A_EDEVICEFAULT otherwise).
+ *
+ * Locks: the table has its own lock (wlock), taken inside a runtime's lock
+ * only by destroy (t4a__witness_finalise); no runtime lock is taken while
+ * wlock is held. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
+#include "plugin-cuda/witness.h"
+
+typedef struct wslot {
+  t4a__hslot h;
+  uint32_t refs;
+  uint32_t rt_index, rt_gen;
+  uint64_t seq;
+  int final; /* status once the runtime is gone; 1 = runtime alive */
+} wslot;
+
+static const t4a__hkind witness_kind = {
+    T4A__TAG_WITNESS, "witness", "seal", NULL,
+    "the witness was released; keep a reference (witness_retain) while you use it"};
+
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static t4a__htable wtable = {.item_size = sizeof(wslot)};
+
+/* Resolves a witness handle (wlock held). */
+static int wget(t4a_witness w, const char *what, wslot **out) {
+  return t4a__htable_get(&wtable, &witness_kind, 0, w.bits, what, (void **)out);
+}
+
+/* A new witness with one reference (wlock not held). */
+static int wnew(t4a__runtime *rt, uint64_t seq, t4a_witness *out) {
+  pthread_mutex_lock(&wlock);
+  uint32_t i;
+  int rc = t4a__htable_take(&wtable, "seal", &i);
+  if (rc == T4A_OK) {
+    wslot *s = t4a__htable_at(&wtable, i);
+    s->refs = 1;
+    s->rt_index = rt->index;
+    s->rt_gen = rt->gen;
+    s->seq = seq;
+    s->final = 1;
+    out->bits = t4a__htable_publish(&wtable, i, &witness_kind, 0);
+  }
+  pthread_mutex_unlock(&wlock);
+  return rc;
+}
+
+void t4a__witness_finalise(t4a__runtime *rt, int status) {
+  pthread_mutex_lock(&wlock);
+  for (uint32_t i = 0; i < wtable.count; i++) {
+    wslot *s = t4a__htable_at(&wtable, i);
+    if (s->h.live && s->final == 1 && s->rt_index == rt->index && s->rt_gen == rt->gen)
+      s->final = s->seq <= rt->done.completed_seq ? T4A_OK : status;
+  }
+  pthread_mutex_unlock(&wlock);
+}
+
+void t4a__witnesses_unload(void) { t4a__htable_fini(&wtable); }
+
+/* What a witness refers to, read under wlock. */
+typedef struct wref {
+  uint32_t rt_index, rt_gen;
+  uint64_t seq;
+  int final;
+} wref;
+
+static int wread(t4a_witness w, const char *what, wref *out) {
+  pthread_mutex_lock(&wlock);
+  wslot *s;
+  int rc = wget(w, what, &s);
+  if (rc == T4A_OK)
+    *out = (wref){s->rt_index, s->rt_gen, s->seq, s->final};
+  pthread_mutex_unlock(&wlock);
+  return rc;
+}
+
+/* Locks the witness's runtime if it is still alive. Returns T4A_OK with
+ * *rt set, or the witness's final status with *rt NULL. */
+static int wlock_runtime(t4a_witness w, const char *what, wref *ref, t4a__runtime **out) {
+  *out = NULL;
+  int rc = wread(w, what, ref);
+  if (rc)
+    return rc;
+  if (ref->final != 1)
+    return ref->final;
+  t4a__runtime *rt = t4a__rt_slot(ref->rt_index);
+  pthread_mutex_lock(&rt->lock);
+  if (rt->alive && rt->gen == ref->rt_gen) {
+    *out = rt;
+    return T4A_OK;
+  }
+  pthread_mutex_unlock(&rt->lock);
+  /* destroyed after wread: destroy stored the final status first */
+  rc = wread(w, what, ref);
+  return rc ? rc : ref->final;
+}
+
+/* ---- seal --------------------------------------------------------------------- */
+
+int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
+  if (!out)
+    return t4a__fail(T4A_EINVAL, "seal: out is NULL; pass a pointer");
+  out->bits = 0;
+  t4a__runtime *rt;
+  int rc = t4a__rt_lock(h, "seal", &rt);
+  if (rc)
+    return rc;
+  rt->c.seals++;
+  uint64_t seq;
+  if ((rc = t4a__seal_epoch(rt, &seq)) == T4A_OK) {
+    rc = wnew(rt, seq, out);
+    t4a__rt_progress(rt);
+  }
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+/* ---- query and wait -------------------------------------------------------------- */
+
+int t4a__slot_witness_query(t4a_witness w) {
+  wref ref;
+  t4a__runtime *rt;
+  int rc = wlock_runtime(w, "witness_query", &ref, &rt);
+  if (!rt)
+    return rc;
+  rc = t4a__epoch_state(rt, ref.seq);
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define SPIN_NS 20000ull /* busy-poll this long before blocking */
+
+int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
+  uint64_t start = now_ns();
+  uint64_t deadline = timeout_ns == T4A_WAIT_FOREVER || start + timeout_ns < start
+                          ? UINT64_MAX
+                          : start + timeout_ns;
+  uint64_t sleep_ns = 2000;
+  for (;;) {
+    wref ref;
+    t4a__runtime *rt;
+    int rc = wlock_runtime(w, "witness_wait", &ref, &rt);
+    if (!rt)
+      return rc;
+    rc = t4a__epoch_state(rt, ref.seq);
+    if (rc != T4A_ENOTREADY) {
+      t4a__rt_unlock(rt);
+      return rc;
+    }
+    uint64_t now = now_ns();
+    if (now >= deadline) {
+      t4a__rt_unlock(rt);
+      return t4a__fail(T4A_ETIMEOUT, "witness_wait: not complete after %llu ns; wait longer",
+                       (unsigned long long)timeout_ns);
+    }
+    if (now - start < SPIN_NS) { /* spin: a short round trip should not sleep */
+      t4a__rt_unlock(rt);
+      continue;
+    }
+    t4a__event *e = t4a__epoch_event(rt, ref.seq);
+    if (deadline == UINT64_MAX && e) {
+      /* block in the driver without holding the runtime; the pin keeps ev
+       * alive, even through a destroy after a fault */
+      t4a__CUevent ev = e->ev;
+      e->pins++;
+      t4a__rt_unlock(rt);
+      t4a__CUresult r = t4a__be.cu.cuEventSynchronize(ev);
+      pthread_mutex_lock(&rt->lock);
+      if (rt->alive && rt->gen == ref.rt_gen) { /* else destroyed after a fault */
+        t4a__event_unpin(rt, e);
+        if (r != T4A__CUDA_SUCCESS && r != T4A__CUDA_ERROR_NOT_READY)
+          t4a__rt_cu_fail(rt, r, "witness_wait: the runtime's work failed");
+      }
+      t4a__rt_unlock(rt);
+      continue; /* re-evaluate under the lock */
+    }
+    t4a__rt_unlock(rt);
+    uint64_t left = deadline - now;
+    struct timespec ts = {0, (long)(sleep_ns < left ? sleep_ns : left)};
+    nanosleep(&ts, NULL);
+    sleep_ns = sleep_ns < 1000000 ? sleep_ns * 2 : sleep_ns; /* back off to 1 ms */
+  }
+}
+
+int t4a__slot_witness_retain(t4a_witness w) {
+  pthread_mutex_lock(&wlock);
+  wslot *s;
+  int rc = wget(w, "witness_retain", &s);
+  if (rc == T4A_OK && !t4a__ref_take(&s->refs))
+    rc = t4a__fail(T4A_EINVAL,
+                   "witness_retain: the witness holds %u references, the most it "
+                   "can; release some first",
+                   s->refs);
+  pthread_mutex_unlock(&wlock);
+  return rc;
+}
+
+int t4a__slot_witness_release(t4a_witness w) {
+  pthread_mutex_lock(&wlock);
+  wslot *s;
+  int rc = wget(w, "witness_release", &s);
+  if (rc == T4A_OK && --s->refs == 0)
+    t4a__htable_release(&wtable, t4a__h_index(w.bits));
+  pthread_mutex_unlock(&wlock);
+  return rc;
+}
+
+int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
+  wref ref;
+  t4a__runtime *src;
+  int rc = wlock_runtime(w, "runtime_wait_witness", &ref, &src);
+  if (!src && rc != T4A_OK)
+    return rc; /* the witness's runtime is gone and its work failed */
+  t4a__event *e = NULL;
+  t4a__CUevent ev = NULL;
+  int32_t src_ordinal = -1;
+  if (src) {
+    rc = t4a__epoch_state(src, ref.seq);
+    if (rc == T4A_ENOTREADY) {
+      /* The pin keeps the event and its record for seq until the wait is
+       * enqueued: destroy waits for pins, or after a fault keeps pinned
+       * events for good. Only ev is used once src is unlocked. */
+      if ((e = t4a__epoch_event(src, ref.seq))) {
+        e->pins++;
+        ev = e->ev;
+        src_ordinal = src->ordinal;
+      }
+      rc = T4A_OK;
+    }
+    t4a__rt_unlock(src);
+    if (rc)
+      return rc;
+  }
+  t4a__runtime *rt;
+  if ((rc = t4a__rt_lock(h, "runtime_wait_witness", &rt)) == T4A_OK) {
+    unsigned src_fault = e ? atomic_load(&t4a__be.devices[src_ordinal].fault) : 0;
+    if (src_fault) {
+      /* The witness's device faulted while we waited for rt: its work
+       * never completes, and rt must not wait for it. */
+      char buf[32];
+      rc = t4a__fail_native(T4A_EDEVICEFAULT, src_fault,
+                            t4a__cu_name((t4a__CUresult)src_fault, buf, sizeof buf),
+                            "runtime_wait_witness: the witness's device %d faulted; its work "
+                            "will never complete, nothing was enqueued",
+                            (int)src_ordinal);
+    } else if (e && rt != src) {
+      t4a__CUcontext saved;
+      if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
+        t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, ev, 0);
+        t4a__ctx_leave(rt, saved);
+        if (r != T4A__CUDA_SUCCESS)
+          rc = t4a__rt_cu_fail(rt, r, "runtime_wait_witness: cuStreamWaitEvent failed");
+      }
+    }
+    t4a__rt_unlock(rt);
+  }
+  if (e) {
+    pthread_mutex_lock(&src->lock);
+    if (src->alive && src->gen == ref.rt_gen)
+      t4a__event_unpin(src, e);
+    t4a__rt_unlock(src);
+  }
+  return rc;
+}
