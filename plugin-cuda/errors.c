@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plugin-cuda/backend.h"
+#include "plugin-cuda/cu_names.h"
 #include "plugin-cuda/slots.h"
 
 bool t4a__cu_is_fault(t4a__CUresult r) {
@@ -54,9 +55,22 @@ int t4a__cu_status(t4a__CUresult r) {
   }
 }
 
+/* Our own name of r, for a driver that cannot name it; NULL if unknown. */
+static const char *known_name(t4a__CUresult r) {
+  switch ((unsigned)r) {
+#define T4A__CU_NAME(name, value)                                                                  \
+  case value: return #name;
+    T4A__CURESULT_NAMES(T4A__CU_NAME)
+#undef T4A__CU_NAME
+  default: return NULL;
+  }
+}
+
 const char *t4a__cu_name(t4a__CUresult r, char *buf, size_t size) {
   const char *s = NULL;
   if (t4a__be.cu.cuGetErrorName && t4a__be.cu.cuGetErrorName(r, &s) == T4A__CUDA_SUCCESS && s)
+    return s;
+  if ((s = known_name(r)))
     return s;
   snprintf(buf, size, "CUDA_ERROR_%u", r);
   return buf;

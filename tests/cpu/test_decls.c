@@ -6,8 +6,10 @@
 
 #include <cuda.h>
 #include <nvrtc.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "plugin-cuda/cu_names.h"
 #include "plugin-cuda/cuda_decls.h"
 #include "tests/testutil.h"
 
@@ -83,10 +85,47 @@ START_TEST(fallback_names_are_the_versioned_symbols) {
 }
 END_TEST
 
+/* Every CUresult name we know has cuda.h's value... */
+#define CHECK_NAME(name, value) _Static_assert(name == value, #name " differs from cuda.h");
+T4A__CURESULT_NAMES(CHECK_NAME)
+
+static const char *const known[] = {
+#define KNOWN(name, value) #name,
+    T4A__CURESULT_NAMES(KNOWN)
+#undef KNOWN
+};
+
+/* ... and every CUresult cuda.h defines has a name here (read from the
+ * header itself: C cannot enumerate an enum). */
+START_TEST(every_curesult_of_cuda_h_is_named) {
+  FILE *f = fopen(T4A_CUDA_H, "r");
+  ck_assert_msg(f != NULL, "cannot open %s", T4A_CUDA_H);
+  char line[512];
+  int in_enum = 0, seen = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, "typedef enum cudaError_enum"))
+      in_enum = 1;
+    else if (in_enum && strstr(line, "} CUresult;"))
+      break;
+    char name[128];
+    if (!in_enum || sscanf(line, " %127[A-Z0-9_] =", name) != 1 || strncmp(name, "CUDA_", 5))
+      continue;
+    seen++;
+    int found = 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+      found |= strcmp(known[i], name) == 0;
+    ck_assert_msg(found, "%s (cuda.h) is missing from plugin-cuda/cu_names.h", name);
+  }
+  fclose(f);
+  ck_assert_int_ge(seen, 100);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("decls");
   TCase *tc = tcase_create("decls");
   tcase_add_test(tc, fallback_names_are_the_versioned_symbols);
+  tcase_add_test(tc, every_curesult_of_cuda_h_is_named);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }

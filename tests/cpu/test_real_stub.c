@@ -21,6 +21,9 @@ START_TEST(toolkit_stub_is_a_stub) {
   t4a_gpu_backend *b = t4a_test_open_cuda(&t);
   ck_assert_int_eq(t->init(), T4A_ESTUBDRIVER);
   ck_assert_ptr_nonnull(strstr(t4a_test_backend_error(t), "stub library"));
+  /* named even though the stub cannot name its own errors (#12) */
+  ck_assert_msg(strstr(t4a_test_backend_error(t), "CUDA_ERROR_STUB_LIBRARY"), "detail: %s",
+                t4a_test_backend_error(t));
   t4a_gpu_close(b);
 }
 END_TEST
