@@ -20,7 +20,6 @@
 #define HAVE_STREAMING 1
 #endif
 
-#include "common/env.h"
 #include "plugin-cuda/copypool.h"
 
 #define MAX_WORKERS 15u
@@ -53,28 +52,11 @@ unsigned t4a__copy_threads_default(void) {
   return n <= 1 ? 1u : n >= 8 ? 8u : (unsigned)n;
 }
 
-/* Copies out of staging into the consumer's memory (D2H) stream their stores
- * past the caches (non-temporal stores): skipping the read-for-ownership of
- * every destination line saves a third of the memory traffic (measured on
- * the H200 host: 33.9 -> 37.9 GB/s at 8 threads). Copies into staging (H2D)
- * keep ordinary stores: the DMA engine reads that chunk next, and reads it
- * faster from cache (streaming there measured slower). T4A_COPY_STREAMING=0
- * turns streaming off. */
+/* `stream` asks for non-temporal stores (the destination is not read again
+ * soon): staging.c decides per direction (see its T4A_COPY_STREAMING). */
 #ifdef HAVE_STREAMING
-static int streaming = -1;
-
-static bool use_streaming(void) {
-  int s = __atomic_load_n(&streaming, __ATOMIC_RELAXED);
-  if (s < 0) {
-    const char *v = t4a__getenv("T4A_COPY_STREAMING");
-    s = !(v && strcmp(v, "0") == 0);
-    __atomic_store_n(&streaming, s, __ATOMIC_RELAXED);
-  }
-  return s != 0;
-}
-
 static void copy_part(void *dst, const void *src, size_t n, bool stream) {
-  if (!stream || n < 4096 || !use_streaming()) {
+  if (!stream || n < 4096) {
     memcpy(dst, src, n);
     return;
   }

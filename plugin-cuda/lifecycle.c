@@ -2,13 +2,16 @@
  * runtime_counters: a runtime's life, calling each subsystem's init and fini
  * in one order.
  *
- * Create: slot, primary context, stream, then memory (the pool), pinned,
- * completion, modules, staging. Destroy, idle (the stream drained): memory
- * (frees blocks, destroys the pool), modules, completion (final
- * retirements, events), pinned, staging, then stream and context. Destroy
- * after a fault: each subsystem releases only what is provably idle and
- * keeps the rest with its bookkeeping, and the whole state is quarantined.
- * No subsystem's memory is freed here. */
+ * Create: slot, primary context and stream, then memory (the pool), pinned,
+ * completion, modules, staging; the context reference, stream, pool and
+ * staging come from a destroyed runtime's spare parts when there are some
+ * (spare.c). Destroy, idle (the stream drained): memory (frees blocks;
+ * the pool is trimmed and kept), modules, completion (final retirements,
+ * events), pinned; then context reference, stream, pool and staging become
+ * spare parts, or are released when the spares are full. Destroy after a
+ * fault: each subsystem releases only what is provably idle and keeps the
+ * rest with its bookkeeping, and the whole state is quarantined. No
+ * subsystem's memory is freed here. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include "plugin-cuda/copypool.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
+#include "plugin-cuda/spare.h"
 #include "plugin-cuda/witness.h"
 
 #define DEFAULT_STAGING (64ull << 20)
@@ -120,25 +124,39 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   const t4a__cuda_api *cu = &t4a__be.cu;
   t4a__CUresult r;
   t4a__CUcontext saved = NULL;
-  if ((r = cu->cuDevicePrimaryCtxRetain(&rt->ctx, rt->dev)) != T4A__CUDA_SUCCESS) {
+  t4a__spare sp;
+  bool warm = t4a__spare_take(ordinal, o.staging_bytes, &sp);
+  if (warm) { /* a destroyed runtime's parts: context reference, stream, pool, staging */
+    rt->ctx = sp.ctx;
+    rt->stream = sp.stream;
+  } else if ((r = cu->cuDevicePrimaryCtxRetain(&rt->ctx, rt->dev)) != T4A__CUDA_SUCCESS) {
     rc = t4a__cu_fail(r,
                       "runtime_create: cuDevicePrimaryCtxRetain failed on device %d; check "
                       "that the device is not in exclusive use",
                       (int)ordinal);
     goto fail_slot;
   }
-  if ((rc = t4a__ctx_enter(rt, &saved)))
-    goto fail_ctx;
-  if ((r = cu->cuStreamCreate(&rt->stream, T4A__CU_STREAM_NON_BLOCKING)) != T4A__CUDA_SUCCESS) {
+  if ((rc = t4a__ctx_enter(rt, &saved))) {
+    if (warm) {
+      t4a__staging_release(&sp.stage);
+      cu->cuMemPoolDestroy(sp.pool);
+    }
+    goto fail_stream;
+  }
+  if (!warm &&
+      (r = cu->cuStreamCreate(&rt->stream, T4A__CU_STREAM_NON_BLOCKING)) != T4A__CUDA_SUCCESS) {
     rc = t4a__cu_fail(r, "runtime_create: cuStreamCreate failed; free resources and retry");
     goto fail_enter;
   }
-  if ((rc = t4a__memory_init(rt)))
-    goto fail_stream;
+  if ((rc = t4a__memory_init(rt, warm ? sp.pool : NULL, warm ? sp.pool_access : 0))) {
+    if (warm)
+      t4a__staging_release(&sp.stage);
+    goto fail_enter;
+  }
   t4a__pinned_init(rt);
   t4a__completion_init(rt);
   t4a__modules_init(rt);
-  if ((rc = t4a__staging_init(rt)))
+  if ((rc = t4a__staging_init(rt, warm ? &sp.stage : NULL)))
     goto fail_memory;
   t4a__ctx_leave(rt, saved);
   rt->gen = t4a__gen_next(rt->gen);
@@ -149,19 +167,20 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   t4a__rt_unlock(rt);
   if (t4a__be.device_count > 1)
     enable_peers(ordinal, ctx);
-  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u created on device %d", rt->index, (int)ordinal);
+  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u created on device %d%s", rt->index, (int)ordinal,
+           warm ? " (from a destroyed runtime's parts)" : "");
   return T4A_OK;
 
 fail_memory: /* nothing was enqueued: everything is idle */
   t4a__modules_fini(rt, true);
   t4a__completion_fini(rt, true);
   t4a__pinned_fini(rt, true);
-  t4a__memory_fini(rt, true);
-fail_stream:
-  cu->cuStreamDestroy(rt->stream);
+  t4a__memory_fini(rt, true, false);
 fail_enter:
   t4a__ctx_leave(rt, saved);
-fail_ctx:
+fail_stream:
+  if (rt->stream)
+    cu->cuStreamDestroy(rt->stream);
   cu->cuDevicePrimaryCtxRelease(rt->dev);
 fail_slot:
   rt->reserved = false;
@@ -229,18 +248,35 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   }
   int fault = rt->fault, failure = rc;
   t4a__witness_finalise(rt, idle ? T4A_OK : T4A_EDEVICEFAULT);
-  t4a__memory_fini(rt, idle);
+  uint64_t pool_access = rt->mem.pool_access;
+  t4a__CUmemoryPool pool = t4a__memory_fini(rt, idle, idle);
   t4a__modules_fini(rt, idle);
   bool events_kept = t4a__completion_fini(rt, idle);
   t4a__pinned_fini(rt, idle);
-  t4a__staging_fini(rt, idle);
-  if (idle)
-    t4a__released(rt, cu->cuStreamDestroy(rt->stream), rt->stream, "cuStreamDestroy");
+  /* an idle runtime whose releases all succeeded leaves its parts for the
+   * next runtime_create on this device (spare.c) */
+  bool spared = false;
+  if (pool && !rt->release_r && !events_kept) {
+    t4a__spare sp = {rt->ordinal,          rt->dev, rt->ctx, rt->stream, pool, pool_access,
+                     t4a__staging_take(rt)};
+    spared = t4a__spare_give(&sp);
+    if (!spared) {
+      rt->stage = sp.stage; /* released below, like any other */
+      t4a__released(rt, cu->cuMemPoolDestroy(pool), pool, "cuMemPoolDestroy");
+    }
+  } else if (pool) {
+    t4a__released(rt, cu->cuMemPoolDestroy(pool), pool, "cuMemPoolDestroy");
+  }
+  if (!spared) {
+    t4a__staging_fini(rt, idle);
+    if (idle)
+      t4a__released(rt, cu->cuStreamDestroy(rt->stream), rt->stream, "cuStreamDestroy");
+  }
   if (saved)
     t4a__ctx_leave(rt, saved);
   if (events_kept)
     t4a__keep(rt->ctx); /* a kept event lives in it */
-  else
+  else if (!spared)
     t4a__released(rt, cu->cuDevicePrimaryCtxRelease(rt->dev), rt->ctx, "cuDevicePrimaryCtxRelease");
   t4a__CUresult release_r = rt->release_r;
   const char *release_what = rt->release_what;

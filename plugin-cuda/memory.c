@@ -63,27 +63,33 @@ static void grant_peers(t4a__runtime *rt) {
   }
 }
 
-int t4a__memory_init(t4a__runtime *rt) {
+int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_access) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   t4a__memory *m = &rt->mem;
   memset(m, 0, sizeof *m);
   t4a__htable_init(&m->bufs, sizeof(t4a__buffer));
-  t4a__CUmemPoolProps props;
-  memset(&props, 0, sizeof props);
-  props.allocType = T4A__CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.handleTypes = T4A__CU_MEM_HANDLE_TYPE_NONE;
-  props.location.type = T4A__CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = rt->ordinal;
-  t4a__CUresult r = cu->cuMemPoolCreate(&m->pool, &props);
-  if (r != T4A__CUDA_SUCCESS)
-    return t4a__cu_fail(r,
-                        "runtime_create: cuMemPoolCreate failed on device %d; free resources "
-                        "and retry",
-                        (int)rt->ordinal);
+  t4a__CUresult r;
+  if (pool) { /* an empty, trimmed pool of a destroyed runtime */
+    m->pool = pool;
+    m->pool_access = pool_access;
+  } else {
+    t4a__CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = T4A__CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = T4A__CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = T4A__CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = rt->ordinal;
+    if ((r = cu->cuMemPoolCreate(&m->pool, &props)) != T4A__CUDA_SUCCESS)
+      return t4a__cu_fail(r,
+                          "runtime_create: cuMemPoolCreate failed on device %d; free resources "
+                          "and retry",
+                          (int)rt->ordinal);
+  }
   uint64_t threshold = rt->opts.pool_release_threshold;
   if ((r = cu->cuMemPoolSetAttribute(m->pool, T4A__CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                                      &threshold)) != T4A__CUDA_SUCCESS) {
     cu->cuMemPoolDestroy(m->pool);
+    m->pool = NULL;
     return t4a__cu_fail(r, "runtime_create: setting the pool's release threshold failed; check "
                            "the driver");
   }
@@ -347,11 +353,11 @@ void t4a__memory_wait_readers(t4a__runtime *rt) {
       t4a__buffer_wait_reader(rt, t4a__htable_at(&rt->mem.bufs, i));
 }
 
-void t4a__memory_fini(t4a__runtime *rt, bool idle) {
+t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   t4a__memory *m = &rt->mem;
   if (!idle) /* blocks may still be read or written: keep them, and what lists them */
-    return;
+    return NULL;
   for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
     for (uint32_t i = 0; i < m->bins[cls].count; i++)
       t4a__released(rt, cu->cuMemFreeAsync(m->bins[cls].ptrs[i], rt->stream),
@@ -365,10 +371,16 @@ void t4a__memory_fini(t4a__runtime *rt, bool idle) {
                     "cuMemFreeAsync");
   }
   t4a__released(rt, cu->cuStreamSynchronize(rt->stream), NULL, "cuStreamSynchronize");
-  if (m->pool)
+  t4a__CUmemoryPool kept = NULL;
+  /* a pool handed on must hold no memory: trimmed, and nothing unproven in it */
+  if (keep_pool && m->pool && !m->unproven_blocks && !rt->release_r &&
+      cu->cuMemPoolTrimTo(m->pool, 0) == T4A__CUDA_SUCCESS)
+    kept = m->pool;
+  else if (m->pool)
     t4a__released(rt, cu->cuMemPoolDestroy(m->pool), m->pool, "cuMemPoolDestroy");
   for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
     free(m->bins[cls].ptrs);
   t4a__htable_fini(&m->bufs);
   memset(m, 0, sizeof *m);
+  return kept;
 }

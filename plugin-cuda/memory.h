@@ -43,14 +43,17 @@ typedef struct t4a__memory {
 
 extern const t4a__hkind t4a__buffer_kind;
 
-/* Creates the pool (release threshold from the options) and lets the
- * devices that can reach this one read it. rt's context is current. */
-int t4a__memory_init(t4a__runtime *rt);
+/* Creates the pool, or adopts `pool` (an empty, trimmed pool of a destroyed
+ * runtime on this device, with the devices in pool_access granted), sets
+ * its release threshold from the options and lets the devices that can
+ * reach this one read it. rt's context is current. */
+int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_access);
 
 /* Destroy. Idle: frees every block (cached and live) to the pool, waits for
- * the stream, destroys the pool and frees the bookkeeping. After a fault:
- * keeps everything (quarantine). */
-void t4a__memory_fini(t4a__runtime *rt, bool idle);
+ * the stream and frees the bookkeeping; the pool is trimmed and returned
+ * when `keep_pool` (and it provably holds nothing), else destroyed (NULL
+ * returned). After a fault: keeps everything (quarantine), returns NULL. */
+t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool);
 
 /* Validates a buffer handle of rt; T4A_EHANDLE naming `what` otherwise. */
 int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out);

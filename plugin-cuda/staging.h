@@ -19,17 +19,27 @@ typedef struct t4a__chunk {
 typedef struct t4a__staging {
   char *base; /* one pinned allocation of `bytes` */
   uint64_t bytes, chunk_bytes;
-  uint32_t count, next; /* chunks, and the next to use (round robin) */
+  uint32_t count, next;        /* chunks, and the next to use (round robin) */
+  uint32_t ring;               /* chunks copies cycle through: the first `ring` (<= count) */
+  bool stream_h2d, stream_d2h; /* non-temporal stores into / out of staging */
   t4a__chunk *chunks;
   uint64_t peak_bytes;
 } t4a__staging;
 
-/* Pins the staging (rt->opts.staging_bytes) and creates its events. */
-int t4a__staging_init(t4a__runtime *rt);
+/* Pins the staging (rt->opts.staging_bytes) and creates its events, or
+ * adopts `spare` (an idle staging of a destroyed runtime, may be NULL) when
+ * its layout is the one wanted; a spare of another layout is released. */
+int t4a__staging_init(t4a__runtime *rt, t4a__staging *spare);
 
 /* Destroy: idle releases the events and the pinned block; after a fault
  * they are kept (a DMA may still use the block). */
 void t4a__staging_fini(t4a__runtime *rt, bool idle);
+
+/* Destroy, idle, instead of fini: hands the staging over for reuse. */
+t4a__staging t4a__staging_take(t4a__runtime *rt);
+
+/* Releases a staging owned by no runtime (what fails is kept). */
+void t4a__staging_release(t4a__staging *s);
 
 /* Pageable copies through the staging; rt's context is current. */
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes);

@@ -39,6 +39,10 @@ static void setup(void) {
   controls();
 }
 
+/* Unloads the plugin (it releases the spare parts destroyed runtimes left
+ * for the next runtime_create), then checks that nothing is alive. */
+static void close_and_assert_nothing_live(void);
+
 static void assert_nothing_live(void) {
   static const char *const kinds[] = {"device", "host", "stream", "event", "pool", "module"};
   for (int i = 0; i < 6; i++)
@@ -46,6 +50,17 @@ static void assert_nothing_live(void) {
                   (unsigned long long)live(kinds[i]), kinds[i]);
   ck_assert_uint_eq(guards(), 0);
   ck_assert_uint_eq(oob(), 0);
+}
+
+static void close_and_assert_nothing_live(void) {
+  t4a_gpu_close(B);
+  B = NULL;
+  assert_nothing_live();
+}
+
+static void reopen(void) {
+  B = t4a_test_open_cuda(&T);
+  RT_OK(T->init());
 }
 
 /* A bit of everything on one runtime. */
@@ -84,12 +99,22 @@ START_TEST(every_driver_object_is_released_once) {
   ck_assert_uint_gt(live("stream"), 0);
   for (int i = 0; i < 3; i++)
     RT_OK(T->runtime_destroy(r[i], T4A_WAIT_FOREVER));
-  assert_nothing_live();
-  /* slots are reused with new generations */
+  /* what is left is exactly the spare parts of the three (spare.c): one
+   * stream, one empty pool and one staging block each, nothing else */
+  ck_assert_uint_eq(live("stream"), 3);
+  ck_assert_uint_eq(live("pool"), 3);
+  ck_assert_uint_eq(live("host"), 3);
+  ck_assert_uint_eq(live("device"), 0);
+  ck_assert_uint_eq(live("module"), 0);
+  /* slots are reused with new generations; the parts are reused, not made */
+  uint64_t streams = calls("cuStreamCreate"), pins = calls("cuMemHostAlloc");
   t4a_runtime again = rt_create();
+  ck_assert_uint_eq(calls("cuStreamCreate"), streams);
+  ck_assert_uint_eq(calls("cuMemHostAlloc"), pins);
   ck_assert(again.bits != r[0].bits && again.bits != r[1].bits && again.bits != r[2].bits);
+  workload(again, t4a_test_seed() + 7);
   RT_OK(T->runtime_destroy(again, T4A_WAIT_FOREVER));
-  assert_nothing_live();
+  close_and_assert_nothing_live();
 }
 END_TEST
 
@@ -160,7 +185,8 @@ START_TEST(injected_failures_are_typed_and_recoverable) {
   void *p;
   RT_EXPECT(T->host_alloc(rt, 4096, 0, &h, &p), T4A_ENOMEM);
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
-  assert_nothing_live();
+  close_and_assert_nothing_live();
+  reopen(); /* no spare parts now: creation makes every part */
   /* a failure inside runtime_create leaves nothing behind */
   const char *steps[] = {"cuDevicePrimaryCtxRetain", "cuStreamCreate", "cuMemPoolCreate",
                          "cuMemPoolSetAttribute",    "cuMemHostAlloc", "cuEventCreate"};
@@ -171,7 +197,16 @@ START_TEST(injected_failures_are_typed_and_recoverable) {
   }
   rt = rt_create();
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
-  assert_nothing_live();
+  /* ... and so does one failing while it reuses a destroyed runtime's
+   * spare parts: they are released, not lost */
+  const char *warm_steps[] = {"cuCtxGetCurrent", "cuMemPoolSetAttribute"};
+  for (size_t i = 0; i < sizeof warm_steps / sizeof warm_steps[0]; i++) {
+    rt = rt_create(); /* leaves spare parts behind */
+    RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+    inject(warm_steps[i], 1, 999);
+    RT_EXPECT(T->runtime_create(0, NULL, &rt), T4A_EDRIVER);
+  }
+  close_and_assert_nothing_live();
 }
 END_TEST
 

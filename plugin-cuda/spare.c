@@ -1,0 +1,105 @@
+/* plugin-cuda/spare.c -- parts of destroyed runtimes kept for reuse (see
+ * spare.h).
+ *
+ * Why: runtime_create pins its staging with cuMemHostAlloc (tens of
+ * milliseconds for 64 MiB on an H200 host) and, when no other runtime holds
+ * the device's primary context, creates the context again (hundreds of
+ * milliseconds). A consumer that creates a runtime per test, per request or
+ * per thread would pay that every time. The parts of an idle destroyed
+ * runtime are clean: its stream drained, its pool holds no allocation (and
+ * is trimmed to hold no memory), its staging chunks are idle. They carry no
+ * data and no counters, so a new runtime built from them is
+ * indistinguishable from a fresh one.
+ *
+ * Released from an exit handler (atexit from a loaded plugin runs at
+ * dlclose, after the plugin's destructors, and at process exit before any
+ * destructor, in both cases before the driver library's own teardown), not
+ * from a destructor (at exit destructors run after the driver's). So the
+ * release needs nothing the plugin's destructors free: a spare carries its
+ * CUdevice and the driver's entry points stay valid. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "plugin-cuda/spare.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static t4a__spare *spares;
+static uint32_t count, cap;
+static uint64_t staging_bytes;
+static bool handler;
+
+/* T4A_RUNTIME_SPARES=0 keeps no spares (a knob for measuring cold
+ * creation, and for consumers who want every destroy to release at once). */
+static bool enabled(void) {
+  const char *v = t4a__getenv("T4A_RUNTIME_SPARES");
+  return !(v && strcmp(v, "0") == 0);
+}
+
+bool t4a__spare_take(int32_t ordinal, uint64_t bytes, t4a__spare *out) {
+  pthread_mutex_lock(&lock);
+  int64_t best = -1;
+  for (uint32_t i = 0; i < count; i++)
+    if (spares[i].ordinal == ordinal &&
+        (best < 0 || (spares[i].stage.bytes == bytes && spares[best].stage.bytes != bytes)))
+      best = i;
+  if (best >= 0) {
+    *out = spares[best];
+    staging_bytes -= out->stage.bytes;
+    spares[best] = spares[--count];
+  }
+  pthread_mutex_unlock(&lock);
+  return best >= 0;
+}
+
+/* Releases a spare's parts; what fails to release is kept reachable. */
+static void release(t4a__spare *s) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__staging_release(&s->stage);
+  if (cu->cuStreamDestroy(s->stream) != T4A__CUDA_SUCCESS ||
+      cu->cuMemPoolDestroy(s->pool) != T4A__CUDA_SUCCESS ||
+      cu->cuDevicePrimaryCtxRelease(s->dev) != T4A__CUDA_SUCCESS)
+    t4a__log(T4A__LOG_WARN, "cuda", "releasing a spare runtime's parts on device %d failed",
+             (int)s->ordinal);
+}
+
+static void release_all(void) {
+  pthread_mutex_lock(&lock);
+  for (uint32_t i = 0; i < count; i++)
+    release(&spares[i]);
+  free(spares);
+  spares = NULL;
+  count = cap = 0;
+  staging_bytes = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+bool t4a__spare_give(const t4a__spare *s) {
+  pthread_mutex_lock(&lock);
+  uint32_t same = 0;
+  for (uint32_t i = 0; i < count; i++)
+    same += spares[i].ordinal == s->ordinal;
+  bool keep = enabled() && same < T4A__SPARES_PER_DEVICE &&
+              staging_bytes + s->stage.bytes <= T4A__SPARE_STAGING_BYTES;
+  if (keep && count == cap) {
+    uint32_t n = cap ? cap * 2 : 8;
+    t4a__spare *p = realloc(spares, n * sizeof *p);
+    keep = p != NULL;
+    if (p) {
+      spares = p;
+      cap = n;
+    }
+  }
+  if (keep && !handler)
+    handler = keep = atexit(release_all) == 0;
+  if (keep) {
+    spares[count++] = *s;
+    staging_bytes += s->stage.bytes;
+  }
+  pthread_mutex_unlock(&lock);
+  return keep;
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# tests/cpu/test_layering.sh -- the structure docs/design.md ("Layout")
+# promises, measured on the built objects:
+#  (a) no call loop among the files of plugin-cuda/, of the loader library,
+#      or of the t4a-gpu program: every call between two files goes one way
+#      (nm gives each object's defined and undefined symbols; tsort finds
+#      loops);
+#  (b) no C source of those folders or common/ over 600 lines (tests and
+#      generated files aside): a file that grows past it wants splitting.
+# Skips (77) when nm or tsort is missing.
+b=${T4A_TEST_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+s=${T4A_TEST_SRCDIR:-$b}
+NM=${NM:-nm}
+command -v "$NM" >/dev/null 2>&1 && command -v tsort >/dev/null 2>&1 ||
+  { echo "SKIP: nm or tsort not found"; exit 77; }
+fail=0
+
+# "caller callee" lines for the objects given: file names without the
+# libtool/automake prefixes.
+edges() {
+  for o in "$@"; do
+    f=$(basename "$o" .o); f=${f#*-}
+    "$NM" "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ {print "D", f, $3} $1 == "U" {print "U", f, $2}'
+  done | awk '$1 == "D" {def[$3] = $2; next} {use[NR] = $2 " " $3}
+              END {for (i in use) {split(use[i], a, " "); if ((a[2] in def) && def[a[2]] != a[1])
+                                     print a[1], def[a[2]]}}' | sort -u
+}
+
+check() { # group name, objects...
+  name=$1; shift
+  [ -e "$1" ] || { echo "FAIL: $name: no objects ($1); build first"; fail=1; return; }
+  e=$(edges "$@")
+  echo "$name: $(echo "$e" | grep -c .) calls between files"
+  if ! echo "$e" | tsort >/dev/null 2>"${TMPDIR:-/tmp}/t4a-tsort.$$"; then
+    echo "FAIL: $name: files call each other in a loop:"
+    cat "${TMPDIR:-/tmp}/t4a-tsort.$$"
+    fail=1
+  fi
+  rm -f "${TMPDIR:-/tmp}/t4a-tsort.$$"
+}
+
+check plugin-cuda "$b"/plugin-cuda/.libs/libt4a_cuda_la-*.o
+check loader "$b"/loader/.libs/libt4a_gpu_core_la-*.o
+check t4a-gpu "$b"/tools/t4a_gpu-*.o
+
+for f in "$s"/common/*.c "$s"/loader/*.c "$s"/plugin-cuda/*.c "$s"/tools/*.c; do
+  [ -f "$f" ] || continue
+  n=$(wc -l < "$f")
+  [ "$n" -le 600 ] || { echo "FAIL: ${f#"$s"/} has $n lines (over 600): split it by concern"; fail=1; }
+done
+[ $fail -eq 0 ] && echo "layering: no call loops, no oversized sources"
+exit $fail
