@@ -143,27 +143,33 @@ void t4a__staging_fini(t4a__runtime *rt, bool idle) {
 
 t4a__staging t4a__staging_take(t4a__runtime *rt) {
   t4a__staging s = rt->stage;
-  for (uint32_t i = 0; i < s.count; i++)
-    s.chunks[i].busy = false; /* the stream drained: every chunk's DMA is done */
+  for (uint32_t i = 0; i < s.count; i++) /* the stream drained: every chunk's DMA is done */
+    s.chunks[i].busy = s.chunks[i].unsynced = false;
+  s.fill = 0;
   memset(&rt->stage, 0, sizeof rt->stage);
   return s;
 }
 
-/* Waits until chunk c is free. */
+/* Waits until chunk c is free: its last DMA completed. */
 static int chunk_acquire(t4a__runtime *rt, t4a__chunk *c) {
-  if (!c->busy)
-    return T4A_OK;
-  t4a__CUresult r = t4a__be.cu.cuEventSynchronize(c->ev);
+  t4a__CUresult r = T4A__CUDA_SUCCESS;
+  if (c->unsynced) /* its event could not be recorded: wait for the whole stream */
+    r = t4a__be.cu.cuStreamSynchronize(rt->stream);
+  else if (c->busy)
+    r = t4a__be.cu.cuEventSynchronize(c->ev);
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r, "staged copy: waiting for a staging chunk failed");
-  c->busy = false;
+  c->busy = c->unsynced = false;
   return T4A_OK;
 }
 
+/* After the last DMA that uses chunk c was enqueued. */
 static int chunk_record(t4a__runtime *rt, t4a__chunk *c) {
   t4a__CUresult r = t4a__be.cu.cuEventRecord(c->ev, rt->stream);
-  if (r != T4A__CUDA_SUCCESS)
+  if (r != T4A__CUDA_SUCCESS) {
+    c->unsynced = true; /* a DMA may still use it: its next user waits for the stream */
     return t4a__rt_cu_fail(rt, r, "staged copy: cuEventRecord failed");
+  }
   c->busy = true;
   rt->c.staging_events_recorded++;
   return T4A_OK;
@@ -172,13 +178,34 @@ static int chunk_record(t4a__runtime *rt, t4a__chunk *c) {
 /* Tracks the most staging in flight at once. */
 static void note_in_use(t4a__runtime *rt) {
   t4a__staging *s = &rt->stage;
-  uint64_t busy = 0;
+  uint64_t busy = s->fill ? s->chunk_bytes : 0;
   for (uint32_t i = 0; i < s->count; i++)
-    busy += s->chunks[i].busy ? s->chunk_bytes : 0;
+    busy += s->chunks[i].busy && !(s->fill && i == s->next) ? s->chunk_bytes : 0;
   if (busy > s->peak_bytes)
     s->peak_bytes = busy;
 }
 
+/* Closes the chunk host-to-device copies are filling: one event after all
+ * the DMAs out of it, then on to the next chunk. Every other use of the
+ * staging closes it first. */
+static int close_fill(t4a__runtime *rt) {
+  t4a__staging *s = &rt->stage;
+  if (!s->fill)
+    return T4A_OK;
+  t4a__chunk *c = &s->chunks[s->next];
+  s->fill = 0;
+  s->next = (s->next + 1) % s->ring;
+  return chunk_record(rt, c);
+}
+
+#define FILL_ALIGN 64u /* pieces in one chunk start on their own cache line */
+
+/* Host-to-device copies fill chunks: a copy takes the rest of the current
+ * chunk, and the chunk's event is recorded once, when it is full (or
+ * another use of the staging closes it), not after every copy: a stream of
+ * small copies costs one DMA call each and no event calls. A large copy
+ * fills whole chunks, each closed when full, so its DMAs overlap the
+ * memcpy of the next chunk. */
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__staging *s = &rt->stage;
   if (!s->count || !s->chunk_bytes)
@@ -186,21 +213,49 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
   const char *from = src;
   for (uint64_t off = 0; off < bytes;) {
     t4a__chunk *c = &s->chunks[s->next];
-    s->next = (s->next + 1) % s->ring;
-    int rc = chunk_acquire(rt, c);
-    if (rc)
+    int rc;
+    if (!s->fill && (rc = chunk_acquire(rt, c)))
       return rc;
-    uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
-    t4a__parallel_memcpy(c->ptr, from + off, (size_t)n, rt->opts.copy_threads, s->stream_h2d);
-    t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst + off, c->ptr, (size_t)n, rt->stream);
+    uint64_t room = s->chunk_bytes - s->fill;
+    uint64_t n = bytes - off < room ? bytes - off : room;
+    char *piece = c->ptr + s->fill;
+    t4a__parallel_memcpy(piece, from + off, (size_t)n, rt->opts.copy_threads, s->stream_h2d);
+    t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst + off, piece, (size_t)n, rt->stream);
     if (r != T4A__CUDA_SUCCESS)
       return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
                              (unsigned long long)n);
-    if ((rc = chunk_record(rt, c)))
-      return rc;
+    uint64_t used = (n + FILL_ALIGN - 1) & ~(uint64_t)(FILL_ALIGN - 1);
+    s->fill = used < room ? s->fill + used : s->chunk_bytes;
     note_in_use(rt);
+    if (s->fill == s->chunk_bytes && (rc = close_fill(rt)))
+      return rc;
     off += n;
   }
+  return T4A_OK;
+}
+
+/* A device-to-host copy of at most one chunk: the DMA, one wait for the
+ * stream (which the copy must wait for anyway), the memcpy out; no event,
+ * and the chunk is idle again on return. */
+static int staged_d2h_one(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes) {
+  t4a__staging *s = &rt->stage;
+  t4a__chunk *c = &s->chunks[s->next];
+  int rc = chunk_acquire(rt, c);
+  if (rc)
+    return rc;
+  t4a__CUresult r = t4a__be.cu.cuMemcpyDtoHAsync(c->ptr, src, (size_t)bytes, rt->stream);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "copy_d2h: cuMemcpyDtoHAsync of %llu bytes failed",
+                           (unsigned long long)bytes);
+  c->busy = true; /* in use until the wait below (counted by note_in_use) */
+  note_in_use(rt);
+  if ((r = t4a__be.cu.cuStreamSynchronize(rt->stream)) != T4A__CUDA_SUCCESS) {
+    c->unsynced = true;
+    return t4a__rt_cu_fail(rt, r, "copy_d2h: the runtime's work failed");
+  }
+  c->busy = false;
+  t4a__parallel_memcpy(dst, c->ptr, (size_t)bytes, rt->opts.copy_threads, s->stream_d2h);
+  s->next = (s->next + 1) % s->ring;
   return T4A_OK;
 }
 
@@ -208,11 +263,15 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   t4a__staging *s = &rt->stage;
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_d2h: the runtime has no staging; recreate it");
+  int rc = close_fill(rt);
+  if (rc)
+    return rc;
+  if (bytes <= s->chunk_bytes)
+    return staged_d2h_one(rt, dst, src, bytes);
   char *to = dst;
   uint64_t pieces = (bytes + s->chunk_bytes - 1) / s->chunk_bytes;
   uint64_t issued = 0, done = 0;
   uint32_t first = s->next; /* piece i uses chunk (first + i) % ring */
-  int rc = T4A_OK;
   while (done < pieces) {
     while (issued < pieces && issued - done < s->ring) {
       t4a__chunk *c = &s->chunks[(first + issued) % s->ring];
@@ -248,7 +307,7 @@ int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_from_peer_via_host: no staging; recreate the runtime");
   t4a__event *last = NULL;
-  int rc = T4A_OK;
+  int rc = close_fill(dst);
   for (uint64_t off = 0; off < bytes && rc == T4A_OK;) {
     t4a__chunk *c = &s->chunks[s->next];
     s->next = (s->next + 1) % s->ring;

@@ -13,7 +13,8 @@ typedef struct t4a__runtime t4a__runtime;
 typedef struct t4a__chunk {
   char *ptr;
   t4a__CUevent ev;
-  bool busy; /* a copy was recorded on ev and not yet seen complete */
+  bool busy;     /* a copy was recorded on ev and not yet seen complete */
+  bool unsynced; /* a copy uses it but ev could not be recorded: wait for the stream */
 } t4a__chunk;
 
 typedef struct t4a__staging {
@@ -21,6 +22,7 @@ typedef struct t4a__staging {
   uint64_t bytes, chunk_bytes;
   uint32_t count, next;        /* chunks, and the next to use (round robin) */
   uint32_t ring;               /* chunks copies cycle through: the first `ring` (<= count) */
+  uint64_t fill;               /* bytes of chunk `next` host-to-device copies use; 0 = none */
   bool stream_h2d, stream_d2h; /* non-temporal stores into / out of staging */
   t4a__chunk *chunks;
   uint64_t peak_bytes;

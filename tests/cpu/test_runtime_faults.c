@@ -290,6 +290,41 @@ START_TEST(cross_wait_survives_a_faulted_source_destroyed_meanwhile) {
 }
 END_TEST
 
+static void *open_gate_later(void *arg) {
+  struct timespec ts = {0, 200 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  rt_gate_open(arg);
+  return NULL;
+}
+
+/* A staging chunk whose event cannot be recorded still has a DMA pending:
+ * its next user must wait for the stream, not reuse it at once. */
+START_TEST(a_chunk_whose_event_failed_is_not_reused_early) {
+  t4a_runtime rt = rt_create_with(1 * MiB, 0); /* two chunks of 512 KiB */
+  const uint64_t n = 512 * 1024;
+  unsigned char *src = malloc(3 * n), *back = malloc(3 * n);
+  t4a_test_fill_random(src, 3 * n, t4a_test_seed());
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, 3 * n, &d));
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  inject("cuEventRecord", 1, 999); /* closing the first chunk */
+  RT_EXPECT(T->copy_h2d(rt, d, 0, src, n), T4A_EDRIVER);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, open_gate_later, &g), 0);
+  /* the third piece reuses the first chunk: only after the stream drained */
+  RT_OK(T->copy_h2d(rt, d, n, src + n, 2 * n));
+  pthread_join(th, NULL);
+  memset(back, 0xee, 3 * n);
+  RT_OK(T->copy_d2h(rt, back, d, 0, 3 * n));
+  ck_assert(memcmp(src, back, 3 * n) == 0); /* the failed call's DMA ran too */
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(src);
+  free(back);
+}
+END_TEST
+
 int main(void) {
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   Suite *s = suite_create("runtime-faults");
@@ -300,6 +335,7 @@ int main(void) {
   tcase_add_test(tc, device_fault_is_sticky_and_quarantines);
   tcase_add_test(tc, injected_failures_are_typed_and_recoverable);
   tcase_add_test(tc, cross_wait_survives_a_faulted_source_destroyed_meanwhile);
+  tcase_add_test(tc, a_chunk_whose_event_failed_is_not_reused_early);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }

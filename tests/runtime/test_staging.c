@@ -1,0 +1,182 @@
+/* tests/runtime/test_staging.c -- how pageable copies use the staging, and
+ * how runtimes reuse a destroyed runtime's parts (both lanes):
+ *  - small host-to-device copies fill a chunk and record its event once, and
+ *    a filled chunk is never reused before its DMAs ran (a gate holds the
+ *    stream while copies wrap around the staging several times);
+ *  - one-chunk device-to-host copies record no event;
+ *  - a runtime made from a destroyed runtime's spare parts is a fresh
+ *    runtime: its own counters, empty caches, exact data. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/runtime/rtutil.h"
+
+#define KiB (1ull << 10)
+#define MiB (1ull << 20)
+
+START_TEST(small_h2d_copies_share_a_chunk_and_its_event) {
+  t4a_runtime rt = rt_create_with(1 * MiB, 0); /* two chunks of 512 KiB */
+  enum { N = 400 };
+  uint64_t seed = t4a_test_seed();
+  unsigned char *src = malloc(N * KiB), *back = malloc(N * KiB);
+  t4a_test_fill_random(src, N * KiB, seed);
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, N * KiB, &d));
+  t4a_runtime_counters before = rt_counters(rt);
+  /* sizes 1..1024 bytes at every offset pattern: pieces of one chunk */
+  uint64_t off = 0;
+  for (int i = 0; off < N * KiB; i++) {
+    uint64_t n = 1 + (uint64_t)(i * 37) % KiB;
+    if (n > N * KiB - off)
+      n = N * KiB - off;
+    RT_OK(T->copy_h2d(rt, d, off, src + off, n));
+    off += n;
+  }
+  t4a_runtime_counters after = rt_counters(rt);
+  uint64_t copies = after.copies_h2d_pageable - before.copies_h2d_pageable;
+  uint64_t events = after.staging_events_recorded - before.staging_events_recorded;
+  /* one event per filled chunk (pieces take whole cache lines), not per copy */
+  ck_assert_uint_ge(copies, 700);
+  ck_assert_msg(events <= (copies * 64 + N * KiB) / (512 * KiB) + 1,
+                "%llu staging events for %llu small copies", (unsigned long long)events,
+                (unsigned long long)copies);
+  memset(back, 0xee, N * KiB);
+  RT_OK(T->copy_d2h(rt, back, d, 0, N * KiB));
+  ck_assert(memcmp(src, back, N * KiB) == 0);
+  RT_OK(T->buffer_free(rt, d));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(src);
+  free(back);
+}
+END_TEST
+
+START_TEST(one_chunk_d2h_copies_record_no_event) {
+  t4a_runtime rt = rt_create_with(1 * MiB, 0);
+  unsigned char src[3000], back[3000];
+  t4a_test_fill_random(src, sizeof src, t4a_test_seed());
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, sizeof src, &d));
+  RT_OK(T->copy_h2d(rt, d, 0, src, sizeof src));
+  t4a_runtime_counters before = rt_counters(rt);
+  for (size_t n = 1; n <= sizeof src; n += 299) {
+    memset(back, 0xee, sizeof back);
+    RT_OK(T->copy_d2h(rt, back, d, sizeof src - n, n));
+    ck_assert(memcmp(back, src + sizeof src - n, n) == 0);
+    if (n < sizeof back)
+      ck_assert_uint_eq(back[n], 0xee); /* nothing written past the end */
+  }
+  t4a_runtime_counters after = rt_counters(rt);
+  /* closing the chunk the H2D copy filled is the only event */
+  ck_assert_uint_eq(after.staging_events_recorded - before.staging_events_recorded, 1);
+  ck_assert_uint_eq(after.copies_d2h_pageable - before.copies_d2h_pageable, 11);
+  RT_OK(T->buffer_free(rt, d));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+typedef struct opener {
+  rt_gate *gate;
+  int delay_ms;
+} opener;
+
+static void *open_later(void *arg) {
+  opener *o = arg;
+  struct timespec ts = {0, o->delay_ms * 1000000L};
+  nanosleep(&ts, NULL);
+  rt_gate_open(o->gate);
+  return NULL;
+}
+
+START_TEST(filled_chunks_wait_for_their_dmas) {
+  /* A gate holds the stream, so no DMA runs while the copies are issued;
+   * 5 MiB of small copies wrap the 1 MiB staging five times: a chunk reused
+   * before its DMAs ran would corrupt the earlier copies' data. */
+  t4a_runtime rt = rt_create_with(1 * MiB, 0);
+  const uint64_t total = 5 * MiB;
+  unsigned char *src = malloc(total), *back = malloc(total);
+  t4a_test_fill_random(src, total, t4a_test_seed());
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, total, &d));
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  opener o = {&g, 200};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, open_later, &o), 0);
+  for (uint64_t off = 0; off < total;) {
+    uint64_t n = 3 * KiB + off % 5000;
+    n = n < total - off ? n : total - off;
+    RT_OK(T->copy_h2d(rt, d, off, src + off, n)); /* blocks on a full ring until the gate opens */
+    off += n;
+  }
+  pthread_join(th, NULL);
+  memset(back, 0xee, total);
+  RT_OK(T->copy_d2h(rt, back, d, 0, total));
+  ck_assert(memcmp(src, back, total) == 0);
+  t4a_runtime_counters c = rt_counters(rt);
+  ck_assert_uint_le(c.staging_peak_bytes, c.staging_bytes);
+  rt_gate_free(&g);
+  RT_OK(T->buffer_free(rt, d));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(src);
+  free(back);
+}
+END_TEST
+
+START_TEST(runtimes_from_spare_parts_are_fresh) {
+  uint64_t seed = t4a_test_seed();
+  for (int round = 0; round < 4; round++) {
+    /* the first round makes parts, the others reuse them (or make them,
+     * when another test process holds the device's spares: same result) */
+    t4a_runtime rt = round % 2 ? rt_create_with(1 * MiB, 0) : rt_create();
+    t4a_runtime_counters c = rt_counters(rt);
+    ck_assert_uint_eq(c.launches + c.copies_h2d_pageable + c.seals + c.cache_hits, 0);
+    ck_assert_uint_eq(c.staging_bytes, round % 2 ? 1 * MiB : 64 * MiB);
+    ck_assert_uint_eq(c.staging_peak_bytes, 0);
+    t4a_cache_stats s = rt_cache(rt);
+    ck_assert_uint_eq(s.entries + s.bytes + s.pinned_entries, 0);
+    const uint64_t n = 3 * MiB + 17;
+    unsigned char *src = malloc(n), *back = malloc(n);
+    t4a_test_fill_random(src, n, seed + (uint64_t)round);
+    t4a_buffer d;
+    RT_OK(T->buffer_alloc(rt, n, &d));
+    RT_OK(T->copy_h2d(rt, d, 0, src, n));
+    memset(back, 0xee, n);
+    RT_OK(T->copy_d2h(rt, back, d, 0, n));
+    ck_assert_msg(memcmp(src, back, n) == 0, "round %d", round);
+    free(src);
+    free(back);
+    /* d is left for destroy to release: the next runtime must not see it */
+    RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  }
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("staging");
+  TCase *fill = tcase_create("fill");
+  tcase_set_timeout(fill, 120);
+  tcase_add_checked_fixture(fill, rt_setup, rt_teardown);
+  tcase_add_test(fill, small_h2d_copies_share_a_chunk_and_its_event);
+  tcase_add_test(fill, one_chunk_d2h_copies_record_no_event);
+  tcase_add_test(fill, filled_chunks_wait_for_their_dmas);
+  suite_add_tcase(s, fill);
+  TCase *spare = tcase_create("spare parts");
+  tcase_set_timeout(spare, 120);
+  tcase_add_checked_fixture(spare, rt_setup, rt_teardown);
+  tcase_add_test(spare, runtimes_from_spare_parts_are_fresh);
+  suite_add_tcase(s, spare);
+  return s;
+}
+
+int main(void) {
+#ifdef T4A_TEST_FAKE
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  return t4a_test_run(suite());
+#else
+  return t4a_test_gpu_main(suite(), 1);
+#endif
+}
