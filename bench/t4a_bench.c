@@ -9,6 +9,10 @@
  * and the target from the issue with whether it was met.
  *
  *   t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]
+ *             [--reports host,staging,init | --reports none]
+ *
+ * Without --only, the reports of bench/reports.c follow the cases (all of
+ * them unless --reports names some).
  *
  * The plugin is opened through the loader: $T4A_GPU_BACKEND or "cuda" in
  * the plugin path (run from the build tree with T4A_GPU_BACKEND_PATH set, as
@@ -99,7 +103,8 @@ static void open_raw(void) {
   bench_cu(E.cu.cuDriverGetVersion(&E.driver_version), "cuDriverGetVersion");
 }
 
-static void setup(void) {
+/* The plugin side: the backend and the runtime measured. */
+static void setup_ours_only(void) {
   if (t4a_gpu_open(NULL, &E.backend) != T4A_OK) {
     fprintf(stderr, "t4a_bench: %s\n", t4a_gpu_last_error());
     exit(2);
@@ -111,16 +116,10 @@ static void setup(void) {
   bench_check(E.t->device_info(0, &E.dev), "device_info");
   t4a_runtime_options o = {.struct_size = sizeof o, .copy_threads = g_copy_threads};
   bench_check(E.t->runtime_create(0, &o, &E.rt), "runtime_create");
-  t4a_raw_runtime raw = {.struct_size = sizeof raw};
-  bench_check(E.t->raw_runtime(E.rt, &raw), "raw_runtime");
-  E.ctx = raw.context;
+}
 
-  open_raw();
-  t4a__CUdevice dev;
-  bench_cu(E.cu.cuDeviceGet(&dev, 0), "cuDeviceGet");
-  t4a__CUcontext ctx;
-  bench_cu(E.cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  bench_cu(E.cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+/* The raw side's stream and pool, in the current context. */
+static void raw_stream_and_pool(void) {
   bench_cu(E.cu.cuStreamCreate(&E.stream, T4A__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   t4a__CUmemPoolProps props;
   memset(&props, 0, sizeof props);
@@ -131,6 +130,20 @@ static void setup(void) {
   uint64_t threshold = UINT64_MAX;
   bench_cu(E.cu.cuMemPoolSetAttribute(E.pool, T4A__CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
            "cuMemPoolSetAttribute");
+}
+
+static void setup(void) {
+  setup_ours_only();
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  bench_check(E.t->raw_runtime(E.rt, &raw), "raw_runtime");
+  E.ctx = raw.context;
+  open_raw();
+  t4a__CUdevice dev;
+  bench_cu(E.cu.cuDeviceGet(&dev, 0), "cuDeviceGet");
+  t4a__CUcontext ctx;
+  bench_cu(E.cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  bench_cu(E.cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  raw_stream_and_pool();
 }
 
 /* ---- running a case ------------------------------------------------------------- */
@@ -196,8 +209,35 @@ static const char *target_text(const bench_case *c, char *buf, size_t n) {
   return buf;
 }
 
+/* `--child-init ours|raw`: what a fresh process pays before its first
+ * runtime can work (bench_report_init runs this in a child per sample). */
+static int child_init(const char *side) {
+  double t0 = bench_now();
+  if (strcmp(side, "ours") == 0) {
+    setup_ours_only();
+  } else {
+    open_raw();
+    t4a__CUdevice dev;
+    t4a__CUcontext ctx;
+    bench_cu(E.cu.cuDeviceGet(&dev, 0), "cuDeviceGet");
+    bench_cu(E.cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    bench_cu(E.cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    raw_stream_and_pool();
+    void *staging;
+    bench_cu(E.cu.cuMemHostAlloc(&staging, 64ull << 20, T4A__CU_MEMHOSTALLOC_PORTABLE),
+             "cuMemHostAlloc");
+    t4a__CUevent ev;
+    for (int k = 0; k < 8; k++)
+      bench_cu(E.cu.cuEventCreate(&ev, T4A__CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  }
+  printf("%.9f\n", bench_now() - t0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  const char *json = NULL, *only = NULL;
+  if (argc == 3 && strcmp(argv[1], "--child-init") == 0)
+    return child_init(argv[2]);
+  const char *json = NULL, *only = NULL, *reports = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
       json = argv[++i];
@@ -207,8 +247,11 @@ int main(int argc, char **argv) {
       g_copy_threads = (unsigned)atoi(argv[++i]);
     else if (strcmp(argv[i], "--quick") == 0)
       g_quick = true;
+    else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc)
+      reports = argv[++i];
     else
-      die("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]");
+      die("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N] "
+          "[--reports host,staging,init|none]");
   }
   char cache[] = "/tmp/t4a-bench-cache-XXXXXX"; /* a fresh disk cache, not the user's */
   if (!mkdtemp(cache))
@@ -224,43 +267,52 @@ int main(int argc, char **argv) {
          cpus, date);
   printf("%-34s %12s %12s %12s %12s %7s  %-18s %s\n", "case", "t4a median", "t4a p99", "raw median",
          "raw p99", "ratio", "target", "met");
-  result res[64];
+  result res[96];
   int n = 0;
-  for (const bench_case *c = bench_cases; c->name && n < 64; c++) {
-    if ((only && !strstr(c->name, only)) || E.device_count < c->min_devices)
-      continue;
-    res[n] = run_case(c);
-    char t[48];
-    const char *u = c->bytes ? "GB/s" : "us";
-    printf("%-34s %8.3f %-4s%8.3f %-4s%8.3f %-4s%8.3f %-4s%7.3f  %-18s %s\n", c->name,
-           res[n].ours_median, u, res[n].ours_p99, u, res[n].raw_median, u, res[n].raw_p99, u,
-           res[n].ratio, target_text(c, t, sizeof t), res[n].met ? "yes" : "NO");
-    fflush(stdout);
-    n++;
-  }
-  if (json) {
-    FILE *f = fopen(json, "w");
-    if (!f)
-      die("cannot write the JSON file");
-    fprintf(f,
-            "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"gpu\":\"%s\","
-            "\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cpus\":%ld,\"quick\":%s,\"cases\":[",
-            PACKAGE_VERSION, date, E.dev.name, (int)E.device_count, E.driver_version / 1000,
-            E.driver_version % 1000 / 10, cpus, g_quick ? "true" : "false");
-    for (int i = 0; i < n; i++) {
+  static const bench_case *const tables[] = {bench_cases, bench_lifecycle_cases};
+  for (size_t tb = 0; tb < sizeof tables / sizeof tables[0]; tb++)
+    for (const bench_case *c = tables[tb]; c->name && n < 96; c++) {
+      if ((only && !strstr(c->name, only)) || E.device_count < c->min_devices)
+        continue;
+      res[n] = run_case(c);
       char t[48];
-      const bench_case *c = res[i].c;
-      fprintf(f,
-              "%s\n{\"name\":\"%s\",\"unit\":\"%s\",\"batch\":%d,\"t4a\":{\"median\":%.6g,"
-              "\"p99\":%.6g},\"raw\":{\"median\":%.6g,\"p99\":%.6g},\"ratio\":%.6g,"
-              "\"target\":\"%s\",\"met\":%s}",
-              i ? "," : "", c->name, c->bytes ? "GB/s" : "us", c->batch, res[i].ours_median,
-              res[i].ours_p99, res[i].raw_median, res[i].raw_p99, res[i].ratio,
-              target_text(c, t, sizeof t), res[i].met ? "true" : "false");
+      const char *u = c->bytes ? "GB/s" : "us";
+      printf("%-34s %8.3f %-4s%8.3f %-4s%8.3f %-4s%8.3f %-4s%7.3f  %-18s %s\n", c->name,
+             res[n].ours_median, u, res[n].ours_p99, u, res[n].raw_median, u, res[n].raw_p99, u,
+             res[n].ratio, target_text(c, t, sizeof t), res[n].met ? "yes" : "NO");
+      fflush(stdout);
+      n++;
     }
-    fprintf(f, "\n]}\n");
-    fclose(f);
+  FILE *f = json ? fopen(json, "w") : fopen("/dev/null", "w");
+  if (!f)
+    die("cannot write the JSON file");
+  fprintf(f,
+          "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"gpu\":\"%s\","
+          "\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cpus\":%ld,\"quick\":%s,\"cases\":[",
+          PACKAGE_VERSION, date, E.dev.name, (int)E.device_count, E.driver_version / 1000,
+          E.driver_version % 1000 / 10, cpus, g_quick ? "true" : "false");
+  for (int i = 0; i < n; i++) {
+    char t[48];
+    const bench_case *c = res[i].c;
+    fprintf(f,
+            "%s\n{\"name\":\"%s\",\"unit\":\"%s\",\"size\":%llu,\"batch\":%d,"
+            "\"t4a\":{\"median\":%.6g,\"p99\":%.6g},\"raw\":{\"median\":%.6g,\"p99\":%.6g},"
+            "\"ratio\":%.6g,\"target\":\"%s\",\"met\":%s}",
+            i ? "," : "", c->name, c->bytes ? "GB/s" : "us", (unsigned long long)c->arg, c->batch,
+            res[i].ours_median, res[i].ours_p99, res[i].raw_median, res[i].raw_p99, res[i].ratio,
+            target_text(c, t, sizeof t), res[i].met ? "true" : "false");
   }
+  fprintf(f, "\n]");
+  if (!reports && !only)
+    reports = "host,staging,init";
+  if (reports && strstr(reports, "host"))
+    bench_report_host(f);
+  if (reports && strstr(reports, "staging"))
+    bench_report_staging_sweep(f);
+  if (reports && strstr(reports, "init"))
+    bench_report_init(f, "/proc/self/exe");
+  fprintf(f, "\n}\n");
+  fclose(f);
   bench_check(E.t->compile_cache_clear(T4A_CACHE_DISK), "compile_cache_clear");
   rmdir(cache);
   bench_check(E.t->runtime_destroy(E.rt, T4A_WAIT_FOREVER), "runtime_destroy");

@@ -1,0 +1,221 @@
+/* bench/reports.c -- measurements that are not one operation against its raw
+ * twin:
+ *  - the host's own memory bandwidth (memcpy of 512 MiB, pageable to
+ *    pageable, on 1..16 threads): the limit a staged pageable copy, which
+ *    moves every byte through host memory once more, is measured against;
+ *  - the staging sweep: pageable 512 MiB H2D and D2H for chunk sizes, ring
+ *    depths, copy threads and non-temporal stores (the knobs staging.c
+ *    reads when a runtime is created), so the defaults are chosen from data;
+ *  - init: t4a_gpu_open + init + the first runtime_create in a fresh
+ *    process, against the raw cuInit + primary context + stream, pool and
+ *    pinned staging, each in its own child process. */
+#include "config.h"
+
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define MiB (1ull << 20)
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- host memory bandwidth ----------------------------------------------------- */
+
+typedef struct part {
+  char *dst;
+  const char *src;
+  size_t n;
+} part;
+
+static void *copy_part(void *arg) {
+  part *p = arg;
+  memcpy(p->dst, p->src, p->n);
+  return NULL;
+}
+
+static double host_copy(char *dst, const char *src, size_t n, int threads) {
+  pthread_t th[16];
+  part parts[16];
+  size_t each = (n / (size_t)threads + 63) & ~(size_t)63;
+  double t0 = bench_now();
+  for (int i = 0; i < threads; i++) {
+    size_t off = each * (size_t)i, len = off >= n ? 0 : n - off < each ? n - off : each;
+    parts[i] = (part){dst + off, src + off, len};
+    if (i)
+      pthread_create(&th[i], NULL, copy_part, &parts[i]);
+  }
+  copy_part(&parts[0]);
+  for (int i = 1; i < threads; i++)
+    pthread_join(th[i], NULL);
+  return (double)n / (bench_now() - t0) / 1e9;
+}
+
+void bench_report_host(FILE *json) {
+  const size_t n = 512 * MiB;
+  char *a = malloc(n), *b = malloc(n);
+  memset(a, 1, n);
+  memset(b, 2, n);
+  static const int threads[] = {1, 2, 4, 8, 12, 16};
+  printf("\nhost memcpy 512 MiB, pageable to pageable (median of 7):\n");
+  fprintf(json, ",\n\"host_memcpy\":[");
+  for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+    double v[7];
+    for (int i = 0; i < 7; i++)
+      v[i] = host_copy(b, a, n, threads[t]);
+    double m = median(v, 7);
+    printf("  %2d threads: %6.1f GB/s\n", threads[t], m);
+    fprintf(json, "%s{\"threads\":%d,\"gbps\":%.4g}", t ? "," : "", threads[t], m);
+  }
+  fprintf(json, "]");
+  free(a);
+  free(b);
+}
+
+/* ---- the staging sweep ----------------------------------------------------------- */
+
+typedef struct config {
+  const char *chunk, *ring, *streaming;
+  unsigned threads;
+} config;
+
+static double staged(t4a_runtime rt, t4a_buffer d, unsigned char *host, uint64_t n, bool h2d,
+                     double *p_worst) {
+  double v[9];
+  for (int i = 0; i < 9; i++) {
+    double t0 = bench_now();
+    if (h2d) {
+      bench_check(E.t->copy_h2d(rt, d, 0, host, n), "copy_h2d");
+      t4a_witness w;
+      bench_check(E.t->seal(rt, &w), "seal");
+      bench_check(E.t->witness_wait(w, T4A_WAIT_FOREVER), "witness_wait");
+      bench_check(E.t->witness_release(w), "witness_release");
+    } else {
+      bench_check(E.t->copy_d2h(rt, host, d, 0, n), "copy_d2h");
+    }
+    v[i] = (double)n / (bench_now() - t0) / 1e9;
+  }
+  double m = median(v, 9);
+  *p_worst = v[0]; /* sorted: the slowest of nine */
+  return m;
+}
+
+static void set_knob(const char *name, const char *value) {
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+
+void bench_report_staging_sweep(FILE *json) {
+  const uint64_t n = 512 * MiB;
+  unsigned char *host = malloc(n);
+  for (uint64_t i = 0; i < n; i++)
+    host[i] = (unsigned char)(i * 131 + 7);
+  unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+  static const config configs[] = {
+      {NULL, NULL, NULL, 4},       {NULL, NULL, NULL, 8},      {NULL, NULL, NULL, 12},
+      {NULL, NULL, NULL, 16},      {"1048576", NULL, NULL, 8}, {"2097152", NULL, NULL, 8},
+      {"4194304", NULL, NULL, 8},  {"1048576", "4", NULL, 8},  {"2097152", "2", NULL, 8},
+      {"2097152", "4", NULL, 8},   {"4194304", "2", NULL, 8},  {"4194304", "4", NULL, 8},
+      {NULL, "2", NULL, 8},        {NULL, "4", NULL, 8},       {NULL, NULL, "both", 8},
+      {"2097152", "4", "both", 8}, {NULL, NULL, "none", 8},    {"2097152", "4", NULL, 12},
+      {"2097152", "4", NULL, 16},  {"4194304", "4", NULL, 12},
+  };
+  printf("\nstaging sweep, pageable 512 MiB, default 64 MiB staging (median and worst of 9):\n");
+  printf("  %-9s %-5s %-9s %-7s %18s %18s\n", "chunk", "ring", "streaming", "threads", "H2D GB/s",
+         "D2H GB/s");
+  fprintf(json, ",\n\"staging_sweep\":[");
+  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+    const config *c = &configs[i];
+    if (c->threads > cpus)
+      continue;
+    set_knob("T4A_STAGING_CHUNK", c->chunk);
+    set_knob("T4A_STAGING_RING", c->ring);
+    set_knob("T4A_COPY_STREAMING", c->streaming);
+    t4a_runtime_options o = {.struct_size = sizeof o, .copy_threads = c->threads};
+    t4a_runtime rt;
+    bench_check(E.t->runtime_create(0, &o, &rt), "runtime_create");
+    t4a_buffer d;
+    bench_check(E.t->buffer_alloc(rt, n, &d), "buffer_alloc");
+    double h2d_worst, d2h_worst;
+    double h2d = staged(rt, d, host, n, true, &h2d_worst);
+    double d2h = staged(rt, d, host, n, false, &d2h_worst);
+    printf("  %-9s %-5s %-9s %-7u %8.1f (%6.1f) %8.1f (%6.1f)\n", c->chunk ? c->chunk : "default",
+           c->ring ? c->ring : "all", c->streaming ? c->streaming : "d2h", c->threads, h2d,
+           h2d_worst, d2h, d2h_worst);
+    fflush(stdout);
+    fprintf(json,
+            "%s\n{\"chunk\":\"%s\",\"ring\":\"%s\",\"streaming\":\"%s\",\"threads\":%u,"
+            "\"h2d\":{\"median\":%.4g,\"worst\":%.4g},\"d2h\":{\"median\":%.4g,\"worst\":%.4g}}",
+            i ? "," : "", c->chunk ? c->chunk : "default", c->ring ? c->ring : "all",
+            c->streaming ? c->streaming : "d2h", c->threads, h2d, h2d_worst, d2h, d2h_worst);
+    bench_check(E.t->buffer_free(rt, d), "buffer_free");
+    bench_check(E.t->runtime_destroy(rt, T4A_WAIT_FOREVER), "runtime_destroy");
+  }
+  fprintf(json, "]");
+  set_knob("T4A_STAGING_CHUNK", NULL);
+  set_knob("T4A_STAGING_RING", NULL);
+  set_knob("T4A_COPY_STREAMING", NULL);
+  free(host);
+}
+
+/* ---- init, each in a fresh process ------------------------------------------------- */
+
+/* Runs this program with `--child-init side` and reads the seconds it prints. */
+static double child(const char *self, const char *side) {
+  int fd[2];
+  if (pipe(fd))
+    return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fd[0]);
+  char prog[4096], flag[] = "--child-init", which[16];
+  snprintf(prog, sizeof prog, "%s", self);
+  snprintf(which, sizeof which, "%s", side);
+  char *argv[] = {prog, flag, which, NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd[1]);
+  double s = -1;
+  if (rc == 0) {
+    FILE *f = fdopen(fd[0], "r");
+    if (f && fscanf(f, "%lf", &s) != 1)
+      s = -1;
+    if (f)
+      fclose(f);
+    waitpid(pid, NULL, 0);
+  } else {
+    close(fd[0]);
+  }
+  return s;
+}
+
+void bench_report_init(FILE *json, const char *self) {
+  enum { RUNS = 7 };
+  double ours[RUNS], raw[RUNS];
+  for (int i = 0; i < RUNS; i++) { /* alternate, as the cases do */
+    ours[i] = child(self, "ours") * 1e3;
+    raw[i] = child(self, "raw") * 1e3;
+  }
+  double mo = median(ours, RUNS), mr = median(raw, RUNS);
+  printf("\ninit in a fresh process (median of %d, ms): t4a open+init+runtime_create %.2f, raw "
+         "cuInit+context+stream+pool+staging %.2f, ratio %.3f\n",
+         RUNS, mo, mr, mo / mr);
+  fprintf(json, ",\n\"init_ms\":{\"t4a\":%.4g,\"raw\":%.4g,\"ratio\":%.4g}", mo, mr, mo / mr);
+}
