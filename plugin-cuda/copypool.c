@@ -23,7 +23,7 @@
 #include "plugin-cuda/copypool.h"
 
 #define MAX_WORKERS 15u
-#define MIN_PART (1u << 20) /* smaller parts are not worth a thread */
+#define MIN_PART (256u << 10) /* smaller parts are not worth waking a thread */
 
 typedef struct batch {
   pthread_mutex_t lock;

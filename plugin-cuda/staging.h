@@ -24,6 +24,7 @@ typedef struct t4a__staging {
   uint32_t ring;               /* chunks copies cycle through: the first `ring` (<= count) */
   uint64_t fill;               /* bytes of chunk `next` host-to-device copies use; 0 = none */
   bool stream_h2d, stream_d2h; /* non-temporal stores into / out of staging */
+  uint64_t direct_h2d;         /* host-to-device copies up to this size bypass the staging */
   t4a__chunk *chunks;
   uint64_t peak_bytes;
 } t4a__staging;

@@ -370,6 +370,7 @@ typedef struct op {
   const void *src;
   size_t bytes;
   unsigned char value;
+  void *owned; /* freed after the op ran: a pageable source's snapshot */
   t4a__CUevent event;
   uint64_t gen;
   alloc *target;
@@ -450,6 +451,7 @@ static void *worker(void *arg) {
     if (!s->head)
       s->tail = NULL;
     s->executing = false;
+    free(o->owned);
     free(o);
     pthread_cond_broadcast(&fake_changed);
   }
@@ -738,7 +740,27 @@ R fake_sym_cuMemcpyHtoDAsync(t4a__CUdeviceptr dst, const void *src, size_t n, t4
   R r;
   if ((r = need_ctx()) || (r = check_device(dst, n)) || (r = check_host(src, n)))
     return r;
-  return copy_async((void *)(uintptr_t)dst, src, n, s);
+  LOCK();
+  bool pinned = alloc_find(src, n, MEM_HOST) != NULL;
+  UNLOCK();
+  if (pinned)
+    return copy_async((void *)(uintptr_t)dst, src, n, s);
+  /* From pageable memory, as CUDA does: the source is copied at the call
+   * (the caller may reuse it on return), the device write happens in
+   * stream order. */
+  void *snapshot = malloc(n ? n : 1);
+  if (!snapshot)
+    return T4A__CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(snapshot, src, n);
+  op o = {.kind = OP_COPY,
+          .dst = (void *)(uintptr_t)dst,
+          .src = snapshot,
+          .bytes = n,
+          .owned = snapshot};
+  R e = enqueue(s, &o);
+  if (e)
+    free(snapshot);
+  return e;
 }
 
 EXPORT R fake_sym_cuMemcpyDtoHAsync(void *dst, t4a__CUdeviceptr src, size_t n,

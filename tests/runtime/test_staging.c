@@ -1,8 +1,9 @@
 /* tests/runtime/test_staging.c -- how pageable copies use the staging, and
  * how runtimes reuse a destroyed runtime's parts (both lanes):
- *  - small host-to-device copies fill a chunk and record its event once, and
- *    a filled chunk is never reused before its DMAs ran (a gate holds the
- *    stream while copies wrap around the staging several times);
+ *  - host-to-device copies of at most 64 KiB bypass the staging; larger
+ *    ones fill a chunk and record its event once, and a filled chunk is
+ *    never reused before its DMAs ran (a gate holds the stream while copies
+ *    wrap around the staging several times);
  *  - one-chunk device-to-host copies record no event;
  *  - a runtime made from a destroyed runtime's spare parts is a fresh
  *    runtime: its own counters, empty caches, exact data. */
@@ -18,39 +19,72 @@
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
 
-START_TEST(small_h2d_copies_share_a_chunk_and_its_event) {
-  t4a_runtime rt = rt_create_with(1 * MiB, 0); /* two chunks of 512 KiB */
-  enum { N = 400 };
+START_TEST(h2d_copies_share_a_chunk_and_its_event) {
+  t4a_runtime rt = rt_create_with(4 * MiB, 0); /* two chunks of 2 MiB */
+  const uint64_t total = 24 * MiB;
   uint64_t seed = t4a_test_seed();
-  unsigned char *src = malloc(N * KiB), *back = malloc(N * KiB);
-  t4a_test_fill_random(src, N * KiB, seed);
+  unsigned char *src = malloc(total), *back = malloc(total);
+  t4a_test_fill_random(src, total, seed);
   t4a_buffer d;
-  RT_OK(T->buffer_alloc(rt, N * KiB, &d));
+  RT_OK(T->buffer_alloc(rt, total, &d));
   t4a_runtime_counters before = rt_counters(rt);
-  /* sizes 1..1024 bytes at every offset pattern: pieces of one chunk */
-  uint64_t off = 0;
-  for (int i = 0; off < N * KiB; i++) {
-    uint64_t n = 1 + (uint64_t)(i * 37) % KiB;
-    if (n > N * KiB - off)
-      n = N * KiB - off;
+  /* copies just above the direct limit (64 KiB), of odd sizes: pieces of a chunk */
+  uint64_t off = 0, copies = 0;
+  for (int i = 0; off < total; i++, copies++) {
+    uint64_t n = 64 * KiB + 1 + (uint64_t)(i * 7919) % (64 * KiB);
+    n = n < total - off ? n : total - off;
     RT_OK(T->copy_h2d(rt, d, off, src + off, n));
     off += n;
   }
   t4a_runtime_counters after = rt_counters(rt);
-  uint64_t copies = after.copies_h2d_pageable - before.copies_h2d_pageable;
   uint64_t events = after.staging_events_recorded - before.staging_events_recorded;
   /* one event per filled chunk (pieces take whole cache lines), not per copy */
-  ck_assert_uint_ge(copies, 700);
-  ck_assert_msg(events <= (copies * 64 + N * KiB) / (512 * KiB) + 1,
-                "%llu staging events for %llu small copies", (unsigned long long)events,
+  ck_assert_uint_ge(copies, 190);
+  ck_assert_msg(events <= (total + copies * 64) / (2 * MiB) + 1,
+                "%llu staging events for %llu copies", (unsigned long long)events,
                 (unsigned long long)copies);
-  memset(back, 0xee, N * KiB);
-  RT_OK(T->copy_d2h(rt, back, d, 0, N * KiB));
-  ck_assert(memcmp(src, back, N * KiB) == 0);
+  ck_assert_uint_eq(after.copies_h2d_pageable - before.copies_h2d_pageable, copies);
+  memset(back, 0xee, total);
+  RT_OK(T->copy_d2h(rt, back, d, 0, total));
+  ck_assert(memcmp(src, back, total) == 0);
   RT_OK(T->buffer_free(rt, d));
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
   free(src);
   free(back);
+}
+END_TEST
+
+/* Copies of at most 64 KiB go to the driver as they are: no staging, no
+ * event, exact, and the source may be reused at once. */
+START_TEST(small_h2d_copies_bypass_the_staging) {
+  t4a_runtime rt = rt_create_with(1 * MiB, 0);
+  enum { N = 256 * 1024 };
+  unsigned char *src = malloc(N), *back = malloc(N), *scratch = malloc(64 * KiB);
+  t4a_test_fill_random(src, N, t4a_test_seed());
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, N, &d));
+  t4a_runtime_counters before = rt_counters(rt);
+  uint64_t off = 0, copies = 0;
+  for (int i = 0; off < N; i++, copies++) {
+    uint64_t n = 1 + (uint64_t)(i * 4099) % (64 * KiB);
+    n = n < N - off ? n : N - off;
+    memcpy(scratch, src + off, n);
+    RT_OK(T->copy_h2d(rt, d, off, scratch, n));
+    memset(scratch, 0x5a, n); /* reused at once: the device must get the old bytes */
+    off += n;
+  }
+  t4a_runtime_counters after = rt_counters(rt);
+  ck_assert_uint_eq(after.staging_events_recorded, before.staging_events_recorded);
+  ck_assert_uint_eq(after.staging_peak_bytes, before.staging_peak_bytes);
+  ck_assert_uint_eq(after.copies_h2d_pageable - before.copies_h2d_pageable, copies);
+  memset(back, 0xee, N);
+  RT_OK(T->copy_d2h(rt, back, d, 0, N));
+  ck_assert(memcmp(src, back, N) == 0);
+  RT_OK(T->buffer_free(rt, d));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(src);
+  free(back);
+  free(scratch);
 }
 END_TEST
 
@@ -70,8 +104,8 @@ START_TEST(one_chunk_d2h_copies_record_no_event) {
       ck_assert_uint_eq(back[n], 0xee); /* nothing written past the end */
   }
   t4a_runtime_counters after = rt_counters(rt);
-  /* closing the chunk the H2D copy filled is the only event */
-  ck_assert_uint_eq(after.staging_events_recorded - before.staging_events_recorded, 1);
+  /* the 3000-byte H2D copy went to the driver directly: no chunk to close */
+  ck_assert_uint_eq(after.staging_events_recorded - before.staging_events_recorded, 0);
   ck_assert_uint_eq(after.copies_d2h_pageable - before.copies_d2h_pageable, 11);
   RT_OK(T->buffer_free(rt, d));
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
@@ -93,8 +127,8 @@ static void *open_later(void *arg) {
 
 START_TEST(filled_chunks_wait_for_their_dmas) {
   /* A gate holds the stream, so no DMA runs while the copies are issued;
-   * 5 MiB of small copies wrap the 1 MiB staging five times: a chunk reused
-   * before its DMAs ran would corrupt the earlier copies' data. */
+   * 5 MiB of copies of 64-113 KiB wrap the 1 MiB staging five times: a
+   * chunk reused before its DMAs ran would corrupt the earlier copies. */
   t4a_runtime rt = rt_create_with(1 * MiB, 0);
   const uint64_t total = 5 * MiB;
   unsigned char *src = malloc(total), *back = malloc(total);
@@ -107,7 +141,7 @@ START_TEST(filled_chunks_wait_for_their_dmas) {
   pthread_t th;
   ck_assert_int_eq(pthread_create(&th, NULL, open_later, &o), 0);
   for (uint64_t off = 0; off < total;) {
-    uint64_t n = 3 * KiB + off % 5000;
+    uint64_t n = 64 * KiB + 1 + off % 50000; /* above the direct limit: through the staging */
     n = n < total - off ? n : total - off;
     RT_OK(T->copy_h2d(rt, d, off, src + off, n)); /* blocks on a full ring until the gate opens */
     off += n;
@@ -160,7 +194,8 @@ static Suite *suite(void) {
   TCase *fill = tcase_create("fill");
   tcase_set_timeout(fill, 120);
   tcase_add_checked_fixture(fill, rt_setup, rt_teardown);
-  tcase_add_test(fill, small_h2d_copies_share_a_chunk_and_its_event);
+  tcase_add_test(fill, h2d_copies_share_a_chunk_and_its_event);
+  tcase_add_test(fill, small_h2d_copies_bypass_the_staging);
   tcase_add_test(fill, one_chunk_d2h_copies_record_no_event);
   tcase_add_test(fill, filled_chunks_wait_for_their_dmas);
   suite_add_tcase(s, fill);
