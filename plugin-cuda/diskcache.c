@@ -4,7 +4,12 @@
  * $XDG_CACHE_HOME/t4a-gpu, else $HOME/.cache/t4a-gpu. The directory is
  * created with mode 0700 and used only if it is a directory owned by this
  * user that no one else can write (a shared or hostile directory could feed
- * us code).
+ * us code). A relative or over-long T4A_CACHE_DIR turns the disk cache off
+ * (the current directory is never trusted; a truncated path would be some
+ * other directory). The default locations are used only when their base
+ * ($XDG_CACHE_HOME or $HOME) is owned by this user: under `sudo -E` the
+ * environment names another user's home, and a root-owned cache created
+ * there would be theirs to trip over.
  *
  * An entry is one file, <hex key>.t4a: a header (magic, format version,
  * kind, sizes, the key, SHA-256 of the payload), then the code, then the log.
@@ -48,6 +53,39 @@ typedef struct header {
 static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER; /* serialises store and evict */
 static uint64_t hits, rejected;
 
+/* Room an entry or temporary file name needs after the directory: the
+ * directory is refused, not truncated, when a path in it could not fit. */
+#define NAME_ROOM (1 + 64 + sizeof SUFFIX)
+
+/* dir = a followed by b; false (and a warning naming what) when that does
+ * not fit with room for an entry name. */
+static bool fits(char *dir, size_t size, const char *what, const char *a, const char *b) {
+  int n = snprintf(dir, size, "%s%s", a, b);
+  if (n < 0 || (size_t)n + NAME_ROOM >= size) {
+    t4a__log(T4A__LOG_WARN, "cuda",
+             "disk cache off: %s is too long (%d bytes; at most %zu); use a shorter path", what, n,
+             size - NAME_ROOM - 1);
+    return false;
+  }
+  return true;
+}
+
+/* Whether base (a default location's parent) is owned by this user. Under
+ * `sudo -E` HOME and XDG_CACHE_HOME still name the invoking user's
+ * directories; creating root-owned directories there would break that
+ * user's own cache, so the disk cache is skipped instead. */
+static bool base_is_ours(const char *var, const char *base) {
+  struct stat st;
+  bool found = stat(base, &st) == 0;
+  if (!found || st.st_uid != geteuid()) {
+    t4a__log(T4A__LOG_DEBUG, "cuda",
+             "disk cache off: $%s (%s) is %s this user (uid %u); nothing is created there", var,
+             base, found ? "not owned by" : "missing or unreadable for", (unsigned)geteuid());
+    return false;
+  }
+  return true;
+}
+
 /* The cache directory, created if needed; false when the disk cache is off
  * or the directory is unusable. */
 static bool cache_dir(char *dir, size_t size) {
@@ -55,16 +93,29 @@ static bool cache_dir(char *dir, size_t size) {
   if (env && !*env)
     return false; /* explicitly off */
   if (env) {
-    snprintf(dir, size, "%s", env);
+    if (*env != '/') { /* resolved against the current directory: never trusted */
+      t4a__log(T4A__LOG_WARN, "cuda",
+               "disk cache off: T4A_CACHE_DIR=%s is a relative path (the current directory is "
+               "never trusted); set an absolute path",
+               env);
+      return false;
+    }
+    if (!fits(dir, size, "T4A_CACHE_DIR", env, ""))
+      return false;
   } else {
     const char *xdg = t4a__getenv("XDG_CACHE_HOME"), *home = t4a__getenv("HOME");
     if (xdg && *xdg == '/') {
-      snprintf(dir, size, "%s/t4a-gpu", xdg);
+      if (!base_is_ours("XDG_CACHE_HOME", xdg) ||
+          !fits(dir, size, "$XDG_CACHE_HOME/t4a-gpu", xdg, "/t4a-gpu"))
+        return false;
     } else if (home && *home == '/') {
-      char parent[4096];
-      snprintf(parent, sizeof parent, "%s/.cache", home);
-      mkdir(parent, 0700); /* may exist */
-      snprintf(dir, size, "%s/.cache/t4a-gpu", home);
+      if (!base_is_ours("HOME", home) ||
+          !fits(dir, size, "$HOME/.cache/t4a-gpu", home, "/.cache/t4a-gpu"))
+        return false;
+      size_t cut = strlen(dir) - strlen("/t4a-gpu");
+      dir[cut] = '\0';
+      mkdir(dir, 0700); /* $HOME/.cache; may exist */
+      dir[cut] = '/';
     } else {
       return false;
     }

@@ -1,0 +1,220 @@
+/* tests/cpu/test_diskcache.c -- what the compile caches trust: where the
+ * disk cache lives, which entries it believes, what it cleans up.
+ *
+ * Runs everywhere: compiles go to the fake NVRTC (no GPU, driver or CUDA
+ * toolkit needed; device_ordinal = -1 with "-arch=sm_90"). Each test opens
+ * the plugin itself, after setting the environment it reads, so that
+ * T4A_LOG (read once per loaded plugin) can be captured. Some checks need
+ * root (chown to another uid); without it they say so and check the rest. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+#define OTHER_UID 12345 /* any uid that is not ours */
+
+static const t4a_gpu_backend_v1 *T;
+static t4a_gpu_backend *B;
+static char root[64]; /* a fresh directory per test */
+static char cache[128];
+
+static void setup(void) {
+  snprintf(root, sizeof root, "/tmp/t4a-dc-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(root));
+  snprintf(cache, sizeof cache, "%s/c", root);
+  setenv("T4A_CACHE_DIR", cache, 1);
+  setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);
+  unsetenv("XDG_CACHE_HOME");
+  unsetenv("T4A_CACHE_MAX_BYTES");
+  unsetenv("T4A_LOG");
+}
+
+static void teardown(void) {
+  if (B)
+    t4a_gpu_close(B);
+  B = NULL;
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", root, root);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", root);
+}
+
+/* Opens the plugin; the environment is read from here on. */
+static void open_backend(void) { B = t4a_test_open_cuda(&T); }
+
+static int compile_named(const char *source, const char *name, const char *extra) {
+  const char *opts[] = {"-arch=sm_90", extra};
+  t4a_compile_options o = {.struct_size = sizeof o, .source = source, .name = name};
+  o.options = opts;
+  o.option_count = extra ? 2 : 1;
+  o.device_ordinal = -1;
+  t4a_artifact a = {0};
+  int rc = T->artifact_compile(&o, &a);
+  if (a.bits)
+    T->artifact_release(a);
+  return rc;
+}
+
+static const char kernel[] = "extern \"C\" __global__ void t4a_empty() {}\n";
+static const char kernel2[] = "extern \"C\" __global__ void t4a_fill_u32() {}\n";
+static const char kernel3[] = "extern \"C\" __global__ void t4a_axpy_f32() {}\n";
+
+static int compile(const char *source) { return compile_named(source, "k.cu", NULL); }
+
+static t4a_compile_cache_stats stats(void) {
+  t4a_compile_cache_stats s = {.struct_size = sizeof s};
+  ck_assert_int_eq(T->compile_cache_stats(&s), T4A_OK);
+  return s;
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+/* stderr into a file while the plugin logs. */
+static int saved_stderr = -1;
+static char logbuf[1 << 14];
+
+static void capture_begin(void) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/stderr.log", root);
+  fflush(stderr);
+  saved_stderr = dup(2);
+  int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+  ck_assert_int_ge(fd, 0);
+  dup2(fd, 2);
+  close(fd);
+}
+
+static const char *capture_end(void) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/stderr.log", root);
+  fflush(stderr);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(logbuf, 1, sizeof logbuf - 1, f);
+  logbuf[n] = '\0';
+  fclose(f);
+  fputs(logbuf, stderr); /* still shown in the test's output */
+  return logbuf;
+}
+
+#define ASSERT_LOG(log, needle)                                                                    \
+  ck_assert_msg(strstr(log, needle), "the log lacks '%s':\n%s", needle, log)
+
+/* ---- where the cache lives ------------------------------------------------ */
+
+START_TEST(relative_cache_dir_is_refused) {
+  ck_assert_int_eq(chdir(root), 0);
+  setenv("T4A_CACHE_DIR", "t4a-rel", 1);
+  setenv("T4A_LOG", "warn", 1);
+  open_backend();
+  capture_begin();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  const char *log = capture_end();
+  ck_assert_msg(!exists("t4a-rel"), "a cache was created in the current directory");
+  ck_assert_uint_eq(stats().disk_entries, 0);
+  ASSERT_LOG(log, "T4A_CACHE_DIR=t4a-rel is a relative path");
+}
+END_TEST
+
+START_TEST(over_long_cache_dir_is_refused_not_truncated) {
+  /* Nested directories up to ~3950 bytes, then a 300-byte last component:
+   * truncated to the old 4095-byte buffer, the value names a directory
+   * that could be created next to it. */
+  char base[4200], truncated[4096], value[4400];
+  snprintf(base, sizeof base, "%s", root);
+  while (strlen(base) < 3950) {
+    size_t len = strlen(base), part = 3950 - len - 1 < 200 ? 3950 - len - 1 : 200;
+    base[len] = '/';
+    memset(base + len + 1, 'd', part);
+    base[len + 1 + part] = '\0';
+    ck_assert_int_eq(mkdir(base, 0700), 0);
+  }
+  size_t len = strlen(base);
+  memcpy(value, base, len);
+  value[len] = '/';
+  memset(value + len + 1, 'x', 300);
+  value[len + 301] = '\0';
+  memcpy(truncated, value, sizeof truncated - 1); /* what a 4096-byte buffer kept */
+  truncated[sizeof truncated - 1] = '\0';
+  setenv("T4A_CACHE_DIR", value, 1);
+  setenv("T4A_LOG", "warn", 1);
+  open_backend();
+  capture_begin();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  const char *log = capture_end();
+  ck_assert_msg(!exists(truncated), "a directory was created at the truncated path");
+  ck_assert_uint_eq(stats().disk_entries, 0);
+  ASSERT_LOG(log, "T4A_CACHE_DIR is too long");
+}
+END_TEST
+
+/* A directory owned by another user (root only: chown). */
+static bool make_foreign_dir(const char *path) {
+  ck_assert_int_eq(mkdir(path, 0755), 0);
+  if (chown(path, OTHER_UID, OTHER_UID) == 0)
+    return true;
+  printf("note: not root (%s): the foreign-owner part is not checked\n", strerror(errno));
+  return false;
+}
+
+START_TEST(default_dirs_not_owned_by_us_are_left_alone) {
+  char home[128], xdg[128], mine[128], path[256];
+  snprintf(home, sizeof home, "%s/home", root);
+  snprintf(xdg, sizeof xdg, "%s/xdg", root);
+  snprintf(mine, sizeof mine, "%s/mine", root);
+  bool foreign = make_foreign_dir(home) && make_foreign_dir(xdg);
+  unsetenv("T4A_CACHE_DIR");
+  setenv("HOME", home, 1);
+  setenv("T4A_LOG", "debug", 1);
+  open_backend();
+  capture_begin();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  const char *log = capture_end();
+  snprintf(path, sizeof path, "%s/.cache", home);
+  if (foreign) {
+    ck_assert_msg(!exists(path), "created %s in another user's home", path);
+    ASSERT_LOG(log, "$HOME");
+    ASSERT_LOG(log, "is not owned by this user");
+  }
+  ck_assert_uint_eq(stats().disk_entries, 0);
+  /* XDG_CACHE_HOME likewise */
+  setenv("XDG_CACHE_HOME", xdg, 1);
+  ck_assert_int_eq(compile(kernel2), T4A_OK);
+  snprintf(path, sizeof path, "%s/t4a-gpu", xdg);
+  if (foreign)
+    ck_assert_msg(!exists(path), "created %s in another user's cache", path);
+  ck_assert_uint_eq(stats().disk_entries, 0);
+  /* our own home still gets the cache */
+  unsetenv("XDG_CACHE_HOME");
+  ck_assert_int_eq(mkdir(mine, 0700), 0);
+  setenv("HOME", mine, 1);
+  ck_assert_int_eq(compile(kernel3), T4A_OK);
+  snprintf(path, sizeof path, "%s/.cache/t4a-gpu", mine);
+  ck_assert_msg(exists(path), "no cache in our own home");
+  ck_assert_uint_eq(stats().disk_entries, 1);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("diskcache");
+  TCase *tc = tcase_create("diskcache");
+  tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, relative_cache_dir_is_refused);
+  tcase_add_test(tc, over_long_cache_dir_is_refused_not_truncated);
+  tcase_add_test(tc, default_dirs_not_owned_by_us_are_left_alone);
+  suite_add_tcase(s, tc);
+  return t4a_test_run(s);
+}
