@@ -14,12 +14,15 @@
  * An entry is one file, <hex key>.t4a: a header (magic, format version,
  * kind, sizes, the key, SHA-256 of the payload), then the code, then the log.
  * It is written to a temporary file in the directory and renamed into place,
- * so readers see a whole entry or none. Every read checks the header, the
- * sizes against the file, the key against the name and the digest against
- * the payload; a corrupt, truncated or foreign entry is counted, removed and
- * treated as a miss (the compile that follows rewrites it). The directory is
- * kept under $T4A_CACHE_MAX_BYTES (default 256 MiB) by removing the least
- * recently used entries (a hit refreshes an entry's modification time). */
+ * so readers see a whole entry or none. Every read checks that the entry is
+ * owned by this user and writable by no one else (the digest is not a
+ * signature: the key is predictable, so ownership and modes are what keep
+ * other users' code out), then the header, the sizes against the file, the
+ * key against the name and the digest against the payload; an entry that
+ * fails is counted, removed and treated as a miss (the compile that follows
+ * rewrites it). The directory is kept under $T4A_CACHE_MAX_BYTES (default
+ * 256 MiB) by removing the least recently used entries (a hit refreshes an
+ * entry's modification time). */
 #include "config.h"
 
 #include <dirent.h>
@@ -182,8 +185,19 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
   header h;
   char *data = NULL, *log = NULL;
   const char *why = NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof h ||
-      !read_all(fd, &h, sizeof h))
+  /* The digest only detects damage: anyone who can write here can compute
+   * it, and the key is predictable. So an entry is believed only if no one
+   * but this user could have written it (a file planted while the directory
+   * was briefly shared keeps its owner and modes). */
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (st.st_uid != geteuid())
+    why = "owned by another user";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    why = "writable by group or others";
+  else if (st.st_nlink != 1) /* another name: maybe some other file of ours, linked here */
+    why = "has other hard links";
+  else if ((size_t)st.st_size < sizeof h || !read_all(fd, &h, sizeof h))
     why = "truncated header";
   else if (memcmp(h.magic, MAGIC, 8) != 0 || h.format != FORMAT)
     why = "not a t4a cache entry of this format";

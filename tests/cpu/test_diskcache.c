@@ -8,6 +8,7 @@
  * root (chown to another uid); without it they say so and check the rest. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -207,6 +208,81 @@ START_TEST(default_dirs_not_owned_by_us_are_left_alone) {
 }
 END_TEST
 
+/* ---- which entries are believed ------------------------------------------ */
+
+/* The path of the one entry (*.t4a) in the cache directory. */
+static void entry_file(char *path, size_t size) {
+  DIR *d = opendir(cache);
+  ck_assert_ptr_nonnull(d);
+  struct dirent *de;
+  int n = 0;
+  while ((de = readdir(d)) != NULL) {
+    size_t len = strlen(de->d_name);
+    if (len > 4 && strcmp(de->d_name + len - 4, ".t4a") == 0) {
+      snprintf(path, size, "%s/%s", cache, de->d_name);
+      n++;
+    }
+  }
+  closedir(d);
+  ck_assert_int_eq(n, 1);
+}
+
+/* Compiles `kernel` again in a fresh memory cache and checks that the
+ * disk entry was rejected (counted once) and compiled again, not hit. */
+static void expect_rejected(const char *what) {
+  ck_assert_int_eq(T->compile_cache_clear(T4A_CACHE_MEMORY), T4A_OK);
+  t4a_compile_cache_stats before = stats();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  t4a_compile_cache_stats after = stats();
+  ck_assert_msg(after.disk_hits == before.disk_hits, "%s: a disk hit", what);
+  ck_assert_msg(after.disk_rejected - before.disk_rejected == 1, "%s: %llu rejections, want 1",
+                what, (unsigned long long)(after.disk_rejected - before.disk_rejected));
+  ck_assert_msg(after.misses - before.misses == 1, "%s: not compiled again", what);
+}
+
+/* ... and that the entry was rewritten: the next lookup is a disk hit. */
+static void expect_hit(const char *what) {
+  ck_assert_int_eq(T->compile_cache_clear(T4A_CACHE_MEMORY), T4A_OK);
+  t4a_compile_cache_stats before = stats();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  t4a_compile_cache_stats after = stats();
+  ck_assert_msg(after.disk_hits - before.disk_hits == 1, "%s: no disk hit", what);
+  ck_assert_uint_eq(after.misses, before.misses);
+}
+
+START_TEST(entries_of_other_users_or_writable_by_others_are_not_believed) {
+  open_backend();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  expect_hit("our own entry");
+  char path[512];
+  entry_file(path, sizeof path);
+  /* planted by another user (while the directory was open to others) */
+  if (chown(path, OTHER_UID, OTHER_UID) == 0) {
+    expect_rejected("an entry owned by another uid");
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_uid, geteuid()); /* replaced by ours */
+    expect_hit("the rewritten entry");
+  } else {
+    printf("note: not root (%s): the foreign-owner case is not checked\n", strerror(errno));
+  }
+  static const mode_t modes[] = {0620, 0602, 0666};
+  for (int i = 0; i < 3; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "an entry with mode 0%o", (unsigned)modes[i]);
+    ck_assert_int_eq(chmod(path, modes[i]), 0);
+    expect_rejected(what);
+    expect_hit(what);
+  }
+  /* a second name for the entry (a hard link): not ours alone */
+  char link_path[600];
+  snprintf(link_path, sizeof link_path, "%s/elsewhere", root);
+  ck_assert_int_eq(link(path, link_path), 0);
+  expect_rejected("an entry with another hard link");
+  expect_hit("the rewritten entry");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("diskcache");
   TCase *tc = tcase_create("diskcache");
@@ -215,6 +291,7 @@ int main(void) {
   tcase_add_test(tc, relative_cache_dir_is_refused);
   tcase_add_test(tc, over_long_cache_dir_is_refused_not_truncated);
   tcase_add_test(tc, default_dirs_not_owned_by_us_are_left_alone);
+  tcase_add_test(tc, entries_of_other_users_or_writable_by_others_are_not_believed);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
