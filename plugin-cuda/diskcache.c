@@ -17,7 +17,9 @@
  * so readers see a whole entry or none. Every read checks that the entry is
  * owned by this user and writable by no one else (the digest is not a
  * signature: the key is predictable, so ownership and modes are what keep
- * other users' code out), then the header, the sizes against the file, the
+ * other users' code out) and is no larger than the cache limit (an entry
+ * above it would be evicted anyway; checked by size before anything is
+ * read or allocated), then the header, the sizes against the file, the
  * key against the name and the digest against the payload; an entry that
  * fails is counted, removed and treated as a miss (the compile that follows
  * rewrites it). The directory is kept under $T4A_CACHE_MAX_BYTES (default
@@ -197,6 +199,8 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
     why = "writable by group or others";
   else if (st.st_nlink != 1) /* another name: maybe some other file of ours, linked here */
     why = "has other hard links";
+  else if ((uint64_t)st.st_size > limit_bytes()) /* before anything is read or allocated */
+    why = "larger than the cache limit";
   else if ((size_t)st.st_size < sizeof h || !read_all(fd, &h, sizeof h))
     why = "truncated header";
   else if (memcmp(h.magic, MAGIC, 8) != 0 || h.format != FORMAT)

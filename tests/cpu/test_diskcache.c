@@ -283,6 +283,53 @@ START_TEST(entries_of_other_users_or_writable_by_others_are_not_believed) {
 }
 END_TEST
 
+/* Bytes this process has read through read(2) and friends. */
+static long long bytes_read(void) {
+  FILE *f = fopen("/proc/self/io", "r");
+  if (!f)
+    return -1;
+  long long n = -1;
+  char line[128];
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "rchar: %lld", &n) == 1)
+      break;
+  fclose(f);
+  return n;
+}
+
+START_TEST(oversized_entries_are_rejected_unread) {
+  setenv("T4A_CACHE_MAX_BYTES", "1048576", 1);
+  open_backend();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  char path[512];
+  entry_file(path, sizeof path);
+  /* A sparse 64 MiB entry under the right name, its header (format 1:
+   * 96 bytes, data_size at offset 16, log_size at 24) consistent with the
+   * file size, so only its size gives it away. */
+  const uint64_t total = 64ull << 20;
+  unsigned char head[96];
+  int fd = open(path, O_RDWR);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(read(fd, head, sizeof head), (ssize_t)sizeof head);
+  uint64_t log_size, data_size;
+  memcpy(&log_size, head + 24, 8);
+  data_size = total - sizeof head - log_size;
+  memcpy(head + 16, &data_size, 8);
+  ck_assert_int_eq(pwrite(fd, head, sizeof head, 0), (ssize_t)sizeof head);
+  ck_assert_int_eq(ftruncate(fd, (off_t)total), 0);
+  close(fd);
+  long long before = bytes_read();
+  expect_rejected("a 64 MiB entry over a 1 MiB limit");
+  long long after = bytes_read();
+  if (before >= 0 && after >= 0)
+    ck_assert_msg(after - before < (long long)(total / 2), "read %lld bytes to reject it",
+                  after - before);
+  else
+    printf("note: no /proc/self/io: the bytes read are not checked\n");
+  expect_hit("the rewritten entry");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("diskcache");
   TCase *tc = tcase_create("diskcache");
@@ -292,6 +339,7 @@ int main(void) {
   tcase_add_test(tc, over_long_cache_dir_is_refused_not_truncated);
   tcase_add_test(tc, default_dirs_not_owned_by_us_are_left_alone);
   tcase_add_test(tc, entries_of_other_users_or_writable_by_others_are_not_believed);
+  tcase_add_test(tc, oversized_entries_are_rejected_unread);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
