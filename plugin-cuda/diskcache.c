@@ -14,17 +14,18 @@
  * An entry is one file, <hex key>.t4a: a header (magic, format version,
  * kind, sizes, the key, SHA-256 of the payload), then the code, then the log.
  * It is written to a temporary file in the directory and renamed into place,
- * so readers see a whole entry or none. Every read checks that the entry is
- * owned by this user and writable by no one else (the digest is not a
+ * so readers see a whole entry or none. A read believes an entry only if it
+ * is a regular file (nothing else is opened, and the open neither follows a
+ * symlink nor blocks, so a FIFO cannot hang a compile), owned by this user,
+ * writable by no one else and not hard-linked elsewhere (the digest is not a
  * signature: the key is predictable, so ownership and modes are what keep
- * other users' code out) and is no larger than the cache limit (an entry
- * above it would be evicted anyway; checked by size before anything is
- * read or allocated), then the header, the sizes against the file, the
- * key against the name and the digest against the payload; an entry that
- * fails is counted, removed and treated as a miss (the compile that follows
- * rewrites it). The directory is kept under $T4A_CACHE_MAX_BYTES (default
- * 256 MiB) by removing the least recently used entries (a hit refreshes an
- * entry's modification time). */
+ * other users' code out), no larger than the cache limit (an entry above it
+ * would be evicted anyway; checked by size before anything is read or
+ * allocated), and its header, sizes, key-versus-name and digest check out.
+ * An entry that fails is counted, removed (or, if it cannot be, left alone)
+ * and treated as a miss; the compile that follows rewrites it. The directory
+ * is kept under $T4A_CACHE_MAX_BYTES (default 256 MiB) by removing the least
+ * recently used entries (a hit refreshes an entry's modification time). */
 #include "config.h"
 
 #include <dirent.h>
@@ -157,9 +158,19 @@ static void entry_path(const char *dir, const uint8_t key[32], char *path, size_
   snprintf(path, size, "%s/%s" SUFFIX, dir, hex);
 }
 
-static void reject(const char *path, const char *why) {
-  t4a__log(T4A__LOG_WARN, "cuda", "disk cache entry %s rejected (%s): removed", path, why);
-  unlink(path);
+/* Counts a rejected entry and removes it, so that the compile that follows
+ * can write a good one. What cannot be removed (a directory with something
+ * in it) is left alone: every lookup of that key then misses and counts
+ * once, and the store's rename fails; nothing loops or waits. */
+static void reject(const char *path, bool is_dir, const char *why) {
+  int r = is_dir ? rmdir(path) : unlink(path);
+  if (r == 0 || errno == ENOENT)
+    t4a__log(T4A__LOG_WARN, "cuda", "disk cache entry %s rejected (%s): removed", path, why);
+  else
+    t4a__log(T4A__LOG_WARN, "cuda",
+             "disk cache entry %s rejected (%s) and not removable (errno %d): that key is "
+             "compiled every time; remove it",
+             path, why, errno);
   __atomic_add_fetch(&rejected, 1, __ATOMIC_RELAXED);
 }
 
@@ -180,11 +191,21 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
   if (!cache_dir(dir, sizeof dir))
     return false;
   entry_path(dir, key, path, sizeof path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (lstat(path, &st) != 0)
+    return false; /* a plain miss */
+  /* Only a regular file is opened: opening a FIFO would block until a
+   * writer came, opening a device can act on it. O_NONBLOCK and the fstat
+   * below cover a swap between this lstat and the open. */
+  if (!S_ISREG(st.st_mode)) {
+    reject(path, S_ISDIR(st.st_mode), "not a regular file");
+    return false;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     return false;
-  struct stat st;
   header h;
+  memset(&h, 0, sizeof h); /* read below only if every earlier check passed */
   char *data = NULL, *log = NULL;
   const char *why = NULL;
   /* The digest only detects damage: anyone who can write here can compute
@@ -231,7 +252,7 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
   if (why) {
     free(data);
     free(log);
-    reject(path, why);
+    reject(path, S_ISDIR(st.st_mode), why);
     return false;
   }
   data[h.data_size] = '\0';

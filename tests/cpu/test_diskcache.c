@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +331,46 @@ START_TEST(oversized_entries_are_rejected_unread) {
 }
 END_TEST
 
+START_TEST(a_fifo_at_an_entry_does_not_hang) {
+  open_backend();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  char path[512];
+  entry_file(path, sizeof path);
+  ck_assert_int_eq(unlink(path), 0);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  signal(SIGALRM, SIG_DFL); /* not Check's handler (inherited): die by SIGALRM */
+  alarm(20);                /* opening a FIFO without a writer blocks: fail, do not hang */
+  expect_rejected("a FIFO");
+  alarm(0);
+  expect_hit("the entry written in the FIFO's place");
+}
+END_TEST
+
+START_TEST(a_directory_at_an_entry_is_removed_or_missed_once_per_lookup) {
+  open_backend();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  char path[512], inner[600];
+  entry_file(path, sizeof path);
+  /* empty: removed, and the entry written in its place */
+  ck_assert_int_eq(unlink(path), 0);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  expect_rejected("an empty directory");
+  struct stat st;
+  ck_assert_int_eq(lstat(path, &st), 0);
+  ck_assert_msg(S_ISREG(st.st_mode), "the directory is still there");
+  expect_hit("the entry written in the directory's place");
+  /* not empty: cannot be removed; each lookup is one miss, one rejection */
+  ck_assert_int_eq(unlink(path), 0);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  snprintf(inner, sizeof inner, "%s/x", path);
+  ck_assert_int_eq(mkdir(inner, 0700), 0);
+  for (int i = 0; i < 3; i++)
+    expect_rejected("a directory with something in it");
+  ck_assert_int_eq(lstat(path, &st), 0);
+  ck_assert(S_ISDIR(st.st_mode));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("diskcache");
   TCase *tc = tcase_create("diskcache");
@@ -340,6 +381,8 @@ int main(void) {
   tcase_add_test(tc, default_dirs_not_owned_by_us_are_left_alone);
   tcase_add_test(tc, entries_of_other_users_or_writable_by_others_are_not_believed);
   tcase_add_test(tc, oversized_entries_are_rejected_unread);
+  tcase_add_test(tc, a_fifo_at_an_entry_does_not_hang);
+  tcase_add_test(tc, a_directory_at_an_entry_is_removed_or_missed_once_per_lookup);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
