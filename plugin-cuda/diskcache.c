@@ -25,7 +25,9 @@
  * An entry that fails is counted, removed (or, if it cannot be, left alone)
  * and treated as a miss; the compile that follows rewrites it. The directory
  * is kept under $T4A_CACHE_MAX_BYTES (default 256 MiB) by removing the least
- * recently used entries (a hit refreshes an entry's modification time). */
+ * recently used entries (a hit refreshes an entry's modification time;
+ * compared to the nanosecond, as many entries share a second). Eviction and
+ * clear also remove temporary files orphaned by writers that died. */
 #include "config.h"
 
 #include <dirent.h>
@@ -36,6 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/env.h"
@@ -266,26 +269,54 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
 typedef struct fent {
   char name[96];
   uint64_t bytes;
-  time_t mtime;
+  struct timespec mtime; /* to the nanosecond: many entries share a second */
 } fent;
 _Static_assert(64 + sizeof SUFFIX <= sizeof((fent *)0)->name, "an entry name fits fent.name");
 
 static int by_age(const void *a, const void *b) {
-  time_t x = ((const fent *)a)->mtime, y = ((const fent *)b)->mtime;
-  return (x > y) - (x < y);
+  const struct timespec *x = &((const fent *)a)->mtime, *y = &((const fent *)b)->mtime;
+  if (x->tv_sec != y->tv_sec)
+    return (x->tv_sec > y->tv_sec) - (x->tv_sec < y->tv_sec);
+  return (x->tv_nsec > y->tv_nsec) - (x->tv_nsec < y->tv_nsec);
 }
 
-/* Lists the entries of dir (malloc'd array); returns the count. */
-static size_t list_entries(const char *dir, fent **out, uint64_t *total) {
+#define TMP_PREFIX ".tmp-"
+/* A temporary file untouched this long was orphaned by a writer that died
+ * between mkstemp and rename. A live writer's file is seconds old: a store
+ * writes one entry (at most the cache limit, usually KiB to MiB) in one go
+ * and renames it at once, and every write moves the file's mtime. Ten
+ * minutes is far beyond that even on a slow, loaded disk, yet orphans go at
+ * the next store or clear. Removing a live file by mistake would only cost
+ * that store (its rename fails), never a corrupt entry. */
+#define STALE_TMP_SECONDS ((time_t)10 * 60)
+
+/* Removes the temporary file `name` in dir if it is stale. */
+static void sweep_tmp(const char *dir, const char *name, const struct timespec *now) {
+  char path[4200];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_mtim.tv_sec < now->tv_sec - STALE_TMP_SECONDS && unlink(path) == 0)
+    t4a__log(T4A__LOG_INFO, "cuda", "disk cache: removed %s, orphaned by a writer that died", path);
+}
+
+/* Lists the entries of dir (malloc'd array); returns the count. With
+ * sweep, stale temporary files are removed on the way. */
+static size_t list_entries(const char *dir, fent **out, uint64_t *total, bool sweep) {
   *out = NULL;
   *total = 0;
   DIR *d = opendir(dir);
   if (!d)
     return 0;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
   size_t n = 0, cap = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     size_t len = strlen(de->d_name);
+    if (sweep && len == strlen(TMP_PREFIX "XXXXXX") &&
+        strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+      sweep_tmp(dir, de->d_name, &now);
     if (len != 64 + strlen(SUFFIX) || strcmp(de->d_name + 64, SUFFIX) != 0)
       continue;
     char path[4200];
@@ -303,17 +334,19 @@ static size_t list_entries(const char *dir, fent **out, uint64_t *total) {
     fent *e = &(*out)[n++];
     memcpy(e->name, de->d_name, len + 1); /* len is fixed above, below sizeof e->name */
     e->bytes = (uint64_t)st.st_size;
-    e->mtime = st.st_mtime;
+    e->mtime = st.st_mtim;
     *total += e->bytes;
   }
   closedir(d);
   return n;
 }
 
+/* Removes stale temporary files, then the least recently used entries
+ * until at most limit bytes remain. */
 static void evict(const char *dir, uint64_t limit) {
   fent *es;
   uint64_t total;
-  size_t n = list_entries(dir, &es, &total);
+  size_t n = list_entries(dir, &es, &total, true);
   if (total > limit && n) {
     qsort(es, n, sizeof *es, by_age);
     for (size_t i = 0; i < n && total > limit; i++) {
@@ -345,7 +378,7 @@ void t4a__disk_store(const uint8_t key[32], t4a_artifact_kind kind, const void *
   t4a__sha256_update(&s, log, (size_t)log_size);
   t4a__sha256_final(&s, h.digest);
   entry_path(dir, key, path, sizeof path);
-  snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", dir);
+  snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "XXXXXX", dir);
   pthread_mutex_lock(&dlock);
   int fd = mkstemp(tmp);
   if (fd >= 0) {
@@ -371,7 +404,7 @@ void t4a__disk_stats(uint64_t *entries, uint64_t *bytes, uint64_t *limit) {
   if (!cache_dir(dir, sizeof dir))
     return;
   fent *es;
-  *entries = list_entries(dir, &es, bytes);
+  *entries = list_entries(dir, &es, bytes, false);
   free(es);
 }
 

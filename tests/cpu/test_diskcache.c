@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/testutil.h"
@@ -371,6 +372,79 @@ START_TEST(a_directory_at_an_entry_is_removed_or_missed_once_per_lookup) {
 }
 END_TEST
 
+/* ---- eviction and clean-up --------------------------------------------------- */
+
+static void make_file(const char *path, uint64_t size, time_t sec, long nsec) {
+  int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+  close(fd);
+  struct timespec t[2] = {{sec, nsec}, {sec, nsec}};
+  ck_assert_int_eq(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static uint64_t file_size(const char *path) {
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  return (uint64_t)st.st_size;
+}
+
+START_TEST(eviction_orders_by_nanoseconds) {
+  open_backend();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  char path[512];
+  entry_file(path, sizeof path);
+  uint64_t entry = file_size(path);
+  /* Eight entries of 100000 bytes, all modified in the same second of
+   * 2020, in a scrambled age order (rank[k]: 0 = oldest). */
+  static const int rank[8] = {5, 2, 7, 0, 3, 6, 1, 4};
+  const uint64_t big = 100000;
+  char fakes[8][600];
+  for (int k = 0; k < 8; k++) {
+    char name[65];
+    memset(name, "0123456789abcdef"[k], 64);
+    name[64] = '\0';
+    snprintf(fakes[k], sizeof fakes[k], "%s/%s.t4a", cache, name);
+    make_file(fakes[k], big, 1600000000, 100000L * rank[k] + 7);
+  }
+  /* Room for the two real entries (of nearly equal size) and four and a
+   * half fakes: storing a second entry evicts exactly the four oldest. */
+  char limit[32];
+  uint64_t bytes = 2 * entry + 9 * big / 2;
+  snprintf(limit, sizeof limit, "%llu", (unsigned long long)bytes);
+  setenv("T4A_CACHE_MAX_BYTES", limit, 1);
+  ck_assert_int_eq(compile(kernel2), T4A_OK);
+  for (int k = 0; k < 8; k++)
+    ck_assert_msg(exists(fakes[k]) == (rank[k] >= 4), "the entry of age rank %d was %s", rank[k],
+                  rank[k] >= 4 ? "evicted, a newer one than others kept" : "kept");
+  ck_assert(exists(path));
+  ck_assert_uint_eq(stats().disk_entries, 6);
+}
+END_TEST
+
+START_TEST(orphaned_temporary_files_are_removed) {
+  open_backend();
+  ck_assert_int_eq(compile(kernel), T4A_OK);
+  char stale[256], live[256], stale2[256];
+  snprintf(stale, sizeof stale, "%s/.tmp-Abc123", cache);
+  snprintf(stale2, sizeof stale2, "%s/.tmp-Def456", cache);
+  snprintf(live, sizeof live, "%s/.tmp-Ghi789", cache);
+  time_t now = time(NULL);
+  make_file(stale, 4096, now - 3600, 0); /* a writer killed an hour ago */
+  make_file(live, 4096, now, 0);         /* a writer at work */
+  ck_assert_int_eq(T->compile_cache_clear(T4A_CACHE_DISK), T4A_OK);
+  ck_assert_msg(!exists(stale), "clear left an orphaned temporary file");
+  ck_assert_msg(exists(live), "clear removed a live temporary file");
+  ck_assert_uint_eq(stats().disk_entries, 0);
+  /* a store's eviction sweeps them too */
+  make_file(stale2, 4096, now - 3600, 0);
+  ck_assert_int_eq(compile(kernel2), T4A_OK);
+  ck_assert_msg(!exists(stale2), "a store left an orphaned temporary file");
+  ck_assert(exists(live));
+  ck_assert_uint_eq(stats().disk_entries, 1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("diskcache");
   TCase *tc = tcase_create("diskcache");
@@ -383,6 +457,8 @@ int main(void) {
   tcase_add_test(tc, oversized_entries_are_rejected_unread);
   tcase_add_test(tc, a_fifo_at_an_entry_does_not_hang);
   tcase_add_test(tc, a_directory_at_an_entry_is_removed_or_missed_once_per_lookup);
+  tcase_add_test(tc, eviction_orders_by_nanoseconds);
+  tcase_add_test(tc, orphaned_temporary_files_are_removed);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
