@@ -445,6 +445,93 @@ START_TEST(orphaned_temporary_files_are_removed) {
 }
 END_TEST
 
+/* ---- what is cached at all -------------------------------------------------- */
+
+/* Compiles source twice (memory cache cleared in between, nothing else) and
+ * returns how many of the two were compiled (2: not cached; 1: cached). */
+static uint64_t compiles_of_two(const char *source, const char *option) {
+  t4a_compile_cache_stats before = stats();
+  ck_assert_int_eq(compile_named(source, "k.cu", option), T4A_OK);
+  ck_assert_int_eq(T->compile_cache_clear(T4A_CACHE_MEMORY), T4A_OK);
+  ck_assert_int_eq(compile_named(source, "k.cu", option), T4A_OK);
+  return stats().misses - before.misses;
+}
+
+START_TEST(compiles_that_can_read_files_are_not_cached) {
+  static const char *const options[] = {"-I/usr/include",
+                                        "-I",
+                                        "--include-path=/usr/include",
+                                        "-include=k.h",
+                                        "--pre-include=k.h",
+                                        "-isystem/usr/include",
+                                        "--use-pch=k.pch",
+                                        "--pch",
+                                        "--pch-dir=/tmp"};
+  static const char *const sources[] = {
+      "#include \"k.h\"\n",            /* the directory of `name`, then -I */
+      "#include </usr/include/k.h>\n", /* absolute: opened as is */
+      "#  include\"k.h\"\n",
+      "%:include \"k.h\"\n",             /* digraph */
+      "#inc\\\nlude \"k.h\"\n",          /* spliced */
+      "#inc\\\r\nlude \"k.h\"\n",        /* spliced, CRLF */
+      "#inc?\?/\nlude \"k.h\"\n",        /* spliced by a trigraph (c++11/14) */
+      "#define H \"k.h\"\n#include H\n", /* computed */
+      "#include_next <k.h>\n",
+      "#if __has_include(\"k.h\")\n#endif\n",
+      "#include <k.h> // more\n",    /* not the plain form: not worth parsing */
+      "#include <k.h>\\\n\"x.h\"\n", /* continued */
+      "// this includes nothing, but says so\n",
+      "#import \"k.h\"\n",
+      "#embed \"k.h\"\n",
+      "#if __has_embed(\"k.h\")\n#endif\n",
+      "const char *t = __TIME__;\n",
+      "const char *t = __TIMESTAMP__;\n",
+      "const char *d = __DATE__;\n"};
+  setenv("T4A_LOG", "info", 1);
+  open_backend();
+  char source[512];
+  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+    ck_assert_msg(compiles_of_two(kernel, options[i]) == 2, "option %s was cached", options[i]);
+  for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+    snprintf(source, sizeof source, "%s%s", sources[i], kernel);
+    ck_assert_msg(compiles_of_two(source, NULL) == 2, "cached: %s", sources[i]);
+  }
+  ck_assert_uint_eq(stats().disk_entries, 0);
+  ck_assert_uint_eq(stats().memory_entries, 0);
+  capture_begin();
+  ck_assert_int_eq(compile_named(kernel, "k.cu", "-I/usr/include"), T4A_OK);
+  const char *log = capture_end();
+  ASSERT_LOG(log, "'k.cu' is compiled without the caches: an option names include directories");
+}
+END_TEST
+
+START_TEST(self_contained_sources_and_builtin_headers_are_cached) {
+  static const char *const sources[] = {
+      "", "#include <__nv_nvrtc_builtin_header.h>\n", /* NVRTC's own: its version is in the key */
+      "  #  include <cuda/std/cstdint>  \r\n",
+      "/* input */ // import_table: not a word of its own\n"};
+  open_backend();
+  char source[512];
+  for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+    snprintf(source, sizeof source, "%s%s", sources[i], kernel);
+    ck_assert_msg(compiles_of_two(source, "-default-device") == 1, "not cached: %s", sources[i]);
+  }
+  ck_assert_uint_eq(stats().disk_entries, sizeof sources / sizeof sources[0]);
+}
+END_TEST
+
+START_TEST(the_name_is_part_of_the_key) {
+  open_backend(); /* the name is __FILE__ and appears in diagnostics and line info */
+  t4a_compile_cache_stats before = stats();
+  ck_assert_int_eq(compile_named(kernel, "a.cu", NULL), T4A_OK);
+  ck_assert_int_eq(compile_named(kernel, "b.cu", NULL), T4A_OK);
+  t4a_compile_cache_stats after = stats();
+  ck_assert_uint_eq(after.misses - before.misses, 2);
+  ck_assert_uint_eq(after.memory_hits, before.memory_hits);
+  ck_assert_uint_eq(after.disk_entries, 2);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("diskcache");
   TCase *tc = tcase_create("diskcache");
@@ -459,6 +546,9 @@ int main(void) {
   tcase_add_test(tc, a_directory_at_an_entry_is_removed_or_missed_once_per_lookup);
   tcase_add_test(tc, eviction_orders_by_nanoseconds);
   tcase_add_test(tc, orphaned_temporary_files_are_removed);
+  tcase_add_test(tc, compiles_that_can_read_files_are_not_cached);
+  tcase_add_test(tc, self_contained_sources_and_builtin_headers_are_cached);
+  tcase_add_test(tc, the_name_is_part_of_the_key);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
