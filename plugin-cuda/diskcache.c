@@ -4,17 +4,30 @@
  * $XDG_CACHE_HOME/t4a-gpu, else $HOME/.cache/t4a-gpu. The directory is
  * created with mode 0700 and used only if it is a directory owned by this
  * user that no one else can write (a shared or hostile directory could feed
- * us code).
+ * us code). A relative or over-long T4A_CACHE_DIR turns the disk cache off
+ * (the current directory is never trusted; a truncated path would be some
+ * other directory). The default locations are used only when their base
+ * ($XDG_CACHE_HOME or $HOME) is owned by this user: under `sudo -E` the
+ * environment names another user's home, and a root-owned cache created
+ * there would be theirs to trip over.
  *
  * An entry is one file, <hex key>.t4a: a header (magic, format version,
  * kind, sizes, the key, SHA-256 of the payload), then the code, then the log.
  * It is written to a temporary file in the directory and renamed into place,
- * so readers see a whole entry or none. Every read checks the header, the
- * sizes against the file, the key against the name and the digest against
- * the payload; a corrupt, truncated or foreign entry is counted, removed and
- * treated as a miss (the compile that follows rewrites it). The directory is
- * kept under $T4A_CACHE_MAX_BYTES (default 256 MiB) by removing the least
- * recently used entries (a hit refreshes an entry's modification time). */
+ * so readers see a whole entry or none. A read believes an entry only if it
+ * is a regular file (nothing else is opened, and the open neither follows a
+ * symlink nor blocks, so a FIFO cannot hang a compile), owned by this user,
+ * writable by no one else and not hard-linked elsewhere (the digest is not a
+ * signature: the key is predictable, so ownership and modes are what keep
+ * other users' code out), no larger than the cache limit (an entry above it
+ * would be evicted anyway; checked by size before anything is read or
+ * allocated), and its header, sizes, key-versus-name and digest check out.
+ * An entry that fails is counted, removed (or, if it cannot be, left alone)
+ * and treated as a miss; the compile that follows rewrites it. The directory
+ * is kept under $T4A_CACHE_MAX_BYTES (default 256 MiB) by removing the least
+ * recently used entries (a hit refreshes an entry's modification time;
+ * compared to the nanosecond, as many entries share a second). Eviction and
+ * clear also remove temporary files orphaned by writers that died. */
 #include "config.h"
 
 #include <dirent.h>
@@ -25,6 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/env.h"
@@ -48,6 +62,39 @@ typedef struct header {
 static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER; /* serialises store and evict */
 static uint64_t hits, rejected;
 
+/* Room an entry or temporary file name needs after the directory: the
+ * directory is refused, not truncated, when a path in it could not fit. */
+#define NAME_ROOM (1 + 64 + sizeof SUFFIX)
+
+/* dir = a followed by b; false (and a warning naming what) when that does
+ * not fit with room for an entry name. */
+static bool fits(char *dir, size_t size, const char *what, const char *a, const char *b) {
+  int n = snprintf(dir, size, "%s%s", a, b);
+  if (n < 0 || (size_t)n + NAME_ROOM >= size) {
+    t4a__log(T4A__LOG_WARN, "cuda",
+             "disk cache off: %s is too long (%d bytes; at most %zu); use a shorter path", what, n,
+             size - NAME_ROOM - 1);
+    return false;
+  }
+  return true;
+}
+
+/* Whether base (a default location's parent) is owned by this user. Under
+ * `sudo -E` HOME and XDG_CACHE_HOME still name the invoking user's
+ * directories; creating root-owned directories there would break that
+ * user's own cache, so the disk cache is skipped instead. */
+static bool base_is_ours(const char *var, const char *base) {
+  struct stat st;
+  bool found = stat(base, &st) == 0;
+  if (!found || st.st_uid != geteuid()) {
+    t4a__log(T4A__LOG_DEBUG, "cuda",
+             "disk cache off: $%s (%s) is %s this user (uid %u); nothing is created there", var,
+             base, found ? "not owned by" : "missing or unreadable for", (unsigned)geteuid());
+    return false;
+  }
+  return true;
+}
+
 /* The cache directory, created if needed; false when the disk cache is off
  * or the directory is unusable. */
 static bool cache_dir(char *dir, size_t size) {
@@ -55,16 +102,29 @@ static bool cache_dir(char *dir, size_t size) {
   if (env && !*env)
     return false; /* explicitly off */
   if (env) {
-    snprintf(dir, size, "%s", env);
+    if (*env != '/') { /* resolved against the current directory: never trusted */
+      t4a__log(T4A__LOG_WARN, "cuda",
+               "disk cache off: T4A_CACHE_DIR=%s is a relative path (the current directory is "
+               "never trusted); set an absolute path",
+               env);
+      return false;
+    }
+    if (!fits(dir, size, "T4A_CACHE_DIR", env, ""))
+      return false;
   } else {
     const char *xdg = t4a__getenv("XDG_CACHE_HOME"), *home = t4a__getenv("HOME");
     if (xdg && *xdg == '/') {
-      snprintf(dir, size, "%s/t4a-gpu", xdg);
+      if (!base_is_ours("XDG_CACHE_HOME", xdg) ||
+          !fits(dir, size, "$XDG_CACHE_HOME/t4a-gpu", xdg, "/t4a-gpu"))
+        return false;
     } else if (home && *home == '/') {
-      char parent[4096];
-      snprintf(parent, sizeof parent, "%s/.cache", home);
-      mkdir(parent, 0700); /* may exist */
-      snprintf(dir, size, "%s/.cache/t4a-gpu", home);
+      if (!base_is_ours("HOME", home) ||
+          !fits(dir, size, "$HOME/.cache/t4a-gpu", home, "/.cache/t4a-gpu"))
+        return false;
+      size_t cut = strlen(dir) - strlen("/t4a-gpu");
+      dir[cut] = '\0';
+      mkdir(dir, 0700); /* $HOME/.cache; may exist */
+      dir[cut] = '/';
     } else {
       return false;
     }
@@ -101,9 +161,19 @@ static void entry_path(const char *dir, const uint8_t key[32], char *path, size_
   snprintf(path, size, "%s/%s" SUFFIX, dir, hex);
 }
 
-static void reject(const char *path, const char *why) {
-  t4a__log(T4A__LOG_WARN, "cuda", "disk cache entry %s rejected (%s): removed", path, why);
-  unlink(path);
+/* Counts a rejected entry and removes it, so that the compile that follows
+ * can write a good one. What cannot be removed (a directory with something
+ * in it) is left alone: every lookup of that key then misses and counts
+ * once, and the store's rename fails; nothing loops or waits. */
+static void reject(const char *path, bool is_dir, const char *why) {
+  int r = is_dir ? rmdir(path) : unlink(path);
+  if (r == 0 || errno == ENOENT)
+    t4a__log(T4A__LOG_WARN, "cuda", "disk cache entry %s rejected (%s): removed", path, why);
+  else
+    t4a__log(T4A__LOG_WARN, "cuda",
+             "disk cache entry %s rejected (%s) and not removable (errno %d): that key is "
+             "compiled every time; remove it",
+             path, why, errno);
   __atomic_add_fetch(&rejected, 1, __ATOMIC_RELAXED);
 }
 
@@ -124,15 +194,38 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
   if (!cache_dir(dir, sizeof dir))
     return false;
   entry_path(dir, key, path, sizeof path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (lstat(path, &st) != 0)
+    return false; /* a plain miss */
+  /* Only a regular file is opened: opening a FIFO would block until a
+   * writer came, opening a device can act on it. O_NONBLOCK and the fstat
+   * below cover a swap between this lstat and the open. */
+  if (!S_ISREG(st.st_mode)) {
+    reject(path, S_ISDIR(st.st_mode), "not a regular file");
+    return false;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     return false;
-  struct stat st;
   header h;
+  memset(&h, 0, sizeof h); /* read below only if every earlier check passed */
   char *data = NULL, *log = NULL;
   const char *why = NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof h ||
-      !read_all(fd, &h, sizeof h))
+  /* The digest only detects damage: anyone who can write here can compute
+   * it, and the key is predictable. So an entry is believed only if no one
+   * but this user could have written it (a file planted while the directory
+   * was briefly shared keeps its owner and modes). */
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (st.st_uid != geteuid())
+    why = "owned by another user";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    why = "writable by group or others";
+  else if (st.st_nlink != 1) /* another name: maybe some other file of ours, linked here */
+    why = "has other hard links";
+  else if ((uint64_t)st.st_size > limit_bytes()) /* before anything is read or allocated */
+    why = "larger than the cache limit";
+  else if ((size_t)st.st_size < sizeof h || !read_all(fd, &h, sizeof h))
     why = "truncated header";
   else if (memcmp(h.magic, MAGIC, 8) != 0 || h.format != FORMAT)
     why = "not a t4a cache entry of this format";
@@ -162,7 +255,7 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
   if (why) {
     free(data);
     free(log);
-    reject(path, why);
+    reject(path, S_ISDIR(st.st_mode), why);
     return false;
   }
   data[h.data_size] = '\0';
@@ -176,26 +269,54 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
 typedef struct fent {
   char name[96];
   uint64_t bytes;
-  time_t mtime;
+  struct timespec mtime; /* to the nanosecond: many entries share a second */
 } fent;
 _Static_assert(64 + sizeof SUFFIX <= sizeof((fent *)0)->name, "an entry name fits fent.name");
 
 static int by_age(const void *a, const void *b) {
-  time_t x = ((const fent *)a)->mtime, y = ((const fent *)b)->mtime;
-  return (x > y) - (x < y);
+  const struct timespec *x = &((const fent *)a)->mtime, *y = &((const fent *)b)->mtime;
+  if (x->tv_sec != y->tv_sec)
+    return (x->tv_sec > y->tv_sec) - (x->tv_sec < y->tv_sec);
+  return (x->tv_nsec > y->tv_nsec) - (x->tv_nsec < y->tv_nsec);
 }
 
-/* Lists the entries of dir (malloc'd array); returns the count. */
-static size_t list_entries(const char *dir, fent **out, uint64_t *total) {
+#define TMP_PREFIX ".tmp-"
+/* A temporary file untouched this long was orphaned by a writer that died
+ * between mkstemp and rename. A live writer's file is seconds old: a store
+ * writes one entry (at most the cache limit, usually KiB to MiB) in one go
+ * and renames it at once, and every write moves the file's mtime. Ten
+ * minutes is far beyond that even on a slow, loaded disk, yet orphans go at
+ * the next store or clear. Removing a live file by mistake would only cost
+ * that store (its rename fails), never a corrupt entry. */
+#define STALE_TMP_SECONDS ((time_t)10 * 60)
+
+/* Removes the temporary file `name` in dir if it is stale. */
+static void sweep_tmp(const char *dir, const char *name, const struct timespec *now) {
+  char path[4200];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_mtim.tv_sec < now->tv_sec - STALE_TMP_SECONDS && unlink(path) == 0)
+    t4a__log(T4A__LOG_INFO, "cuda", "disk cache: removed %s, orphaned by a writer that died", path);
+}
+
+/* Lists the entries of dir (malloc'd array); returns the count. With
+ * sweep, stale temporary files are removed on the way. */
+static size_t list_entries(const char *dir, fent **out, uint64_t *total, bool sweep) {
   *out = NULL;
   *total = 0;
   DIR *d = opendir(dir);
   if (!d)
     return 0;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
   size_t n = 0, cap = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     size_t len = strlen(de->d_name);
+    if (sweep && len == strlen(TMP_PREFIX "XXXXXX") &&
+        strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+      sweep_tmp(dir, de->d_name, &now);
     if (len != 64 + strlen(SUFFIX) || strcmp(de->d_name + 64, SUFFIX) != 0)
       continue;
     char path[4200];
@@ -213,17 +334,19 @@ static size_t list_entries(const char *dir, fent **out, uint64_t *total) {
     fent *e = &(*out)[n++];
     memcpy(e->name, de->d_name, len + 1); /* len is fixed above, below sizeof e->name */
     e->bytes = (uint64_t)st.st_size;
-    e->mtime = st.st_mtime;
+    e->mtime = st.st_mtim;
     *total += e->bytes;
   }
   closedir(d);
   return n;
 }
 
+/* Removes stale temporary files, then the least recently used entries
+ * until at most limit bytes remain. */
 static void evict(const char *dir, uint64_t limit) {
   fent *es;
   uint64_t total;
-  size_t n = list_entries(dir, &es, &total);
+  size_t n = list_entries(dir, &es, &total, true);
   if (total > limit && n) {
     qsort(es, n, sizeof *es, by_age);
     for (size_t i = 0; i < n && total > limit; i++) {
@@ -255,7 +378,7 @@ void t4a__disk_store(const uint8_t key[32], t4a_artifact_kind kind, const void *
   t4a__sha256_update(&s, log, (size_t)log_size);
   t4a__sha256_final(&s, h.digest);
   entry_path(dir, key, path, sizeof path);
-  snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", dir);
+  snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "XXXXXX", dir);
   pthread_mutex_lock(&dlock);
   int fd = mkstemp(tmp);
   if (fd >= 0) {
@@ -281,7 +404,7 @@ void t4a__disk_stats(uint64_t *entries, uint64_t *bytes, uint64_t *limit) {
   if (!cache_dir(dir, sizeof dir))
     return;
   fent *es;
-  *entries = list_entries(dir, &es, bytes);
+  *entries = list_entries(dir, &es, bytes, false);
   free(es);
 }
 

@@ -353,7 +353,10 @@ typedef struct t4a_compile_cache_stats {
   uint64_t disk_entries;
   uint64_t disk_bytes;
   uint64_t disk_hits;
-  uint64_t disk_rejected; /* corrupt, truncated or foreign entries ignored */
+  uint64_t disk_rejected; /* entries ignored: corrupt, truncated, foreign,
+                             not a regular file, not this user's alone
+                             (owner, group/other write, hard links), or
+                             larger than the limit */
   uint64_t misses;        /* compiles performed */
   uint64_t disk_limit_bytes;
 } t4a_compile_cache_stats;
@@ -580,7 +583,21 @@ struct t4a_gpu_backend_v1 {
    * artifact_compile: CUDA C -> CUBIN for the target device's architecture
    * (or PTX with T4A_COMPILE_PTX) through NVRTC, served from the memory and
    * disk caches when possible. On T4A_ECOMPILE the artifact is still
-   * returned (*out non-null) so its log can be read; release it. */
+   * returned (*out non-null) so its log can be read; release it.
+   * The caches are keyed by the request: source, name (it is __FILE__),
+   * options, target, output kind, NVRTC and driver versions. Files NVRTC
+   * reads while compiling are not in the key (NVRTC cannot report which it
+   * read), so a compile that could read one is never cached, in memory or
+   * on disk: an option naming include directories, pre-included or
+   * precompiled headers (-I, --include-path, -include, --pre-include,
+   * -isystem, any *pch* option), or a source that mentions "include"
+   * anywhere except in a line `#include <relative/name>` (such a line, with
+   * no include directory given, can only reach NVRTC's built-in headers),
+   * mentions import or embed, or uses __DATE__, __TIME__ or __TIMESTAMP__.
+   * #include "x.h" is never cached: NVRTC looks for it next to `name`, in
+   * the current directory for a bare name. The check errs towards
+   * compiling (a comment saying "include" costs caching); T4A_LOG=info
+   * names each such compile. Self-contained sources are cached. */
   int (*artifact_compile)(const t4a_compile_options *opts, t4a_artifact *out);
 
   /* artifact_from_bytes: wraps consumer-provided PTX text, CUBIN or fatbin
