@@ -25,6 +25,21 @@ void t4a__artifact_put(const t4a__code *code);
 /* Plugin teardown: artifacts the consumer did not release go. */
 void t4a__artifacts_unload(void);
 
+/* A new artifact owning data and log (malloc'd; freed by the caller on
+ * failure), with one reference for the caller; also put in the memory
+ * cache under key when key is not NULL. */
+int t4a__artifact_add(t4a_artifact_kind kind, char *data, uint64_t size, char *log,
+                      uint64_t log_size, int nvrtc_version, const char *name, const uint8_t *key,
+                      t4a_artifact *out);
+
+/* The memory cache's artifact for key, with a new reference; false when
+ * there is none. */
+bool t4a__artifact_cached(const uint8_t key[32], t4a_artifact *out);
+
+/* The memory cache's entry count and hits; emptying it. */
+void t4a__artifact_cache_stats(uint64_t *entries, uint64_t *hits);
+void t4a__artifact_cache_clear(void);
+
 /* ---- the disk cache (diskcache.c) ----------------------------------------- */
 
 typedef struct t4a__disk_entry {
