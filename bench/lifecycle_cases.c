@@ -10,9 +10,10 @@
  * held by the bench's own runtime and the raw side throughout, as in any
  * process that keeps one runtime alive.
  *
- * The sweep: copy_h2d (+ seal and wait) and copy_d2h against the driver's
+ * The sweeps: copy_h2d (+ seal and wait) and copy_d2h against the driver's
  * own pageable cuMemcpyHtoDAsync / cuMemcpyDtoHAsync (+ synchronize), from
- * 1 B to 1 GiB, as GB/s. */
+ * 1 B to 1 GiB, as GB/s; and the pinned copies against the same driver
+ * calls from pinned memory, 4 KiB to 1 GiB. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -78,6 +79,7 @@ static void create_raw(void *s, int batch) {
 typedef struct pageable {
   uint64_t bytes;
   t4a_buffer dev;
+  t4a_host_buffer hb; /* the pinned sweep's host memory */
   t4a__CUdeviceptr raw_dev;
   unsigned char *host;
 } pageable;
@@ -125,6 +127,49 @@ static void h2d_raw(void *s, int batch) {
   bench_cu(E.cu.cuStreamSynchronize(E.stream), "cuStreamSynchronize");
 }
 
+/* Pinned copies of the same sizes: our copy_*_pinned against the driver's
+ * own from pinned memory (one pinned block serves both sides: only the
+ * calls differ). */
+static void *pinned_setup(const bench_case *c) {
+  pageable *x = pageable_setup(c);
+  free(x->host);
+  x->host = NULL;
+  bench_check(E.t->host_alloc(E.rt, x->bytes, 0, &x->hb, (void **)&x->host), "host_alloc");
+  memset(x->host, 0x5a, x->bytes);
+  return x;
+}
+
+static void pinned_teardown(void *s) {
+  pageable *x = s;
+  t4a_host_buffer hb = x->hb;
+  x->host = malloc(1); /* pageable_teardown frees it */
+  pageable_teardown(x);
+  bench_check(E.t->host_free(E.rt, hb), "host_free");
+}
+
+static void pinned_h2d_ours(void *s, int batch) {
+  pageable *x = s;
+  for (int i = 0; i < batch; i++)
+    bench_check(E.t->copy_h2d_pinned(E.rt, x->dev, 0, x->hb, 0, x->bytes), "copy_h2d_pinned");
+  t4a_witness w;
+  bench_check(E.t->seal(E.rt, &w), "seal");
+  bench_check(E.t->witness_wait(w, T4A_WAIT_FOREVER), "witness_wait");
+  bench_check(E.t->witness_release(w), "witness_release");
+}
+
+static void pinned_d2h_ours(void *s, int batch) {
+  pageable *x = s;
+  for (int i = 0; i < batch; i++)
+    bench_check(E.t->copy_d2h_pinned(E.rt, x->hb, 0, x->dev, 0, x->bytes), "copy_d2h_pinned");
+  t4a_witness w;
+  bench_check(E.t->seal(E.rt, &w), "seal");
+  bench_check(E.t->witness_wait(w, T4A_WAIT_FOREVER), "witness_wait");
+  bench_check(E.t->witness_release(w), "witness_release");
+}
+
+#define pinned_h2d_raw h2d_raw /* the driver's call is the same; the memory is pinned */
+#define pinned_d2h_raw d2h_raw
+
 static void d2h_ours(void *s, int batch) {
   pageable *x = s;
   for (int i = 0; i < batch; i++)
@@ -153,6 +198,13 @@ static void d2h_raw(void *s, int batch) {
   }
 #define SWEEP_BOTH(label, size, n, samples_)                                                       \
   SWEEP(h2d, label, size, n, samples_), SWEEP(d2h, label, size, n, samples_)
+#define PINNED(dir, label, size, n)                                                                \
+  {                                                                                                \
+    .name = "pinned " #dir " sweep " label, .bytes = size, .batch = n, .samples = 11, .warmup = 2, \
+    .target_kind = TARGET_RATIO_MIN, .target = 0.97, .arg = size, .setup = pinned_setup,           \
+    .ours = pinned_##dir##_ours, .raw = pinned_##dir##_raw, .teardown = pinned_teardown            \
+  }
+#define PINNED_BOTH(label, size, n) PINNED(h2d, label, size, n), PINNED(d2h, label, size, n)
 
 const bench_case bench_lifecycle_cases[] = {
     CREATE("runtime create+destroy, cold", 1, TARGET_RATIO_MAX, 1.0),
@@ -170,5 +222,11 @@ const bench_case bench_lifecycle_cases[] = {
     SWEEP_BOTH("64 MiB", 64 * MiB, 1, 11),
     SWEEP_BOTH("256 MiB", 256 * MiB, 1, 9),
     SWEEP_BOTH("1 GiB", 1024 * MiB, 1, 7),
+    PINNED_BOTH("4 KiB", 4096, 500),
+    PINNED_BOTH("64 KiB", 65536, 100),
+    PINNED_BOTH("1 MiB", MiB, 20),
+    PINNED_BOTH("16 MiB", 16 * MiB, 2),
+    PINNED_BOTH("256 MiB", 256 * MiB, 1),
+    PINNED_BOTH("1 GiB", 1024 * MiB, 1),
     {.name = NULL},
 };
