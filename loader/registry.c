@@ -25,6 +25,9 @@ struct t4a_gpu_backend {
   t4a_gpu_backend_v1 table; /* normalised copy, see gpu_loader.h */
 };
 
+/* b->path holds what realpath() writes, uncut. */
+_Static_assert(PATH_MAX <= T4A__PATH_MAX, "T4A__PATH_MAX is smaller than PATH_MAX");
+
 /* Every open backend, guarded by registry_lock. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct t4a_gpu_backend *registry;
@@ -118,6 +121,12 @@ int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out) {
   *out = NULL;
   if (!path || !*path)
     return t4a__fail(T4A_EINVAL, "t4a_gpu_open_path: empty path; pass the plugin's file name");
+  size_t len = strlen(path);
+  if (len >= T4A__PATH_MAX)
+    return t4a__fail(T4A_EINVAL,
+                     "t4a_gpu_open_path: the path is %zu bytes long, more than the %d the "
+                     "loader handles; use a shorter path",
+                     len, T4A__PATH_MAX - 1);
   char real[PATH_MAX];
   struct stat st;
   if (!realpath(path, real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode))

@@ -16,7 +16,10 @@
  * replaces the defaults) or else the configured plugin directory
  * ($(pkglibdir), see t4a_gpu_plugin_dir()). The current directory is never
  * searched implicitly. Environment variables are ignored in setuid/setgid
- * processes.
+ * processes. Values too long for the loader are refused, never shortened
+ * (a shortened path can name another directory): a $T4A_GPU_BACKEND_PATH of
+ * 4096 bytes or more, or with an entry too long to hold a plugin's file
+ * name, makes lookups and listing fail with T4A_EINVAL, searching nothing.
  *
  * Validation. The loader resolves the entry symbol, calls it with this
  * header's ABI version, and refuses (T4A_EABI) a different major, a table
@@ -68,7 +71,8 @@ typedef struct t4a_gpu_backend_entry {
 /* Opens a backend by name, by path, or the default (NULL or ""). */
 T4A_LOADER_API int t4a_gpu_open(const char *spec, t4a_gpu_backend **out);
 
-/* Opens the plugin file at `path` (never searched). */
+/* Opens the plugin file at `path` (never searched). A path of 4096 bytes or
+ * more is refused (T4A_EINVAL). */
 T4A_LOADER_API int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out);
 
 /* Drops one reference; unloads the plugin at the last one. */
@@ -91,7 +95,8 @@ T4A_LOADER_API int t4a_gpu_backend_abi(const t4a_gpu_backend *backend, uint16_t 
 T4A_LOADER_API int t4a_gpu_list(t4a_gpu_backend_entry *entries, size_t capacity, size_t *count);
 
 /* The directories searched, colon-separated, as the current environment
- * makes them. Static per thread; valid until the thread's next call. */
+ * makes them; "" when $T4A_GPU_BACKEND_PATH is refused as too long (see
+ * Lookup). Static per thread; valid until the thread's next call. */
 T4A_LOADER_API const char *t4a_gpu_search_path(void);
 
 /* The configured plugin directory ($(pkglibdir) at build time). */

@@ -139,6 +139,27 @@ START_TEST(selftest_exit_codes) {
 }
 END_TEST
 
+/* Finding 7 of issue #19: library paths from the environment longer than the
+ * backend's fixed fields were reported cut short (a different file name). */
+START_TEST(overlong_library_paths_are_refused_not_truncated) {
+  static char longer[1024];
+  /* the fake driver itself, named with 300 leading slashes (so a 255-byte cut names no file) */
+  memset(longer, '/', 300);
+  snprintf(longer + 300, sizeof longer - 300, "%s", t4a_test_build_path(T4A_TEST_FAKE_CUDA));
+  use_fakes();
+  setenv("T4A_CUDA_LIBRARY", longer, 1);
+  ck_assert_int_eq(run("info"), 4);
+  ASSERT_OUT("unusable (T4A_ENODRIVER): T4A_CUDA_LIBRARY is ");
+  ASSERT_OUT("not truncated");
+  memset(longer, '/', 300);
+  snprintf(longer + 300, sizeof longer - 300, "%s", t4a_test_build_path(T4A_TEST_FAKE_NVRTC));
+  use_fakes();
+  setenv("T4A_NVRTC_LIBRARY", longer, 1);
+  ck_assert_int_eq(run("info"), 0);
+  ASSERT_OUT("NVRTC:        unavailable: T4A_NVRTC_LIBRARY is ");
+}
+END_TEST
+
 /* T4A_LOG: off by default; one "t4a[component] level: message" line per event. */
 START_TEST(log_levels) {
   use_fakes();
@@ -171,6 +192,7 @@ int main(void) {
   tcase_add_test(tc, selftest_passes_on_every_fake_device);
   tcase_add_test(tc, selftest_reports_each_failure);
   tcase_add_test(tc, selftest_exit_codes);
+  tcase_add_test(tc, overlong_library_paths_are_refused_not_truncated);
   tcase_add_test(tc, log_levels);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);

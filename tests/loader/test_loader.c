@@ -236,6 +236,48 @@ START_TEST(first_directory_wins_and_relative_entries_are_ignored) {
 }
 END_TEST
 
+/* Finding 7 of issue #19: the value was cut at 4095 bytes, so padding followed by
+ * "<dir>_trusted_plugins" searched <dir>, a directory the value never named. */
+START_TEST(overlong_search_path_is_refused_not_truncated) {
+  char dir[] = "/tmp/t4a-hx-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  link_plugin(dir, "x", "fakegood");
+  static char value[8192];
+  size_t pad = 4095 - 1 - strlen(dir); /* what a 4095-byte cut keeps: padding ":" dir */
+  memset(value, '/', pad);
+  memcpy(value, "/nonexistent", 12);
+  snprintf(value + pad, sizeof value - pad, ":%s_trusted_plugins", dir);
+  setenv("T4A_GPU_BACKEND_PATH", value, 1);
+  t4a_gpu_backend *b = (t4a_gpu_backend *)0x1;
+  int rc = t4a_gpu_open("x", &b);
+  ck_assert_msg(rc == T4A_EINVAL, "got %s (%s)", t4a_status_name(rc), t4a_gpu_last_error());
+  ck_assert_ptr_null(b);
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "T4A_GPU_BACKEND_PATH is"));
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "not truncated"));
+  ck_assert_str_eq(t4a_gpu_search_path(), ""); /* nothing is searched */
+  size_t n = 9;
+  ck_assert_int_eq(t4a_gpu_list(NULL, 0, &n), T4A_EINVAL);
+
+  /* a value that fits, with an entry too long to hold a plugin's file name */
+  memset(value, 'a', 4060);
+  value[0] = '/';
+  value[4060] = '\0';
+  setenv("T4A_GPU_BACKEND_PATH", value, 1);
+  rc = t4a_gpu_open("x", &b);
+  ck_assert_msg(rc == T4A_EINVAL, "got %s (%s)", t4a_status_name(rc), t4a_gpu_last_error());
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "T4A_GPU_BACKEND_PATH entry"));
+  ck_assert_int_eq(t4a_gpu_list(NULL, 0, &n), T4A_EINVAL);
+
+  /* an explicit path longer than any the loader handles */
+  value[0] = '/';
+  memset(value + 1, 'a', 5000);
+  value[5001] = '\0';
+  ck_assert_int_eq(t4a_gpu_open_path(value, &b), T4A_EINVAL);
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "5001 bytes"));
+  remove_dir(dir);
+}
+END_TEST
+
 START_TEST(list_is_sorted_and_counts_beyond_capacity) {
   use_fakes_dir();
   size_t n = 0;
@@ -380,6 +422,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, open_by_name_searches_the_path);
   tcase_add_test(tc, default_comes_from_environment_then_cuda);
   tcase_add_test(tc, first_directory_wins_and_relative_entries_are_ignored);
+  tcase_add_test(tc, overlong_search_path_is_refused_not_truncated);
   tcase_add_test(tc, list_is_sorted_and_counts_beyond_capacity);
   tcase_add_test(tc, same_plugin_by_two_paths_is_opened_once);
   tcase_add_test(tc, last_close_unloads_and_reopen_reloads);

@@ -8,6 +8,7 @@
 
 #include "common/checked.h"
 #include "common/env.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "loader/loader_internal.h"
@@ -33,6 +34,25 @@ START_TEST(privileged_process_ignores_environment) {
 
   t4a__env_force_secure(-1); /* decided by the process: this one is not privileged */
   ck_assert(!t4a__env_is_secure());
+}
+END_TEST
+
+START_TEST(overlong_environment_paths_are_refused) {
+  const char *v = (const char *)0x1;
+  setenv("T4A_TEST_PATH", "/234567", 1); /* 7 bytes: fits 8 */
+  ck_assert_int_eq(t4a__getenv_path("T4A_TEST_PATH", 8, T4A_EINVAL, &v), T4A_OK);
+  ck_assert_str_eq(v, "/234567");
+  setenv("T4A_TEST_PATH", "/2345678", 1); /* 8 bytes: refused, not cut to "/234567" */
+  ck_assert_int_eq(t4a__getenv_path("T4A_TEST_PATH", 8, T4A_ENODRIVER, &v), T4A_ENODRIVER);
+  ck_assert_ptr_null(v);
+  ck_assert_ptr_nonnull(strstr(t4a__error_get()->message, "T4A_TEST_PATH is 8 bytes long"));
+  setenv("T4A_TEST_PATH", "", 1);
+  ck_assert_int_eq(t4a__getenv_path("T4A_TEST_PATH", 8, T4A_EINVAL, &v), T4A_OK);
+  ck_assert_ptr_null(v);
+  char path[8];
+  setenv("T4A_GPU_BACKEND_PATH", "/2345678", 1);
+  ck_assert_int_eq(t4a__search_path(path, sizeof path), T4A_EINVAL);
+  ck_assert_str_eq(path, "");
 }
 END_TEST
 
@@ -115,6 +135,7 @@ int main(void) {
   Suite *s = suite_create("loader-unit");
   TCase *tc = tcase_create("unit");
   tcase_add_test(tc, privileged_process_ignores_environment);
+  tcase_add_test(tc, overlong_environment_paths_are_refused);
   tcase_add_test(tc, backend_names);
   tcase_add_test(tc, log_levels);
   tcase_add_test(tc, checked_arithmetic);
