@@ -159,8 +159,21 @@ int t4a_gpu_open(const char *spec, t4a_gpu_backend **out) {
     return t4a__fail(T4A_EINVAL, "t4a_gpu_open: out is NULL; pass a pointer to receive the "
                                  "backend");
   *out = NULL;
-  if (!spec || !*spec)
+  if (!spec || !*spec) {
     spec = t4a__default_spec();
+    /* A relative path from the environment would load whatever the current
+     * directory holds when the program opens its backend: refused. (A path the
+     * program passes itself is its own explicit choice.) */
+    if (strchr(spec, '/') && spec[0] != '/') {
+      t4a__fail(T4A_EINVAL,
+                "T4A_GPU_BACKEND '%s' is a relative path, which the loader refuses: it would "
+                "load from whatever the current directory is; set an absolute path or a "
+                "backend name",
+                spec);
+      t4a__log(T4A__LOG_WARN, "loader", "%s", t4a_gpu_last_error());
+      return T4A_EINVAL;
+    }
+  }
   if (strchr(spec, '/'))
     return t4a_gpu_open_path(spec, out);
   if (!t4a__valid_name(spec))

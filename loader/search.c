@@ -9,6 +9,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/str.h"
 #include "loader/loader_internal.h"
 
@@ -57,13 +58,21 @@ int t4a__valid_name(const char *name) {
   return 1;
 }
 
+/* What each_dir did: fn's non-zero result (0 when it never stopped), and
+ * how many entries were ignored as relative. */
+struct walk {
+  int stop;
+  size_t relative;
+};
+
 /* Calls fn(dir, ctx) for each non-empty directory of the search path until
- * fn returns non-zero, which is stored in *stop (else 0). Relative entries
- * are skipped: the current directory is never searched implicitly. Returns
- * T4A_EINVAL, searching nothing, when the value or an entry is too long: a
- * shortened entry could name another directory. */
-static int each_dir(int (*fn)(const char *dir, void *ctx), void *ctx, int *stop) {
-  *stop = 0;
+ * fn returns non-zero. Relative entries are skipped (and logged): the current
+ * directory is never searched implicitly. Returns T4A_EINVAL, searching
+ * nothing, when the value or an entry is too long: a shortened entry could
+ * name another directory. */
+static int each_dir(int (*fn)(const char *dir, void *ctx), void *ctx, struct walk *w) {
+  w->stop = 0;
+  w->relative = 0;
   char path[T4A__PATH_MAX];
   int rc = t4a__search_path(path, sizeof path);
   if (rc)
@@ -80,10 +89,16 @@ static int each_dir(int (*fn)(const char *dir, void *ctx), void *ctx, int *stop)
   }
   char *save = NULL;
   for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-    if (dir[0] != '/')
+    if (dir[0] != '/') {
+      w->relative++;
+      t4a__log(T4A__LOG_WARN, "loader",
+               "T4A_GPU_BACKEND_PATH entry '%s' ignored: it is relative, and the current "
+               "directory is never searched; use an absolute directory",
+               dir);
       continue;
-    *stop = fn(dir, ctx);
-    if (*stop)
+    }
+    w->stop = fn(dir, ctx);
+    if (w->stop)
       break;
   }
   return T4A_OK;
@@ -108,16 +123,20 @@ static int find_in(const char *dir, void *vctx) {
 
 int t4a__find_backend(const char *name, char *path, size_t size) {
   struct find_ctx c = {name, path, size};
-  int found = 0;
-  int rc = each_dir(find_in, &c, &found);
-  if (rc || found)
+  struct walk w;
+  int rc = each_dir(find_in, &c, &w);
+  if (rc || w.stop)
     return rc;
   char dirs[T4A__PATH_MAX];
   t4a__search_path(dirs, sizeof dirs);
   return t4a__fail(T4A_ENOBACKEND,
-                   "backend '%s' not found: no " PREFIX "%s" SUFFIX " in '%s'; install the "
-                   "plugin there, set T4A_GPU_BACKEND_PATH, or open it by path",
-                   name, name, dirs);
+                   "backend '%s' not found: no " PREFIX "%s" SUFFIX " in '%s'%s; install the "
+                   "plugin there, set T4A_GPU_BACKEND_PATH (absolute directories), or open it "
+                   "by path",
+                   name, name, dirs,
+                   w.relative ? " (its relative entries are ignored: the current directory is "
+                                "never searched)"
+                              : "");
 }
 
 /* ---- listing ------------------------------------------------------------ */
@@ -186,8 +205,8 @@ int t4a_gpu_list(t4a_gpu_backend_entry *entries, size_t capacity, size_t *count)
     return t4a__fail(T4A_EINVAL, "t4a_gpu_list: count is NULL, or entries is NULL with a "
                                  "non-zero capacity; pass valid pointers");
   struct list_ctx c = {NULL, 0, 0, 0};
-  int stop = 0;
-  int rc = each_dir(list_in, &c, &stop);
+  struct walk w;
+  int rc = each_dir(list_in, &c, &w);
   if (rc) {
     free(c.items);
     return rc;

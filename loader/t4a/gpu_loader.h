@@ -7,15 +7,20 @@
  * <t4a/gpu_backend_v1.h>.
  *
  * Lookup. t4a_gpu_open(spec) takes:
- *   - a path (any spec containing '/'): that file, nothing else;
+ *   - a path (any spec containing '/'): that file, nothing else; a relative
+ *     path the caller passes is its explicit choice and is resolved against
+ *     the current directory at the call, as open(2) would;
  *   - a name ("cuda"): the file libt4a_<name>.so searched in the plugin
  *     directories (below);
- *   - NULL or "": the default backend: $T4A_GPU_BACKEND (a name or a path)
- *     when set, else "cuda".
+ *   - NULL or "": the default backend: $T4A_GPU_BACKEND (a name or an
+ *     absolute path) when set, else "cuda". A relative path there is refused
+ *     (T4A_EINVAL): the file loaded would depend on the current directory
+ *     of whatever program reads the environment.
  * Plugin directories, in order: $T4A_GPU_BACKEND_PATH (colon-separated; it
  * replaces the defaults) or else the configured plugin directory
  * ($(pkglibdir), see t4a_gpu_plugin_dir()). The current directory is never
- * searched implicitly. Environment variables are ignored in setuid/setgid
+ * searched implicitly: relative entries are ignored (logged at T4A_LOG=warn,
+ * and named in the not-found message). Environment variables are ignored in setuid/setgid
  * processes. Values too long for the loader are refused, never shortened
  * (a shortened path can name another directory): a $T4A_GPU_BACKEND_PATH of
  * 4096 bytes or more, or with an entry too long to hold a plugin's file
@@ -71,8 +76,10 @@ typedef struct t4a_gpu_backend_entry {
 /* Opens a backend by name, by path, or the default (NULL or ""). */
 T4A_LOADER_API int t4a_gpu_open(const char *spec, t4a_gpu_backend **out);
 
-/* Opens the plugin file at `path` (never searched). A path of 4096 bytes or
- * more is refused (T4A_EINVAL). */
+/* Opens the plugin file at `path` (never searched). A relative path is
+ * resolved against the current directory at the call, as open(2) would;
+ * t4a_gpu_backend_path() then reports the resolved absolute file. A path of
+ * 4096 bytes or more is refused (T4A_EINVAL). */
 T4A_LOADER_API int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out);
 
 /* Drops one reference; unloads the plugin at the last one. */

@@ -177,6 +177,18 @@ START_TEST(log_levels) {
   ck_assert_ptr_null(strstr(output, "t4a["));
   ck_assert_int_eq(run("info --backend nope"), 3);
   ASSERT_OUT("t4a[loader] warn: backend 'nope' not found");
+  /* a relative directory is ignored, and the log says so and why */
+  setenv("T4A_GPU_BACKEND_PATH", "plugin-cuda/.libs:/nonexistent", 1);
+  ck_assert_int_eq(run("info"), 3);
+  ASSERT_OUT("t4a[loader] warn: T4A_GPU_BACKEND_PATH entry 'plugin-cuda/.libs' ignored: it is "
+             "relative");
+  /* T4A_GPU_BACKEND as a relative path: refused, saying why */
+  unsetenv("T4A_LOG");
+  setenv("T4A_GPU_BACKEND", "./plugin-cuda/.libs/libt4a_cuda.so", 1);
+  ck_assert_int_eq(run("info"), 3);
+  ASSERT_OUT("backend:      unavailable: T4A_GPU_BACKEND './plugin-cuda/.libs/libt4a_cuda.so' is "
+             "a relative path");
+  unsetenv("T4A_GPU_BACKEND");
 }
 END_TEST
 

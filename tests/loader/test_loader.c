@@ -228,6 +228,14 @@ START_TEST(first_directory_wins_and_relative_entries_are_ignored) {
   ck_assert_int_eq(chdir(a), 0);
   setenv("T4A_GPU_BACKEND_PATH", ".:relative/dir", 1);
   ck_assert_int_eq(t4a_gpu_open("x", &b), T4A_ENOBACKEND);
+  /* and the message says why, instead of "no libt4a_x.so in '.:relative/dir'" */
+  ck_assert_msg(strstr(t4a_gpu_last_error(), "relative entries are ignored"), "%s",
+                t4a_gpu_last_error());
+  setenv("T4A_GPU_BACKEND_PATH", "relative/dir:/nonexistent", 1);
+  ck_assert_int_eq(t4a_gpu_open("x", &b), T4A_ENOBACKEND);
+  ck_assert_msg(strstr(t4a_gpu_last_error(), "relative entries are ignored"), "%s",
+                t4a_gpu_last_error());
+  setenv("T4A_GPU_BACKEND_PATH", ".:relative/dir", 1);
   ck_assert_int_eq(t4a_gpu_list(list, 4, &n), T4A_OK);
   ck_assert_uint_eq(n, 0);
   ck_assert_int_eq(chdir("/"), 0); /* leave the directory before removing it */
@@ -274,6 +282,43 @@ START_TEST(overlong_search_path_is_refused_not_truncated) {
   value[5001] = '\0';
   ck_assert_int_eq(t4a_gpu_open_path(value, &b), T4A_EINVAL);
   ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "5001 bytes"));
+  remove_dir(dir);
+}
+END_TEST
+
+/* Finding 8 of issue #19: T4A_GPU_BACKEND=./libt4a_x.so loaded from the
+ * current directory. A relative path from the environment is refused; one the
+ * program passes itself is its explicit choice, resolved like open(2) does. */
+START_TEST(relative_backend_from_environment_is_refused) {
+  char dir[] = "/tmp/t4a-r-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  link_plugin(dir, "x", "fakegood");
+  ck_assert_int_eq(chdir(dir), 0);
+  t4a_gpu_backend *b = (t4a_gpu_backend *)0x1;
+  char up[64]; /* the same file, reached from the current directory's parent */
+  snprintf(up, sizeof up, "..%s/libt4a_x.so", strrchr(dir, '/'));
+  const char *relative[] = {"./libt4a_x.so", up, "sub/libt4a_x.so"};
+  for (int i = 0; i < 3; i++) {
+    setenv("T4A_GPU_BACKEND", relative[i], 1);
+    int rc = t4a_gpu_open(NULL, &b);
+    ck_assert_msg(rc == T4A_EINVAL, "%s: got %s (%s)", relative[i], t4a_status_name(rc),
+                  t4a_gpu_last_error());
+    ck_assert_ptr_null(b);
+    const char *e = t4a_gpu_last_error();
+    ck_assert_ptr_nonnull(strstr(e, relative[i]));
+    ck_assert_ptr_nonnull(strstr(e, "relative path"));
+    ck_assert_ptr_nonnull(strstr(e, "absolute path"));
+  }
+  unsetenv("T4A_GPU_BACKEND");
+  /* explicit relative paths: resolved against the current directory, reported absolute */
+  char real[PATH_MAX];
+  ck_assert_ptr_nonnull(realpath(fake("fakegood"), real));
+  ck_assert_int_eq(t4a_gpu_open_path("./libt4a_x.so", &b), T4A_OK);
+  ck_assert_str_eq(t4a_gpu_backend_path(b), real);
+  ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+  ck_assert_int_eq(t4a_gpu_open("./libt4a_x.so", &b), T4A_OK);
+  ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+  ck_assert_int_eq(chdir("/"), 0);
   remove_dir(dir);
 }
 END_TEST
@@ -423,6 +468,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, default_comes_from_environment_then_cuda);
   tcase_add_test(tc, first_directory_wins_and_relative_entries_are_ignored);
   tcase_add_test(tc, overlong_search_path_is_refused_not_truncated);
+  tcase_add_test(tc, relative_backend_from_environment_is_refused);
   tcase_add_test(tc, list_is_sorted_and_counts_beyond_capacity);
   tcase_add_test(tc, same_plugin_by_two_paths_is_opened_once);
   tcase_add_test(tc, last_close_unloads_and_reopen_reloads);
