@@ -43,7 +43,11 @@
  * t4a_gpu_close. The plugin is unloaded at the last close; tables and
  * strings obtained from it are invalid afterwards. Several different
  * backends can be open at once, and a backend can be closed and another
- * opened (swapped) while the process runs.
+ * opened (swapped) while the process runs. The loader runs no plugin code
+ * (constructors, entry point, destructors) while holding its lock, so that
+ * code may itself call the loader, e.g. to open another backend. Two threads
+ * opening the same plugin for the first time at once may both call its entry
+ * point; one table is kept.
  *
  * Errors. Functions returning int return T4A_OK or a negative T4A_E*
  * status; t4a_gpu_last_error() then holds "<what failed>; <what to do>" for

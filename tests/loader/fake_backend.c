@@ -18,6 +18,7 @@
 #define FAKE_INITFAIL 7 /* init fails with ENODEVICE */
 #define FAKE_OTHER 8    /* a second good backend, for swapping */
 #define FAKE_TINY 9     /* struct_size below the required slots */
+#define FAKE_REENTER 10 /* calls back into the loader from its constructor and entry */
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -42,6 +43,38 @@ static int fake_init(void) {
 #endif
 }
 
+#if FAKE_VARIANT == FAKE_REENTER
+#include "t4a/gpu_loader.h"
+
+/* What the calls back into the loader returned (get_info reports them). */
+static int ctor_rc = 1, entry_rc = 1;
+static _Thread_local int in_entry;
+
+/* Opens and closes a backend by name (found in T4A_GPU_BACKEND_PATH, which
+ * the test sets). By name, not dladdr()'s file name: that string belongs to
+ * the dynamic linker, and TSan cannot see the lock that orders its release. */
+static int open_and_close(const char *name) {
+  t4a_gpu_backend *b = NULL;
+  int rc = t4a_gpu_open(name, &b);
+  return rc == T4A_OK ? t4a_gpu_close(b) : rc;
+}
+
+/* Runs inside dlopen, while the loader is loading this plugin: another
+ * backend. */
+__attribute__((constructor)) static void reenter_from_constructor(void) {
+  __atomic_store_n(&ctor_rc, open_and_close("fakegood"), __ATOMIC_SEQ_CST);
+}
+
+/* Runs inside the loader's call of the entry point: this very plugin. */
+static void reenter_from_entry(void) {
+  if (in_entry)
+    return; /* the nested open calls the entry point too */
+  in_entry = 1;
+  __atomic_store_n(&entry_rc, open_and_close(FAKE_NAME), __ATOMIC_SEQ_CST);
+  in_entry = 0;
+}
+#endif
+
 static int fake_get_info(t4a_backend_info *info) {
   if (!info || info->struct_size < T4A_BACKEND_INFO_V1_0_SIZE)
     return T4A_EINVAL;
@@ -49,6 +82,11 @@ static int fake_get_info(t4a_backend_info *info) {
   memset((char *)info + 4, 0, n - 4);
   snprintf(info->name, sizeof info->name, "%s", FAKE_NAME);
   info->device_count = __atomic_load_n(&inits, __ATOMIC_SEQ_CST); /* this load's init count */
+#if FAKE_VARIANT == FAKE_REENTER
+  snprintf(info->driver_path, sizeof info->driver_path, "ctor=%d entry=%d",
+           __atomic_load_n(&ctor_rc, __ATOMIC_SEQ_CST),
+           __atomic_load_n(&entry_rc, __ATOMIC_SEQ_CST));
+#endif
   return T4A_OK;
 }
 
@@ -94,6 +132,9 @@ int t4a_gpu_backend_v1_entry(uint16_t major, uint16_t minor, const t4a_gpu_backe
   (void)minor;
   if (major != T4A_GPU_BACKEND_ABI_MAJOR)
     return T4A_EABI;
+#if FAKE_VARIANT == FAKE_REENTER
+  reenter_from_entry();
+#endif
 #if FAKE_VARIANT == FAKE_MAJOR
   table.v1.abi_major = 2;
 #elif FAKE_VARIANT == FAKE_NEWER

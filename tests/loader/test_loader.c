@@ -435,6 +435,49 @@ START_TEST(threads_open_and_close_concurrently) {
 }
 END_TEST
 
+/* Finding 9 of issue #19: the registry lock was held across dlopen and the
+ * entry point, so a plugin calling back into the loader deadlocked. The fake's
+ * constructor opens another backend; its entry point opens the plugin itself
+ * again. Before the fix this hung (hence the "reentry" tcase's short timeout). */
+START_TEST(plugin_may_call_back_into_the_loader) {
+  use_fakes_dir();
+  for (int round = 0; round < 2; round++) { /* the second is a fresh load too */
+    t4a_gpu_backend *b = open_expect("fakereenter", T4A_OK);
+    t4a_backend_info i;
+    memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    ck_assert_int_eq(t4a_gpu_backend_table(b)->get_info(&i), T4A_OK);
+    ck_assert_str_eq(i.driver_path, "ctor=0 entry=0"); /* both calls succeeded */
+    ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+    ck_assert_int_eq(t4a_gpu_close(b), T4A_EHANDLE); /* the nested open was balanced */
+  }
+  /* and fakegood, opened and closed by the constructor, was unloaded */
+  t4a_gpu_backend *g = open_expect("fakegood", T4A_OK);
+  t4a_gpu_backend_table(g)->init();
+  ck_assert_int_eq(init_count(t4a_gpu_backend_table(g)), 1);
+  ck_assert_int_eq(t4a_gpu_close(g), T4A_OK);
+}
+END_TEST
+
+/* The same, while other threads open and close the backends it opens. */
+START_TEST(reentering_plugins_open_and_close_concurrently) {
+  use_fakes_dir();
+  pthread_t th[4];
+  static char names[4][16] = {"fakereenter", "fakereenter", "fakegood", "fakeother"};
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, churn, names[i]), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r = (void *)9;
+    pthread_join(th[i], &r);
+    ck_assert_ptr_null(r);
+  }
+  t4a_gpu_backend *b = open_expect("fakereenter", T4A_OK);
+  t4a_gpu_backend_table(b)->init();
+  ck_assert_int_eq(init_count(t4a_gpu_backend_table(b)), 1); /* nothing was left open */
+  ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+}
+END_TEST
+
 START_TEST(versions_and_status_names) {
   int major = -1, minor = -1, patch = -1;
   t4a_gpu_loader_version(&major, &minor, &patch);
@@ -476,6 +519,11 @@ static Suite *suite(void) {
   tcase_add_test(tc, threads_open_and_close_concurrently);
   tcase_add_test(tc, versions_and_status_names);
   suite_add_tcase(s, tc);
+  TCase *re = tcase_create("reentry"); /* hung before the fix: fail by timeout */
+  tcase_set_timeout(re, 20);
+  tcase_add_test(re, plugin_may_call_back_into_the_loader);
+  tcase_add_test(re, reentering_plugins_open_and_close_concurrently);
+  suite_add_tcase(s, re);
   return s;
 }
 
