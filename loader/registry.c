@@ -190,7 +190,8 @@ int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out) {
     dlclose(fresh->dl);
     free(fresh);
   } else {
-    t4a__log(T4A__LOG_INFO, "loader", "loaded %s (%s %s, ABI %u.%u)", b->path,
+    /* (name and version are the plugin's: read with a bound; the log escapes them) */
+    t4a__log(T4A__LOG_INFO, "loader", "loaded %s (%.64s %.64s, ABI %u.%u)", b->path,
              b->table.name ? b->table.name : "?", b->table.version ? b->table.version : "?",
              (unsigned)b->abi_major, (unsigned)b->abi_minor);
   }
