@@ -8,9 +8,17 @@
 #define T4A_COMMON_ENV_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* NULL when unset or when the process is privileged (see above). */
 const char *t4a__getenv(const char *name);
+
+/* t4a__getenv for a value that must fit a `size`-byte buffer (a path). *value
+ * is NULL when the variable is unset, empty or ignored. A value of `size`
+ * bytes or more is refused: `status` is returned with a message naming the
+ * variable, and *value stays NULL. Never truncate such a value instead: a
+ * cut path can name another file or directory (issue #19). */
+int t4a__getenv_path(const char *name, size_t size, int status, const char **value);
 
 /* Whether environment overrides are ignored in this process. */
 bool t4a__env_is_secure(void);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/env.h"
+#include "common/escape.h"
 
 static atomic_int threshold = -1; /* -1: not read yet */
 
@@ -40,5 +41,9 @@ void t4a__log(int level, const char *component, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "t4a[%s] %s: %s\n", component, names[level], line);
+  /* Messages carry file names, environment values and plugin strings:
+   * escaped, an event stays one line and cannot drive the terminal. */
+  char safe[T4A__ESCAPE_SIZE(sizeof line)];
+  t4a__escape(safe, sizeof safe, line, sizeof line, T4A__ESCAPE_TEXT);
+  fprintf(stderr, "t4a[%s] %s: %s\n", component, names[level], safe);
 }

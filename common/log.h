@@ -3,6 +3,8 @@
  * Off by default: t4a never prints unless T4A_LOG is set to error, warn,
  * info or debug (each includes the levels before it). One line per event:
  *   t4a[<component>] <level>: <message>
+ * with control characters and invalid UTF-8 in the message escaped
+ * (common/escape.h), so that no value can forge or split a line.
  * T4A_LOG is read once per shared object, at its first log call. */
 #ifndef T4A_COMMON_LOG_H
 #define T4A_COMMON_LOG_H

@@ -16,4 +16,11 @@ static inline void t4a__strcopy(char *dst, size_t size, const char *src) {
   dst[n] = '\0';
 }
 
+/* Puts a NUL in the last byte of the char array `a`: a string another
+ * library filled (a plugin's info struct) may use every byte of its array.
+ * Arrays only: a pointer argument does not compile. */
+#define t4a__terminate(a)                                                                          \
+  ((void)sizeof(char[1 - 2 * __builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0]))]),   \
+   (a)[sizeof(a) - 1] = '\0')
+
 #endif

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/escape.h"
+#include "common/str.h"
 #include "loader/cli.h"
 
 static void usage(FILE *f) {
@@ -24,19 +26,46 @@ static void usage(FILE *f) {
         f);
 }
 
-/* Prints s as a JSON string literal. */
 void t4a__cli_json_str(const char *s) {
   putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
+  t4a__escape_fput(stdout, s ? s : "", T4A__CLI_STR_MAX, T4A__ESCAPE_JSON);
   putchar('"');
+}
+
+const char *t4a__cli_text(const char *s) {
+  static char buf[4][T4A__ESCAPE_SIZE(T4A__CLI_STR_MAX)];
+  static unsigned next;
+  char *b = buf[next++ % 4];
+  t4a__escape(b, sizeof buf[0], s ? s : "", T4A__CLI_STR_MAX, T4A__ESCAPE_TEXT);
+  return b;
+}
+
+int t4a__cli_backend_info(const t4a_gpu_backend_v1 *t, t4a_backend_info *info) {
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  int rc = t->get_info(info);
+  t4a__terminate(info->name);
+  t4a__terminate(info->version);
+  t4a__terminate(info->driver_path);
+  return rc;
+}
+
+int t4a__cli_device_info(const t4a_gpu_backend_v1 *t, int32_t ordinal, t4a_device_info *info) {
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  int rc = t->device_info(ordinal, info);
+  t4a__terminate(info->name);
+  t4a__terminate(info->pci_bus_id);
+  return rc;
+}
+
+int t4a__cli_compiler_info(const t4a_gpu_backend_v1 *t, t4a_compiler_info *info) {
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  int rc = t->compiler_info(info);
+  t4a__terminate(info->path);
+  t4a__terminate(info->reason);
+  return rc;
 }
 
 static void uuid_str(const uint8_t u[16], char out[37]) {
@@ -51,10 +80,14 @@ static void uuid_str(const uint8_t u[16], char out[37]) {
 }
 
 const char *t4a__cli_backend_error(const t4a_gpu_backend_v1 *t) {
-  static t4a_error_info e;
+  static char message[1024]; /* the plugin's string need not be terminated */
+  t4a_error_info e;
   memset(&e, 0, sizeof e);
   e.struct_size = sizeof e;
-  return t->last_error(&e) == T4A_OK && e.message ? e.message : "";
+  if (t->last_error(&e) != T4A_OK || !e.message)
+    return "";
+  t4a__strcopy(message, sizeof message, e.message); /* reads at most 1023 bytes */
+  return message;
 }
 
 static void print_list(const options *o) {
@@ -77,7 +110,7 @@ static void print_list(const options *o) {
   } else {
     printf("installed backends:%s\n", n ? "" : " none");
     for (size_t i = 0; i < n; i++)
-      printf("  %-8s %s\n", list[i].name, list[i].path);
+      printf("  %-8s %s\n", list[i].name, t4a__cli_text(list[i].path));
   }
 }
 
@@ -85,9 +118,7 @@ static void print_compiler(const t4a_gpu_backend_v1 *t, const options *o) {
   if (!t->compiler_info)
     return;
   t4a_compiler_info c;
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  if (t->compiler_info(&c) != T4A_OK)
+  if (t4a__cli_compiler_info(t, &c) != T4A_OK)
     return;
   if (o->json) {
     printf(",\"compiler\":{\"available\":%s,\"version\":\"%d.%d\",\"path\":",
@@ -97,9 +128,9 @@ static void print_compiler(const t4a_gpu_backend_v1 *t, const options *o) {
     t4a__cli_json_str(c.reason);
     putchar('}');
   } else if (c.status == T4A_OK) {
-    printf("NVRTC:        %d.%d (%s)\n", c.version_major, c.version_minor, c.path);
+    printf("NVRTC:        %d.%d (%s)\n", c.version_major, c.version_minor, t4a__cli_text(c.path));
   } else {
-    printf("NVRTC:        unavailable: %s\n", c.reason);
+    printf("NVRTC:        unavailable: %s\n", t4a__cli_text(c.reason));
   }
 }
 
@@ -108,9 +139,7 @@ static void print_devices(const t4a_gpu_backend_v1 *t, int32_t count, const opti
     printf(",\"devices\":[");
   for (int32_t d = 0; d < count; d++) {
     t4a_device_info i;
-    memset(&i, 0, sizeof i);
-    i.struct_size = sizeof i;
-    if (t->device_info(d, &i) != T4A_OK)
+    if (t4a__cli_device_info(t, d, &i) != T4A_OK)
       continue;
     char uuid[37];
     uuid_str(i.uuid, uuid);
@@ -118,16 +147,17 @@ static void print_devices(const t4a_gpu_backend_v1 *t, int32_t count, const opti
       printf("%s{\"ordinal\":%d,\"name\":", d ? "," : "", (int)i.ordinal);
       t4a__cli_json_str(i.name);
       printf(",\"uuid\":\"%s\",\"compute_capability\":\"%d.%d\",\"total_memory\":%llu,"
-             "\"pci_bus_id\":\"%s\",\"multiprocessors\":%d,\"memory_pools\":%s}",
-             uuid, (int)i.cc_major, (int)i.cc_minor, (unsigned long long)i.total_memory,
-             i.pci_bus_id, (int)i.multiprocessors,
+             "\"pci_bus_id\":",
+             uuid, (int)i.cc_major, (int)i.cc_minor, (unsigned long long)i.total_memory);
+      t4a__cli_json_str(i.pci_bus_id);
+      printf(",\"multiprocessors\":%d,\"memory_pools\":%s}", (int)i.multiprocessors,
              (i.flags & T4A_DEVICE_MEMORY_POOLS) ? "true" : "false");
     } else {
-      printf("device %d:     %s\n", (int)i.ordinal, i.name);
+      printf("device %d:     %s\n", (int)i.ordinal, t4a__cli_text(i.name));
       printf("  uuid:               GPU-%s\n", uuid);
       printf("  compute capability: %d.%d\n", (int)i.cc_major, (int)i.cc_minor);
       printf("  memory:             %.1f GiB\n", (double)i.total_memory / (1024.0 * 1024 * 1024));
-      printf("  PCI bus id:         %s\n", i.pci_bus_id);
+      printf("  PCI bus id:         %s\n", t4a__cli_text(i.pci_bus_id));
       printf("  multiprocessors:    %d\n", (int)i.multiprocessors);
       printf("  memory pools:       %s\n", (i.flags & T4A_DEVICE_MEMORY_POOLS) ? "yes" : "no");
     }
@@ -174,7 +204,7 @@ static int cmd_info(const options *o) {
   } else {
     printf("t4a-gpu loader %d.%d.%d (backend ABI %d.%d)\n", major, minor, patch, abi_major,
            abi_minor);
-    printf("search path:  %s\n", t4a_gpu_search_path());
+    printf("search path:  %s\n", t4a__cli_text(t4a_gpu_search_path()));
   }
   print_list(o);
   t4a_gpu_backend *b = NULL;
@@ -185,16 +215,14 @@ static int cmd_info(const options *o) {
       t4a__cli_json_str(t4a_gpu_last_error());
       printf("}}\n");
     } else {
-      printf("backend:      unavailable: %s\n", t4a_gpu_last_error());
+      printf("backend:      unavailable: %s\n", t4a__cli_text(t4a_gpu_last_error()));
     }
     return EXIT_NOBACKEND;
   }
   const t4a_gpu_backend_v1 *t = t4a_gpu_backend_table(b);
   int init = t->init();
   t4a_backend_info bi;
-  memset(&bi, 0, sizeof bi);
-  bi.struct_size = sizeof bi;
-  t->get_info(&bi);
+  t4a__cli_backend_info(t, &bi);
   int32_t count = 0;
   if (init == T4A_OK)
     t->device_count(&count);
@@ -210,12 +238,14 @@ static int cmd_info(const options *o) {
     printf(",\"driver_version\":%d,\"driver_path\":", (int)bi.driver_version);
     t4a__cli_json_str(bi.driver_path);
   } else {
-    printf("backend:      %s %s (%s)\n", bi.name, bi.version, t4a_gpu_backend_path(b));
+    printf("backend:      %s %s (%s)\n", t4a__cli_text(bi.name), t4a__cli_text(bi.version),
+           t4a__cli_text(t4a_gpu_backend_path(b)));
     if (bi.driver_version)
       printf("driver:       CUDA %d.%d (%s)\n", (int)bi.driver_version / 1000,
-             (int)bi.driver_version % 1000 / 10, bi.driver_path);
+             (int)bi.driver_version % 1000 / 10, t4a__cli_text(bi.driver_path));
     if (init != T4A_OK)
-      printf("status:       unusable (%s): %s\n", t4a_status_name(init), t4a__cli_backend_error(t));
+      printf("status:       unusable (%s): %s\n", t4a_status_name(init),
+             t4a__cli_text(t4a__cli_backend_error(t)));
   }
   if (init == T4A_OK) {
     print_compiler(t, o);

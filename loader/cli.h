@@ -19,11 +19,28 @@ typedef struct options {
   int device;          /* --device, -1 = every device */
 } options;
 
-/* Prints s as a JSON string literal. */
+/* Longest string t4a-gpu prints (bytes); loader strings are shorter. */
+#define T4A__CLI_STR_MAX 4096
+
+/* Prints s as a JSON string literal: escaped, valid UTF-8 whatever s holds
+ * (common/escape.h). */
 void t4a__cli_json_str(const char *s);
 
-/* The calling thread's last failure detail in backend t ("" when none). */
+/* s made safe for the terminal (common/escape.h): control characters and
+ * invalid UTF-8 escaped. In one of four static buffers used in turn, so at
+ * most four per printf (t4a-gpu is single-threaded). */
+const char *t4a__cli_text(const char *s);
+
+/* The calling thread's last failure detail in backend t ("" when none),
+ * copied with a bound. */
 const char *t4a__cli_backend_error(const t4a_gpu_backend_v1 *t);
+
+/* The plugin's info slots: the struct zeroed and sized before the call, and
+ * every string array NUL-terminated after it, since a plugin may fill one
+ * completely. Return the slot's status. */
+int t4a__cli_backend_info(const t4a_gpu_backend_v1 *t, t4a_backend_info *info);
+int t4a__cli_device_info(const t4a_gpu_backend_v1 *t, int32_t ordinal, t4a_device_info *info);
+int t4a__cli_compiler_info(const t4a_gpu_backend_v1 *t, t4a_compiler_info *info);
 
 /* t4a-gpu selftest. */
 int t4a__cli_selftest(const options *o);

@@ -15,8 +15,9 @@
 
 /* The search path as the environment makes it: $T4A_GPU_BACKEND_PATH, or
  * the configured plugin directory. Writes a NUL-terminated colon-separated
- * list into buf. */
-void t4a__search_path(char *buf, size_t size);
+ * list into buf. A value that does not fit is refused (T4A_EINVAL, buf
+ * ""), never truncated. */
+int t4a__search_path(char *buf, size_t size);
 
 /* Whether `name` is a valid backend name. */
 int t4a__valid_name(const char *name);

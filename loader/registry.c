@@ -25,9 +25,39 @@ struct t4a_gpu_backend {
   t4a_gpu_backend_v1 table; /* normalised copy, see gpu_loader.h */
 };
 
-/* Every open backend, guarded by registry_lock. */
+/* b->path holds what realpath() writes, uncut. */
+_Static_assert(PATH_MAX <= T4A__PATH_MAX, "T4A__PATH_MAX is smaller than PATH_MAX");
+
+/* Every open backend, guarded by registry_lock.
+ *
+ * No plugin code runs while registry_lock is held: dlopen (the plugin's
+ * constructors), its entry point and dlclose (its destructors) are called
+ * without it, because that code may call back into the loader (issue #19:
+ * a constructor calling t4a_gpu_open_path deadlocked). The lock only guards
+ * list and reference-count updates, and nothing is called under it that
+ * waits for anything else, so it cannot take part in a deadlock.
+ *
+ * Why that is race-free: each registry entry owns exactly one dlopen
+ * reference, dropped (outside the lock) only after the entry left the list
+ * at its last close. A thread that finds no entry loads the file with its
+ * own dlopen reference, which keeps the code mapped whatever other threads
+ * do; under the lock it then either publishes its entry or, when another
+ * thread (or the plugin itself, re-entering) published one for the same file
+ * meanwhile, takes a reference on that one and drops its own dlopen
+ * reference. dlopen/dlclose count references per file, so the extra one
+ * never unloads anything the registry still holds. At most one entry per
+ * (device, inode) is in the list; two threads opening a new plugin at once
+ * may both call its entry point (see gpu_loader.h). */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct t4a_gpu_backend *registry;
+
+/* The open backend of that file, or NULL. Called with registry_lock held. */
+static struct t4a_gpu_backend *find(dev_t dev, ino_t ino) {
+  for (struct t4a_gpu_backend *b = registry; b; b = b->next)
+    if (b->dev == dev && b->ino == ino)
+      return b;
+  return NULL;
+}
 
 /* Slots every v1 plugin must fill. */
 #define REQUIRED_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, device_info)
@@ -58,8 +88,9 @@ static int validate(const char *path, const t4a_gpu_backend_v1 *t) {
   return T4A_OK;
 }
 
-/* Loads the file, checks its entry and table; on success *out is a new
- * backend with one reference. Called with registry_lock held. */
+/* Loads the file, checks its entry and table; on success *out is a new,
+ * unpublished backend with one reference. Runs plugin code: called without
+ * registry_lock. */
 static int load(const char *path, const struct stat *st, struct t4a_gpu_backend **out) {
   dlerror();
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -106,8 +137,6 @@ static int load(const char *path, const struct stat *st, struct t4a_gpu_backend 
   memcpy(&b->table, t, n); /* the rest stays NULL: "unsupported" */
   b->table.struct_size = (uint32_t)n;
   *out = b;
-  t4a__log(T4A__LOG_INFO, "loader", "loaded %s (%s %s, ABI %u.%u)", path, t->name ? t->name : "?",
-           t->version ? t->version : "?", (unsigned)t->abi_major, (unsigned)t->abi_minor);
   return T4A_OK;
 }
 
@@ -118,6 +147,12 @@ int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out) {
   *out = NULL;
   if (!path || !*path)
     return t4a__fail(T4A_EINVAL, "t4a_gpu_open_path: empty path; pass the plugin's file name");
+  size_t len = strlen(path);
+  if (len >= T4A__PATH_MAX)
+    return t4a__fail(T4A_EINVAL,
+                     "t4a_gpu_open_path: the path is %zu bytes long, more than the %d the "
+                     "loader handles; use a shorter path",
+                     len, T4A__PATH_MAX - 1);
   char real[PATH_MAX];
   struct stat st;
   if (!realpath(path, real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode))
@@ -126,23 +161,42 @@ int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out) {
                      "file; check the path",
                      path);
   pthread_mutex_lock(&registry_lock);
-  int rc = T4A_OK;
-  struct t4a_gpu_backend *b;
-  for (b = registry; b; b = b->next)
-    if (b->dev == st.st_dev && b->ino == st.st_ino)
-      break;
-  if (b) {
+  struct t4a_gpu_backend *b = find(st.st_dev, st.st_ino);
+  if (b)
     b->refs++;
-  } else if ((rc = load(real, &st, &b)) == T4A_OK && b) {
+  pthread_mutex_unlock(&registry_lock);
+  if (b) {
+    *out = b;
+    return T4A_OK;
+  }
+  struct t4a_gpu_backend *fresh = NULL;
+  int rc = load(real, &st, &fresh); /* without the lock: see registry_lock */
+  if (rc != T4A_OK) {
+    t4a__log(T4A__LOG_WARN, "loader", "%s", t4a_gpu_last_error());
+    return rc;
+  }
+  pthread_mutex_lock(&registry_lock);
+  b = find(st.st_dev, st.st_ino);
+  if (b) { /* published meanwhile (another thread, or this plugin re-entering) */
+    b->refs++;
+  } else {
+    b = fresh;
     b->next = registry;
     registry = b;
+    fresh = NULL;
   }
   pthread_mutex_unlock(&registry_lock);
-  if (rc == T4A_OK)
-    *out = b;
-  else
-    t4a__log(T4A__LOG_WARN, "loader", "%s", t4a_gpu_last_error());
-  return rc;
+  if (fresh) { /* drops only this thread's extra dlopen reference */
+    dlclose(fresh->dl);
+    free(fresh);
+  } else {
+    /* (name and version are the plugin's: read with a bound; the log escapes them) */
+    t4a__log(T4A__LOG_INFO, "loader", "loaded %s (%.64s %.64s, ABI %u.%u)", b->path,
+             b->table.name ? b->table.name : "?", b->table.version ? b->table.version : "?",
+             (unsigned)b->abi_major, (unsigned)b->abi_minor);
+  }
+  *out = b;
+  return T4A_OK;
 }
 
 int t4a_gpu_open(const char *spec, t4a_gpu_backend **out) {
@@ -150,8 +204,21 @@ int t4a_gpu_open(const char *spec, t4a_gpu_backend **out) {
     return t4a__fail(T4A_EINVAL, "t4a_gpu_open: out is NULL; pass a pointer to receive the "
                                  "backend");
   *out = NULL;
-  if (!spec || !*spec)
+  if (!spec || !*spec) {
     spec = t4a__default_spec();
+    /* A relative path from the environment would load whatever the current
+     * directory holds when the program opens its backend: refused. (A path the
+     * program passes itself is its own explicit choice.) */
+    if (strchr(spec, '/') && spec[0] != '/') {
+      t4a__fail(T4A_EINVAL,
+                "T4A_GPU_BACKEND '%s' is a relative path, which the loader refuses: it would "
+                "load from whatever the current directory is; set an absolute path or a "
+                "backend name",
+                spec);
+      t4a__log(T4A__LOG_WARN, "loader", "%s", t4a_gpu_last_error());
+      return T4A_EINVAL;
+    }
+  }
   if (strchr(spec, '/'))
     return t4a_gpu_open_path(spec, out);
   if (!t4a__valid_name(spec))

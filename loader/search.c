@@ -9,6 +9,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/str.h"
 #include "loader/loader_internal.h"
 
@@ -17,9 +18,23 @@
 
 const char *t4a_gpu_plugin_dir(void) { return T4A_PLUGIN_DIR; }
 
-void t4a__search_path(char *buf, size_t size) {
-  const char *env = t4a__getenv("T4A_GPU_BACKEND_PATH");
-  snprintf(buf, size, "%s", env && *env ? env : T4A_PLUGIN_DIR);
+_Static_assert(sizeof T4A_PLUGIN_DIR <= T4A__PATH_MAX,
+               "the configured plugin directory is too long");
+
+/* The longest search-path entry under which "/libt4a_<longest name>.so" still
+ * fits a T4A__PATH_MAX buffer. */
+#define DIR_MAX (T4A__PATH_MAX - sizeof("/" PREFIX SUFFIX) - T4A__NAME_MAX)
+
+int t4a__search_path(char *buf, size_t size) {
+  const char *env = NULL;
+  int rc = t4a__getenv_path("T4A_GPU_BACKEND_PATH", size, T4A_EINVAL, &env);
+  if (rc) {
+    if (size)
+      buf[0] = '\0'; /* nothing is searched */
+    return rc;
+  }
+  t4a__strcopy(buf, size, env ? env : T4A_PLUGIN_DIR);
+  return T4A_OK;
 }
 
 const char *t4a_gpu_search_path(void) {
@@ -43,21 +58,50 @@ int t4a__valid_name(const char *name) {
   return 1;
 }
 
-/* Calls fn(dir, len, ctx) for each non-empty directory of the search path;
- * stops early when fn returns non-zero, and returns that value. Relative
- * entries are skipped: the current directory is never searched implicitly. */
-static int each_dir(int (*fn)(const char *dir, void *ctx), void *ctx) {
+/* What each_dir did: fn's non-zero result (0 when it never stopped), and
+ * how many entries were ignored as relative. */
+struct walk {
+  int stop;
+  size_t relative;
+};
+
+/* Calls fn(dir, ctx) for each non-empty directory of the search path until
+ * fn returns non-zero. Relative entries are skipped (and logged): the current
+ * directory is never searched implicitly. Returns T4A_EINVAL, searching
+ * nothing, when the value or an entry is too long: a shortened entry could
+ * name another directory. */
+static int each_dir(int (*fn)(const char *dir, void *ctx), void *ctx, struct walk *w) {
+  w->stop = 0;
+  w->relative = 0;
   char path[T4A__PATH_MAX];
-  t4a__search_path(path, sizeof path);
+  int rc = t4a__search_path(path, sizeof path);
+  if (rc)
+    return rc;
+  for (const char *p = path; *p; p += *p == ':') {
+    size_t n = strcspn(p, ":");
+    if (n > DIR_MAX)
+      return t4a__fail(T4A_EINVAL,
+                       "T4A_GPU_BACKEND_PATH entry '%.40s...' is %zu bytes long, more than the "
+                       "%zu accepted for a plugin directory; shorten it (it is refused, not "
+                       "truncated: a shortened path could name another directory)",
+                       p, n, (size_t)DIR_MAX);
+    p += n;
+  }
   char *save = NULL;
   for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-    if (dir[0] != '/')
+    if (dir[0] != '/') {
+      w->relative++;
+      t4a__log(T4A__LOG_WARN, "loader",
+               "T4A_GPU_BACKEND_PATH entry '%s' ignored: it is relative, and the current "
+               "directory is never searched; use an absolute directory",
+               dir);
       continue;
-    int r = fn(dir, ctx);
-    if (r)
-      return r;
+    }
+    w->stop = fn(dir, ctx);
+    if (w->stop)
+      break;
   }
-  return 0;
+  return T4A_OK;
 }
 
 struct find_ctx {
@@ -79,14 +123,20 @@ static int find_in(const char *dir, void *vctx) {
 
 int t4a__find_backend(const char *name, char *path, size_t size) {
   struct find_ctx c = {name, path, size};
-  if (each_dir(find_in, &c))
-    return T4A_OK;
+  struct walk w;
+  int rc = each_dir(find_in, &c, &w);
+  if (rc || w.stop)
+    return rc;
   char dirs[T4A__PATH_MAX];
   t4a__search_path(dirs, sizeof dirs);
   return t4a__fail(T4A_ENOBACKEND,
-                   "backend '%s' not found: no " PREFIX "%s" SUFFIX " in '%s'; install the "
-                   "plugin there, set T4A_GPU_BACKEND_PATH, or open it by path",
-                   name, name, dirs);
+                   "backend '%s' not found: no " PREFIX "%s" SUFFIX " in '%s'%s; install the "
+                   "plugin there, set T4A_GPU_BACKEND_PATH (absolute directories), or open it "
+                   "by path",
+                   name, name, dirs,
+                   w.relative ? " (its relative entries are ignored: the current directory is "
+                                "never searched)"
+                              : "");
 }
 
 /* ---- listing ------------------------------------------------------------ */
@@ -155,7 +205,12 @@ int t4a_gpu_list(t4a_gpu_backend_entry *entries, size_t capacity, size_t *count)
     return t4a__fail(T4A_EINVAL, "t4a_gpu_list: count is NULL, or entries is NULL with a "
                                  "non-zero capacity; pass valid pointers");
   struct list_ctx c = {NULL, 0, 0, 0};
-  each_dir(list_in, &c);
+  struct walk w;
+  int rc = each_dir(list_in, &c, &w);
+  if (rc) {
+    free(c.items);
+    return rc;
+  }
   if (c.oom) {
     free(c.items);
     return t4a__fail(T4A_ENOMEM, "t4a_gpu_list: out of host memory while listing plugins; "

@@ -58,7 +58,7 @@ __attribute__((format(printf, 4, 5))) static int check(run *r, const char *name,
   } else {
     printf("  %-4s  %s%s%s", rc == T4A_OK ? "ok" : "FAIL", name, *detail ? ": " : "", detail);
     if (rc != T4A_OK)
-      printf(" -- %s%s%s", rc > 0 ? "" : status, rc > 0 || !*why ? "" : ": ", why);
+      printf(" -- %s%s%s", rc > 0 ? "" : status, rc > 0 || !*why ? "" : ": ", t4a__cli_text(why));
     putchar('\n');
   }
   r->checks++;
@@ -185,15 +185,15 @@ static void release(run *r, objects *b) {
 /* Runs every check on device dev; returns whether all passed. */
 static int selftest_device(run *r, int32_t dev, int first) {
   const t4a_gpu_backend_v1 *t = r->t;
-  t4a_device_info info = {.struct_size = sizeof info};
-  int rc = t->device_info(dev, &info);
+  t4a_device_info info;
+  int rc = t4a__cli_device_info(t, dev, &info);
   const char *name = rc == T4A_OK ? info.name : "?";
   if (r->o->json) {
     printf("%s{\"ordinal\":%d,\"name\":", first ? "" : ",", (int)dev);
     t4a__cli_json_str(name);
     printf(",\"checks\":[");
   } else {
-    printf("device %d: %s\n", (int)dev, name);
+    printf("device %d: %s\n", (int)dev, t4a__cli_text(name));
   }
   r->checks = r->failed = 0;
   objects b = {.hx = malloc(ELEMENTS * sizeof(float)),
@@ -224,7 +224,7 @@ static int unusable(const options *o, int status, const char *why, int exit_code
     t4a__cli_json_str(why);
     printf(",\"passed\":false");
   } else {
-    printf("selftest: not run: %s: %s\n", t4a_status_name(status), why);
+    printf("selftest: not run: %s: %s\n", t4a_status_name(status), t4a__cli_text(why));
   }
   return exit_code;
 }
@@ -243,8 +243,8 @@ int t4a__cli_selftest(const options *o) {
   run r = {.t = t4a_gpu_backend_table(backend), .o = o};
   int result = EXIT_UNUSABLE;
   int32_t count = 0;
-  t4a_backend_info bi = {.struct_size = sizeof bi};
-  r.t->get_info(&bi);
+  t4a_backend_info bi;
+  t4a__cli_backend_info(r.t, &bi);
   if (o->json) {
     printf("\"backend\":");
     t4a__cli_json_str(bi.name);
@@ -252,8 +252,8 @@ int t4a__cli_selftest(const options *o) {
     t4a__cli_json_str(t4a_gpu_backend_path(backend));
     putchar(',');
   } else {
-    printf("t4a-gpu selftest: backend %s %s (%s)\n", bi.name, bi.version,
-           t4a_gpu_backend_path(backend));
+    printf("t4a-gpu selftest: backend %s %s (%s)\n", t4a__cli_text(bi.name),
+           t4a__cli_text(bi.version), t4a__cli_text(t4a_gpu_backend_path(backend)));
   }
   if ((rc = r.t->init()) != T4A_OK || (rc = r.t->device_count(&count)) != T4A_OK) {
     result = unusable(o, rc, t4a__cli_backend_error(r.t), EXIT_UNUSABLE);

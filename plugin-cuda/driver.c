@@ -101,8 +101,13 @@ static int init_failure(t4a__CUresult r, const char *file) {
 }
 
 static int init_locked(void) {
-  const char *env = t4a__getenv("T4A_CUDA_LIBRARY");
-  const char *file = env && *env ? env : "libcuda.so.1";
+  /* driver_path is reported (get_info, messages): a path it cannot hold is
+   * refused rather than shown as another, shortened name */
+  const char *env = NULL;
+  int rc = t4a__getenv_path("T4A_CUDA_LIBRARY", sizeof t4a__be.driver_path, T4A_ENODRIVER, &env);
+  if (rc)
+    return rc;
+  const char *file = env ? env : "libcuda.so.1";
   t4a__strcopy(t4a__be.driver_path, sizeof t4a__be.driver_path, file);
   dlerror();
   void *dl = dlopen(file, RTLD_NOW | RTLD_LOCAL);
@@ -111,7 +116,6 @@ static int init_locked(void) {
                      "cannot load the CUDA driver library %s (%s); install the "
                      "NVIDIA driver, or set T4A_CUDA_LIBRARY to its libcuda.so.1",
                      file, dlerror());
-  int rc;
   *(void **)&t4a__be.cu.cuDriverGetVersion = dlsym_fn(dl, "cuDriverGetVersion");
   *(void **)&t4a__be.cu.cuInit = dlsym_fn(dl, "cuInit");
   *(void **)&t4a__be.cu.cuGetErrorName = dlsym_fn(dl, "cuGetErrorName");

@@ -68,9 +68,13 @@ static void load_once(void) {
   static const char *const candidates[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
                                            "libnvrtc.so"};
   char tried[512] = "";
-  const char *env = t4a__getenv("T4A_NVRTC_LIBRARY");
+  /* nvrtc.path is reported (compiler_info): a path it cannot hold is refused
+   * rather than shown as another, shortened name */
+  const char *env = NULL;
   int r = 0;
-  if (env && *env)
+  if (t4a__getenv_path("T4A_NVRTC_LIBRARY", sizeof nvrtc.path, T4A_ENOCOMPILER, &env) != T4A_OK)
+    r = -1; /* refused, the failure recorded */
+  else if (env)
     r = try_file(env, tried, sizeof tried);
   else
     for (size_t i = 0; r == 0 && i < sizeof candidates / sizeof candidates[0]; i++)

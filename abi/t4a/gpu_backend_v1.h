@@ -687,7 +687,9 @@ struct t4a_gpu_backend_v1 {
 /* The plugin entry point. `caller_major`/`caller_minor` are the ABI the
  * caller was compiled against. On success *table points to the plugin's
  * static table (valid until the plugin is unloaded) and T4A_OK is returned.
- * A different major gets T4A_EABI (and *table NULL). */
+ * A different major gets T4A_EABI (and *table NULL). It may be called more
+ * than once per load, from several threads at once, and may call back into
+ * the loader. */
 typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t caller_minor,
                                            const t4a_gpu_backend_v1 **table);
 

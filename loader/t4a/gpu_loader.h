@@ -7,16 +7,24 @@
  * <t4a/gpu_backend_v1.h>.
  *
  * Lookup. t4a_gpu_open(spec) takes:
- *   - a path (any spec containing '/'): that file, nothing else;
+ *   - a path (any spec containing '/'): that file, nothing else; a relative
+ *     path the caller passes is its explicit choice and is resolved against
+ *     the current directory at the call, as open(2) would;
  *   - a name ("cuda"): the file libt4a_<name>.so searched in the plugin
  *     directories (below);
- *   - NULL or "": the default backend: $T4A_GPU_BACKEND (a name or a path)
- *     when set, else "cuda".
+ *   - NULL or "": the default backend: $T4A_GPU_BACKEND (a name or an
+ *     absolute path) when set, else "cuda". A relative path there is refused
+ *     (T4A_EINVAL): the file loaded would depend on the current directory
+ *     of whatever program reads the environment.
  * Plugin directories, in order: $T4A_GPU_BACKEND_PATH (colon-separated; it
  * replaces the defaults) or else the configured plugin directory
  * ($(pkglibdir), see t4a_gpu_plugin_dir()). The current directory is never
- * searched implicitly. Environment variables are ignored in setuid/setgid
- * processes.
+ * searched implicitly: relative entries are ignored (logged at T4A_LOG=warn,
+ * and named in the not-found message). Environment variables are ignored in setuid/setgid
+ * processes. Values too long for the loader are refused, never shortened
+ * (a shortened path can name another directory): a $T4A_GPU_BACKEND_PATH of
+ * 4096 bytes or more, or with an entry too long to hold a plugin's file
+ * name, makes lookups and listing fail with T4A_EINVAL, searching nothing.
  *
  * Validation. The loader resolves the entry symbol, calls it with this
  * header's ABI version, and refuses (T4A_EABI) a different major, a table
@@ -35,7 +43,11 @@
  * t4a_gpu_close. The plugin is unloaded at the last close; tables and
  * strings obtained from it are invalid afterwards. Several different
  * backends can be open at once, and a backend can be closed and another
- * opened (swapped) while the process runs.
+ * opened (swapped) while the process runs. The loader runs no plugin code
+ * (constructors, entry point, destructors) while holding its lock, so that
+ * code may itself call the loader, e.g. to open another backend. Two threads
+ * opening the same plugin for the first time at once may both call its entry
+ * point; one table is kept.
  *
  * Errors. Functions returning int return T4A_OK or a negative T4A_E*
  * status; t4a_gpu_last_error() then holds "<what failed>; <what to do>" for
@@ -68,7 +80,10 @@ typedef struct t4a_gpu_backend_entry {
 /* Opens a backend by name, by path, or the default (NULL or ""). */
 T4A_LOADER_API int t4a_gpu_open(const char *spec, t4a_gpu_backend **out);
 
-/* Opens the plugin file at `path` (never searched). */
+/* Opens the plugin file at `path` (never searched). A relative path is
+ * resolved against the current directory at the call, as open(2) would;
+ * t4a_gpu_backend_path() then reports the resolved absolute file. A path of
+ * 4096 bytes or more is refused (T4A_EINVAL). */
 T4A_LOADER_API int t4a_gpu_open_path(const char *path, t4a_gpu_backend **out);
 
 /* Drops one reference; unloads the plugin at the last one. */
@@ -91,7 +106,8 @@ T4A_LOADER_API int t4a_gpu_backend_abi(const t4a_gpu_backend *backend, uint16_t 
 T4A_LOADER_API int t4a_gpu_list(t4a_gpu_backend_entry *entries, size_t capacity, size_t *count);
 
 /* The directories searched, colon-separated, as the current environment
- * makes them. Static per thread; valid until the thread's next call. */
+ * makes them; "" when $T4A_GPU_BACKEND_PATH is refused as too long (see
+ * Lookup). Static per thread; valid until the thread's next call. */
 T4A_LOADER_API const char *t4a_gpu_search_path(void);
 
 /* The configured plugin directory ($(pkglibdir) at build time). */

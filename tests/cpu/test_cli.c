@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -139,6 +140,27 @@ START_TEST(selftest_exit_codes) {
 }
 END_TEST
 
+/* Finding 7 of issue #19: library paths from the environment longer than the
+ * backend's fixed fields were reported cut short (a different file name). */
+START_TEST(overlong_library_paths_are_refused_not_truncated) {
+  static char longer[1024];
+  /* the fake driver itself, named with 300 leading slashes (so a 255-byte cut names no file) */
+  memset(longer, '/', 300);
+  snprintf(longer + 300, sizeof longer - 300, "%s", t4a_test_build_path(T4A_TEST_FAKE_CUDA));
+  use_fakes();
+  setenv("T4A_CUDA_LIBRARY", longer, 1);
+  ck_assert_int_eq(run("info"), 4);
+  ASSERT_OUT("unusable (T4A_ENODRIVER): T4A_CUDA_LIBRARY is ");
+  ASSERT_OUT("not truncated");
+  memset(longer, '/', 300);
+  snprintf(longer + 300, sizeof longer - 300, "%s", t4a_test_build_path(T4A_TEST_FAKE_NVRTC));
+  use_fakes();
+  setenv("T4A_NVRTC_LIBRARY", longer, 1);
+  ck_assert_int_eq(run("info"), 0);
+  ASSERT_OUT("NVRTC:        unavailable: T4A_NVRTC_LIBRARY is ");
+}
+END_TEST
+
 /* T4A_LOG: off by default; one "t4a[component] level: message" line per event. */
 START_TEST(log_levels) {
   use_fakes();
@@ -156,6 +178,127 @@ START_TEST(log_levels) {
   ck_assert_ptr_null(strstr(output, "t4a["));
   ck_assert_int_eq(run("info --backend nope"), 3);
   ASSERT_OUT("t4a[loader] warn: backend 'nope' not found");
+  /* a relative directory is ignored, and the log says so and why */
+  setenv("T4A_GPU_BACKEND_PATH", "plugin-cuda/.libs:/nonexistent", 1);
+  ck_assert_int_eq(run("info"), 3);
+  ASSERT_OUT("t4a[loader] warn: T4A_GPU_BACKEND_PATH entry 'plugin-cuda/.libs' ignored: it is "
+             "relative");
+  /* T4A_GPU_BACKEND as a relative path: refused, saying why */
+  unsetenv("T4A_LOG");
+  setenv("T4A_GPU_BACKEND", "./plugin-cuda/.libs/libt4a_cuda.so", 1);
+  ck_assert_int_eq(run("info"), 3);
+  ASSERT_OUT("backend:      unavailable: T4A_GPU_BACKEND './plugin-cuda/.libs/libt4a_cuda.so' is "
+             "a relative path");
+  unsetenv("T4A_GPU_BACKEND");
+}
+END_TEST
+
+/* ---- Finding 11 of issue #19: log and terminal injection, invalid JSON ---- */
+
+#define BADSTR "tests/loader/.libs/libt4a_fakebadstr.so"
+
+/* Whether s[0 .. n) is valid UTF-8 (no overlongs, surrogates, or code points
+ * above U+10FFFF). Written here, apart from the code under test. */
+static int valid_utf8(const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned c = s[i], len = c < 0x80                 ? 1
+                             : c >= 0xc2 && c <= 0xdf ? 2
+                             : c >= 0xe0 && c <= 0xef ? 3
+                             : c >= 0xf0 && c <= 0xf4 ? 4
+                                                      : 0;
+    if (!len || i + len > n)
+      return 0;
+    unsigned cp = len == 1 ? c : c & (0xff >> (len + 1));
+    for (unsigned k = 1; k < len; k++) {
+      if ((s[i + k] & 0xc0) != 0x80)
+        return 0;
+      cp = cp << 6 | (s[i + k] & 0x3f);
+    }
+    static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return 0;
+    i += len;
+  }
+  return 1;
+}
+
+/* The output holds no control character but line ends (no ESC, no CR), no C1
+ * control, and is valid UTF-8. */
+static void assert_printable(void) {
+  size_t n = strlen(output);
+  ck_assert_msg(valid_utf8((const unsigned char *)output, n), "invalid UTF-8 in:\n%s", output);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)output[i];
+    ck_assert_msg((c >= 0x20 && c != 0x7f) || c == '\n', "control byte 0x%02x at %zu in:\n%s", c, i,
+                  output);
+    ck_assert_msg(!(c == 0xc2 && (unsigned char)output[i + 1] < 0xa0), "C1 control at %zu in:\n%s",
+                  i, output);
+  }
+}
+
+/* The output is one valid JSON document (python3's strict parser, on the
+ * bytes decoded as strict UTF-8), when python3 is installed. */
+static void assert_json(void) {
+  char file[] = "/tmp/t4a-json-XXXXXX";
+  int fd = mkstemp(file);
+  ck_assert_int_ge(fd, 0);
+  size_t n = strlen(output);
+  ck_assert_int_eq(write(fd, output, n), (ssize_t)n);
+  close(fd);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd,
+           "command -v python3 >/dev/null || exit 77; python3 -c 'import json,sys; "
+           "json.loads(open(sys.argv[1], \"rb\").read().decode(\"utf-8\"))' %s",
+           file);
+  int st = system(cmd);
+  unlink(file);
+  ck_assert(WIFEXITED(st));
+  if (WEXITSTATUS(st) == 77)
+    fprintf(stderr, "note: python3 not found: JSON checked for UTF-8 and controls only\n");
+  else
+    ck_assert_msg(WEXITSTATUS(st) == 0, "not valid JSON:\n%s", output);
+}
+
+/* A value with a newline forged a second log line ("t4a[cuda] error: ...")
+ * and an escape sequence reached the terminal. */
+START_TEST(log_and_text_output_escape_control_characters) {
+  setenv("T4A_LOG", "warn", 1);
+  setenv("T4A_GPU_BACKEND_PATH", "/nonexistent/x\nt4a[cuda] error: forged\x1b[2J", 1);
+  ck_assert_int_eq(run("info"), 3);
+  ck_assert_msg(!strstr(output, "\nt4a[cuda] error: forged"), "a forged log line:\n%s", output);
+  ASSERT_OUT("t4a[loader] warn: backend 'cuda' not found: no libt4a_cuda.so in "
+             "'/nonexistent/x\\nt4a[cuda] error: forged\\x1b[2J' ");
+  ASSERT_OUT("search path:  /nonexistent/x\\nt4a[cuda] error: forged\\x1b[2J\n");
+  ASSERT_OUT("backend:      unavailable: backend 'cuda' not found: no libt4a_cuda.so in "
+             "'/nonexistent/x\\nt4a[cuda] error: forged\\x1b[2J' ");
+  assert_printable();
+  /* the search path (environment) and the plugin's strings, in the text output */
+  setenv("T4A_LOG", "info", 1); /* the loader logs the plugin's name and version */
+  setenv("T4A_GPU_BACKEND_PATH", "/nonexistent/\x1b]0;title\x07\xff", 1);
+  char args[4200];
+  snprintf(args, sizeof args, "info --backend '%s'", t4a_test_build_path(BADSTR));
+  ck_assert_int_eq(run(args), 0);
+  ASSERT_OUT("search path:  /nonexistent/\\x1b]0;title\\x07\\xff\n");
+  ASSERT_OUT("t4a[loader] info: loaded ");
+  ASSERT_OUT("(\\n\\x1b[2Jt4a[cuda] error: forged\\r\\t\\x7f\\u009b\"\\\\\xc3\xa9\\x80\\xc0\\x80");
+  assert_printable();
+}
+END_TEST
+
+/* t4a-gpu info --json with a plugin whose info strings are unterminated, hold
+ * control bytes and invalid UTF-8, and an environment value likewise. */
+START_TEST(info_json_stays_valid_with_hostile_strings) {
+  setenv("T4A_GPU_BACKEND_PATH", "/nonexistent/\x1b]0;title\x07\xff\xc0\x80", 1);
+  char args[4200];
+  snprintf(args, sizeof args, "info --json --backend '%s'", t4a_test_build_path(BADSTR));
+  ck_assert_int_eq(run(args), 0);
+  assert_printable();
+  assert_json();
+  ASSERT_OUT("\"search_path\":\"/nonexistent/\\u001b]0;title\\u0007\\ufffd\\ufffd\\ufffd\"");
+  /* each string read only up to its array's end: name[32] is the first 31 bytes */
+  ASSERT_OUT("\"name\":\"\\u000a\\u001b[2Jt4a[cuda] error: forged\\u000d\\u0009\\u007f\",");
+  ASSERT_OUT("\\u009b\\\"\\\\\xc3\xa9\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd");
+  ASSERT_OUT("\"pci_bus_id\":\"\\u000a\\u001b[2J");
 }
 END_TEST
 
@@ -171,7 +314,10 @@ int main(void) {
   tcase_add_test(tc, selftest_passes_on_every_fake_device);
   tcase_add_test(tc, selftest_reports_each_failure);
   tcase_add_test(tc, selftest_exit_codes);
+  tcase_add_test(tc, overlong_library_paths_are_refused_not_truncated);
   tcase_add_test(tc, log_levels);
+  tcase_add_test(tc, log_and_text_output_escape_control_characters);
+  tcase_add_test(tc, info_json_stays_valid_with_hostile_strings);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }

@@ -31,8 +31,9 @@ done
 version=$(sed -n 's/^AC_INIT(\[[^]]*\], *\[\([^]]*\)\].*/\1/p' "$s/configure.ac")
 grep -q "^\.TH .* \"t4a-gpu-backend $version\"" "$page" ||
   bad "t4a-gpu.1: .TH does not name version $version (configure.ac)"
-vars=$(grep -rhoE 'getenv\("[A-Za-z_][A-Za-z0-9_]*"\)' "$s/common" "$s/loader" "$s/plugin-cuda" \
-  --include='*.c' --include='*.h' | sed 's/.*("\(.*\)")/\1/' | sort -u)
+# (t4a__getenv_path("NAME", ...) reads path-valued variables: common/env.h)
+vars=$(grep -rhoE 'getenv(_path)?\("[A-Za-z_][A-Za-z0-9_]*"' "$s/common" "$s/loader" "$s/plugin-cuda" \
+  --include='*.c' --include='*.h' | sed 's/.*("\(.*\)"/\1/' | sort -u)
 [ -n "$vars" ] || bad "found no getenv call in the sources: the pattern is stale"
 for v in $vars; do
   section ENVIRONMENT | grep -qx "\.B $v" || bad "t4a-gpu.1: environment variable $v (read by the sources) not described"

@@ -228,11 +228,98 @@ START_TEST(first_directory_wins_and_relative_entries_are_ignored) {
   ck_assert_int_eq(chdir(a), 0);
   setenv("T4A_GPU_BACKEND_PATH", ".:relative/dir", 1);
   ck_assert_int_eq(t4a_gpu_open("x", &b), T4A_ENOBACKEND);
+  /* and the message says why, instead of "no libt4a_x.so in '.:relative/dir'" */
+  ck_assert_msg(strstr(t4a_gpu_last_error(), "relative entries are ignored"), "%s",
+                t4a_gpu_last_error());
+  setenv("T4A_GPU_BACKEND_PATH", "relative/dir:/nonexistent", 1);
+  ck_assert_int_eq(t4a_gpu_open("x", &b), T4A_ENOBACKEND);
+  ck_assert_msg(strstr(t4a_gpu_last_error(), "relative entries are ignored"), "%s",
+                t4a_gpu_last_error());
+  setenv("T4A_GPU_BACKEND_PATH", ".:relative/dir", 1);
   ck_assert_int_eq(t4a_gpu_list(list, 4, &n), T4A_OK);
   ck_assert_uint_eq(n, 0);
   ck_assert_int_eq(chdir("/"), 0); /* leave the directory before removing it */
   remove_dir(a);
   remove_dir(b_);
+}
+END_TEST
+
+/* Finding 7 of issue #19: the value was cut at 4095 bytes, so padding followed by
+ * "<dir>_trusted_plugins" searched <dir>, a directory the value never named. */
+START_TEST(overlong_search_path_is_refused_not_truncated) {
+  char dir[] = "/tmp/t4a-hx-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  link_plugin(dir, "x", "fakegood");
+  static char value[8192];
+  size_t pad = 4095 - 1 - strlen(dir); /* what a 4095-byte cut keeps: padding ":" dir */
+  memset(value, '/', pad);
+  memcpy(value, "/nonexistent", 12);
+  snprintf(value + pad, sizeof value - pad, ":%s_trusted_plugins", dir);
+  setenv("T4A_GPU_BACKEND_PATH", value, 1);
+  t4a_gpu_backend *b = (t4a_gpu_backend *)0x1;
+  int rc = t4a_gpu_open("x", &b);
+  ck_assert_msg(rc == T4A_EINVAL, "got %s (%s)", t4a_status_name(rc), t4a_gpu_last_error());
+  ck_assert_ptr_null(b);
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "T4A_GPU_BACKEND_PATH is"));
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "not truncated"));
+  ck_assert_str_eq(t4a_gpu_search_path(), ""); /* nothing is searched */
+  size_t n = 9;
+  ck_assert_int_eq(t4a_gpu_list(NULL, 0, &n), T4A_EINVAL);
+
+  /* a value that fits, with an entry too long to hold a plugin's file name */
+  memset(value, 'a', 4060);
+  value[0] = '/';
+  value[4060] = '\0';
+  setenv("T4A_GPU_BACKEND_PATH", value, 1);
+  rc = t4a_gpu_open("x", &b);
+  ck_assert_msg(rc == T4A_EINVAL, "got %s (%s)", t4a_status_name(rc), t4a_gpu_last_error());
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "T4A_GPU_BACKEND_PATH entry"));
+  ck_assert_int_eq(t4a_gpu_list(NULL, 0, &n), T4A_EINVAL);
+
+  /* an explicit path longer than any the loader handles */
+  value[0] = '/';
+  memset(value + 1, 'a', 5000);
+  value[5001] = '\0';
+  ck_assert_int_eq(t4a_gpu_open_path(value, &b), T4A_EINVAL);
+  ck_assert_ptr_nonnull(strstr(t4a_gpu_last_error(), "5001 bytes"));
+  remove_dir(dir);
+}
+END_TEST
+
+/* Finding 8 of issue #19: T4A_GPU_BACKEND=./libt4a_x.so loaded from the
+ * current directory. A relative path from the environment is refused; one the
+ * program passes itself is its explicit choice, resolved like open(2) does. */
+START_TEST(relative_backend_from_environment_is_refused) {
+  char dir[] = "/tmp/t4a-r-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  link_plugin(dir, "x", "fakegood");
+  ck_assert_int_eq(chdir(dir), 0);
+  t4a_gpu_backend *b = (t4a_gpu_backend *)0x1;
+  char up[64]; /* the same file, reached from the current directory's parent */
+  snprintf(up, sizeof up, "..%s/libt4a_x.so", strrchr(dir, '/'));
+  const char *relative[] = {"./libt4a_x.so", up, "sub/libt4a_x.so"};
+  for (int i = 0; i < 3; i++) {
+    setenv("T4A_GPU_BACKEND", relative[i], 1);
+    int rc = t4a_gpu_open(NULL, &b);
+    ck_assert_msg(rc == T4A_EINVAL, "%s: got %s (%s)", relative[i], t4a_status_name(rc),
+                  t4a_gpu_last_error());
+    ck_assert_ptr_null(b);
+    const char *e = t4a_gpu_last_error();
+    ck_assert_ptr_nonnull(strstr(e, relative[i]));
+    ck_assert_ptr_nonnull(strstr(e, "relative path"));
+    ck_assert_ptr_nonnull(strstr(e, "absolute path"));
+  }
+  unsetenv("T4A_GPU_BACKEND");
+  /* explicit relative paths: resolved against the current directory, reported absolute */
+  char real[PATH_MAX];
+  ck_assert_ptr_nonnull(realpath(fake("fakegood"), real));
+  ck_assert_int_eq(t4a_gpu_open_path("./libt4a_x.so", &b), T4A_OK);
+  ck_assert_str_eq(t4a_gpu_backend_path(b), real);
+  ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+  ck_assert_int_eq(t4a_gpu_open("./libt4a_x.so", &b), T4A_OK);
+  ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+  ck_assert_int_eq(chdir("/"), 0);
+  remove_dir(dir);
 }
 END_TEST
 
@@ -348,6 +435,49 @@ START_TEST(threads_open_and_close_concurrently) {
 }
 END_TEST
 
+/* Finding 9 of issue #19: the registry lock was held across dlopen and the
+ * entry point, so a plugin calling back into the loader deadlocked. The fake's
+ * constructor opens another backend; its entry point opens the plugin itself
+ * again. Before the fix this hung (hence the "reentry" tcase's short timeout). */
+START_TEST(plugin_may_call_back_into_the_loader) {
+  use_fakes_dir();
+  for (int round = 0; round < 2; round++) { /* the second is a fresh load too */
+    t4a_gpu_backend *b = open_expect("fakereenter", T4A_OK);
+    t4a_backend_info i;
+    memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    ck_assert_int_eq(t4a_gpu_backend_table(b)->get_info(&i), T4A_OK);
+    ck_assert_str_eq(i.driver_path, "ctor=0 entry=0"); /* both calls succeeded */
+    ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+    ck_assert_int_eq(t4a_gpu_close(b), T4A_EHANDLE); /* the nested open was balanced */
+  }
+  /* and fakegood, opened and closed by the constructor, was unloaded */
+  t4a_gpu_backend *g = open_expect("fakegood", T4A_OK);
+  t4a_gpu_backend_table(g)->init();
+  ck_assert_int_eq(init_count(t4a_gpu_backend_table(g)), 1);
+  ck_assert_int_eq(t4a_gpu_close(g), T4A_OK);
+}
+END_TEST
+
+/* The same, while other threads open and close the backends it opens. */
+START_TEST(reentering_plugins_open_and_close_concurrently) {
+  use_fakes_dir();
+  pthread_t th[4];
+  static char names[4][16] = {"fakereenter", "fakereenter", "fakegood", "fakeother"};
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, churn, names[i]), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r = (void *)9;
+    pthread_join(th[i], &r);
+    ck_assert_ptr_null(r);
+  }
+  t4a_gpu_backend *b = open_expect("fakereenter", T4A_OK);
+  t4a_gpu_backend_table(b)->init();
+  ck_assert_int_eq(init_count(t4a_gpu_backend_table(b)), 1); /* nothing was left open */
+  ck_assert_int_eq(t4a_gpu_close(b), T4A_OK);
+}
+END_TEST
+
 START_TEST(versions_and_status_names) {
   int major = -1, minor = -1, patch = -1;
   t4a_gpu_loader_version(&major, &minor, &patch);
@@ -380,6 +510,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, open_by_name_searches_the_path);
   tcase_add_test(tc, default_comes_from_environment_then_cuda);
   tcase_add_test(tc, first_directory_wins_and_relative_entries_are_ignored);
+  tcase_add_test(tc, overlong_search_path_is_refused_not_truncated);
+  tcase_add_test(tc, relative_backend_from_environment_is_refused);
   tcase_add_test(tc, list_is_sorted_and_counts_beyond_capacity);
   tcase_add_test(tc, same_plugin_by_two_paths_is_opened_once);
   tcase_add_test(tc, last_close_unloads_and_reopen_reloads);
@@ -387,6 +519,11 @@ static Suite *suite(void) {
   tcase_add_test(tc, threads_open_and_close_concurrently);
   tcase_add_test(tc, versions_and_status_names);
   suite_add_tcase(s, tc);
+  TCase *re = tcase_create("reentry"); /* hung before the fix: fail by timeout */
+  tcase_set_timeout(re, 20);
+  tcase_add_test(re, plugin_may_call_back_into_the_loader);
+  tcase_add_test(re, reentering_plugins_open_and_close_concurrently);
+  suite_add_tcase(s, re);
   return s;
 }
 

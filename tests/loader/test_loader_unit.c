@@ -8,8 +8,11 @@
 
 #include "common/checked.h"
 #include "common/env.h"
+#include "common/error.h"
+#include "common/escape.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/str.h"
 #include "loader/loader_internal.h"
 #include "tests/testutil.h"
 
@@ -33,6 +36,75 @@ START_TEST(privileged_process_ignores_environment) {
 
   t4a__env_force_secure(-1); /* decided by the process: this one is not privileged */
   ck_assert(!t4a__env_is_secure());
+}
+END_TEST
+
+START_TEST(overlong_environment_paths_are_refused) {
+  const char *v = (const char *)0x1;
+  setenv("T4A_TEST_PATH", "/234567", 1); /* 7 bytes: fits 8 */
+  ck_assert_int_eq(t4a__getenv_path("T4A_TEST_PATH", 8, T4A_EINVAL, &v), T4A_OK);
+  ck_assert_str_eq(v, "/234567");
+  setenv("T4A_TEST_PATH", "/2345678", 1); /* 8 bytes: refused, not cut to "/234567" */
+  ck_assert_int_eq(t4a__getenv_path("T4A_TEST_PATH", 8, T4A_ENODRIVER, &v), T4A_ENODRIVER);
+  ck_assert_ptr_null(v);
+  ck_assert_ptr_nonnull(strstr(t4a__error_get()->message, "T4A_TEST_PATH is 8 bytes long"));
+  setenv("T4A_TEST_PATH", "", 1);
+  ck_assert_int_eq(t4a__getenv_path("T4A_TEST_PATH", 8, T4A_EINVAL, &v), T4A_OK);
+  ck_assert_ptr_null(v);
+  char path[8];
+  setenv("T4A_GPU_BACKEND_PATH", "/2345678", 1);
+  ck_assert_int_eq(t4a__search_path(path, sizeof path), T4A_EINVAL);
+  ck_assert_str_eq(path, "");
+}
+END_TEST
+
+/* common/escape.c: what reaches log lines, terminals and JSON (issue #19). */
+START_TEST(escaping_for_text_and_json) {
+  char out[T4A__ESCAPE_SIZE(64)];
+  const char *in = "a\n\x1b[2J\t\r\x7f\\\"\xc3\xa9\xc2\x9b\xe2\x82\xac\xf0\x9f\x98\x80";
+  ck_assert_uint_eq(t4a__escape(out, sizeof out, in, 64, T4A__ESCAPE_TEXT), strlen(in));
+  ck_assert_str_eq(out, "a\\n\\x1b[2J\\t\\r\\x7f\\\\\"\xc3\xa9\\u009b\xe2\x82\xac\xf0\x9f\x98\x80");
+  ck_assert_uint_eq(t4a__escape(out, sizeof out, in, 64, T4A__ESCAPE_JSON), strlen(in));
+  ck_assert_str_eq(out, "a\\u000a\\u001b[2J\\u0009\\u000d\\u007f\\\\\\\"\xc3\xa9\\u009b"
+                        "\xe2\x82\xac\xf0\x9f\x98\x80");
+  /* invalid UTF-8, byte by byte: stray continuation, overlong, surrogate,
+   * above U+10FFFF, 0xff, a sequence cut short (by the next byte, by the end) */
+  const char *bad = "\x80|\xc0\x80|\xe0\x80\x80|\xed\xa0\x80|\xf4\x90\x80\x80|\xff|\xe2\x82x|\xe2";
+  t4a__escape(out, sizeof out, bad, 64, T4A__ESCAPE_TEXT);
+  ck_assert_str_eq(out, "\\x80|\\xc0\\x80|\\xe0\\x80\\x80|\\xed\\xa0\\x80|\\xf4\\x90\\x80\\x80|"
+                        "\\xff|\\xe2\\x82x|\\xe2");
+  t4a__escape(out, sizeof out, "\xed\xa0\x80|\xe2\x82x|\xf0\x9f", 64, T4A__ESCAPE_JSON);
+  ck_assert_str_eq(out, "\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffdx|\\ufffd\\ufffd");
+  /* reads at most max bytes: an unterminated array stays inside its bounds */
+  const char unterminated[4] = {'a', 'b', 'c', 'd'};
+  ck_assert_uint_eq(
+      t4a__escape(out, sizeof out, unterminated, sizeof unterminated, T4A__ESCAPE_TEXT), 4);
+  ck_assert_str_eq(out, "abcd");
+  ck_assert_uint_eq(t4a__escape(out, sizeof out, "\xc3\xa9", 1, T4A__ESCAPE_TEXT), 1);
+  ck_assert_str_eq(out, "\\xc3"); /* a character cut by max is invalid, not read on */
+  /* a full buffer ends before an escape, never inside one */
+  char small[7]; /* 6 characters and the NUL */
+  ck_assert_uint_eq(t4a__escape(small, sizeof small, "abcde\n", 64, T4A__ESCAPE_TEXT), 5);
+  ck_assert_str_eq(small, "abcde"); /* "\\n" would need 7 */
+  ck_assert_uint_eq(t4a__escape(small, sizeof small, "a\x01", 64, T4A__ESCAPE_JSON), 1);
+  ck_assert_str_eq(small, "a"); /* "\\u0001" would need 8 */
+  /* the worst case fits T4A__ESCAPE_SIZE */
+  char worst[16], big[T4A__ESCAPE_SIZE(16)];
+  memset(worst, 0xff, sizeof worst);
+  ck_assert_uint_eq(t4a__escape(big, sizeof big, worst, sizeof worst, T4A__ESCAPE_JSON), 16);
+  ck_assert_uint_eq(strlen(big), sizeof big - 1); /* exactly: 6 bytes each */
+}
+END_TEST
+
+START_TEST(terminate_ends_an_array) {
+  struct {
+    char name[4];
+    char after[4];
+  } s;
+  memset(&s, 'x', sizeof s);
+  t4a__terminate(s.name);
+  ck_assert_str_eq(s.name, "xxx");
+  ck_assert_int_eq(s.after[0], 'x');
 }
 END_TEST
 
@@ -115,6 +187,9 @@ int main(void) {
   Suite *s = suite_create("loader-unit");
   TCase *tc = tcase_create("unit");
   tcase_add_test(tc, privileged_process_ignores_environment);
+  tcase_add_test(tc, overlong_environment_paths_are_refused);
+  tcase_add_test(tc, escaping_for_text_and_json);
+  tcase_add_test(tc, terminate_ends_an_array);
   tcase_add_test(tc, backend_names);
   tcase_add_test(tc, log_levels);
   tcase_add_test(tc, checked_arithmetic);
