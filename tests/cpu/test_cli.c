@@ -16,7 +16,7 @@ static char output[1 << 16];
 /* Runs t4a-gpu with args; returns its exit status, output in `output`. */
 static int run(const char *args) {
   char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", t4a_test_build_path("loader/t4a-gpu"), args);
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", t4a_test_build_path("tools/t4a-gpu"), args);
   FILE *p = popen(cmd, "r");
   ck_assert_ptr_nonnull(p);
   size_t n = fread(output, 1, sizeof output - 1, p);

@@ -11,7 +11,7 @@
 b=${T4A_TEST_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 s=${T4A_TEST_SRCDIR:-$b}
 NM=${NM:-nm}
-command -v "$NM" >/dev/null 2>&1 && command -v tsort >/dev/null 2>&1 ||
+command -v "${NM%% *}" >/dev/null 2>&1 && command -v tsort >/dev/null 2>&1 ||
   { echo "SKIP: nm or tsort not found"; exit 77; }
 fail=0
 
@@ -20,7 +20,7 @@ fail=0
 edges() {
   for o in "$@"; do
     f=$(basename "$o" .o); f=${f#*-}
-    "$NM" "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ {print "D", f, $3} $1 == "U" {print "U", f, $2}'
+    $NM "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ {print "D", f, $3} $1 == "U" {print "U", f, $2}'
   done | awk '$1 == "D" {def[$3] = $2; next} {use[NR] = $2 " " $3}
               END {for (i in use) {split(use[i], a, " "); if ((a[2] in def) && def[a[2]] != a[1])
                                      print a[1], def[a[2]]}}' | sort -u

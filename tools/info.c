@@ -1,72 +1,11 @@
-/* loader/cli.c -- t4a-gpu, the loader's command-line front end.
- *
- *   t4a-gpu info     [--backend NAME|PATH] [--json]
- *   t4a-gpu selftest [--backend NAME|PATH] [--device N] [--json]
- *   t4a-gpu bench
- *
- * Exit status (man t4a-gpu, README.md): see loader/cli.h. */
+/* tools/info.c -- t4a-gpu info: the loader, the installed backends, the
+ * driver, the compiler and the devices (text or --json). */
 #include "config.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common/escape.h"
-#include "common/str.h"
-#include "loader/cli.h"
-
-static void usage(FILE *f) {
-  fputs("usage: t4a-gpu info     [--backend NAME|PATH] [--json]\n"
-        "       t4a-gpu selftest [--backend NAME|PATH] [--device N] [--json]\n"
-        "       t4a-gpu bench\n"
-        "       t4a-gpu --version | --help\n"
-        "exit status: 0 usable (info) or passed (selftest), 1 a selftest check failed,\n"
-        "             2 usage error, 3 backend not found or invalid,\n"
-        "             4 backend present but unusable here (reason printed)\n",
-        f);
-}
-
-void t4a__cli_json_str(const char *s) {
-  putchar('"');
-  t4a__escape_fput(stdout, s ? s : "", T4A__CLI_STR_MAX, T4A__ESCAPE_JSON);
-  putchar('"');
-}
-
-const char *t4a__cli_text(const char *s) {
-  static char buf[4][T4A__ESCAPE_SIZE(T4A__CLI_STR_MAX)];
-  static unsigned next;
-  char *b = buf[next++ % 4];
-  t4a__escape(b, sizeof buf[0], s ? s : "", T4A__CLI_STR_MAX, T4A__ESCAPE_TEXT);
-  return b;
-}
-
-int t4a__cli_backend_info(const t4a_gpu_backend_v1 *t, t4a_backend_info *info) {
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  int rc = t->get_info(info);
-  t4a__terminate(info->name);
-  t4a__terminate(info->version);
-  t4a__terminate(info->driver_path);
-  return rc;
-}
-
-int t4a__cli_device_info(const t4a_gpu_backend_v1 *t, int32_t ordinal, t4a_device_info *info) {
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  int rc = t->device_info(ordinal, info);
-  t4a__terminate(info->name);
-  t4a__terminate(info->pci_bus_id);
-  return rc;
-}
-
-int t4a__cli_compiler_info(const t4a_gpu_backend_v1 *t, t4a_compiler_info *info) {
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  int rc = t->compiler_info(info);
-  t4a__terminate(info->path);
-  t4a__terminate(info->reason);
-  return rc;
-}
+#include "tools/cli.h"
 
 static void uuid_str(const uint8_t u[16], char out[37]) {
   static const int dash[16] = {0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0};
@@ -77,17 +16,6 @@ static void uuid_str(const uint8_t u[16], char out[37]) {
       *p++ = '-';
   }
   *p = '\0';
-}
-
-const char *t4a__cli_backend_error(const t4a_gpu_backend_v1 *t) {
-  static char message[1024]; /* the plugin's string need not be terminated */
-  t4a_error_info e;
-  memset(&e, 0, sizeof e);
-  e.struct_size = sizeof e;
-  if (t->last_error(&e) != T4A_OK || !e.message)
-    return "";
-  t4a__strcopy(message, sizeof message, e.message); /* reads at most 1023 bytes */
-  return message;
 }
 
 static void print_list(const options *o) {
@@ -192,7 +120,7 @@ static void print_devices(const t4a_gpu_backend_v1 *t, int32_t count, const opti
     putchar(']');
 }
 
-static int cmd_info(const options *o) {
+int t4a__cli_info(const options *o) {
   int major, minor, patch, abi_major, abi_minor;
   t4a_gpu_loader_version(&major, &minor, &patch);
   t4a_gpu_loader_abi(&abi_major, &abi_minor);
@@ -255,51 +183,4 @@ static int cmd_info(const options *o) {
     printf("}}\n");
   t4a_gpu_close(b);
   return init == T4A_OK && count > 0 ? EXIT_USABLE : EXIT_UNUSABLE;
-}
-
-int main(int argc, char **argv) {
-  options o = {NULL, 0, -1};
-  const char *cmd = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) {
-      o.json = 1;
-    } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
-      o.backend = argv[++i];
-    } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-      char *end;
-      long d = strtol(argv[++i], &end, 10);
-      if (*end || end == argv[i] || d < 0 || d > 1023) {
-        fprintf(stderr, "t4a-gpu: --device takes a device ordinal (0, 1, ...), not '%s'\n",
-                argv[i]);
-        return EXIT_USAGE;
-      }
-      o.device = (int)d;
-    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return EXIT_USABLE;
-    } else if (strcmp(argv[i], "--version") == 0) {
-      printf("t4a-gpu %s\n", PACKAGE_VERSION);
-      return EXIT_USABLE;
-    } else if (!cmd && argv[i][0] != '-') {
-      cmd = argv[i];
-    } else {
-      fprintf(stderr, "t4a-gpu: unexpected argument '%s'\n", argv[i]);
-      usage(stderr);
-      return EXIT_USAGE;
-    }
-  }
-  if (!cmd || strcmp(cmd, "info") == 0)
-    return cmd_info(&o);
-  if (strcmp(cmd, "selftest") == 0)
-    return t4a__cli_selftest(&o);
-  if (strcmp(cmd, "bench") == 0) {
-    puts("t4a-gpu bench: the benchmarks pair the runtime with the raw CUDA Driver API in one\n"
-         "process; they live in the source tree, not in the installed program:\n"
-         "  ./configure && make bench BENCH_ARGS=\"--json results.json\"   (on a GPU host)\n"
-         "docs/performance.md describes the cases and has the H200 results.");
-    return EXIT_USABLE;
-  }
-  fprintf(stderr, "t4a-gpu: unknown command '%s'\n", cmd);
-  usage(stderr);
-  return EXIT_USAGE;
 }

@@ -1,11 +1,11 @@
-/* loader/selftest.c -- t4a-gpu selftest: an end-to-end check of a backend on
+/* tools/selftest.c -- t4a-gpu selftest: an end-to-end check of a backend on
  * each device, through the public table only (what a consumer would do):
  * runtime, device and pinned memory, pageable and pinned transfers both
  * ways, a run-time compiled axpy kernel, launch, seal and witness, results
  * checked against the CPU, and an orderly release of everything.
  *
  * One line per check (or one JSON document); the exit status says whether
- * every check passed (loader/cli.h). */
+ * every check passed (tools/cli.h). */
 #include "config.h"
 
 #include <math.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader/cli.h"
+#include "tools/cli.h"
 
 /* The kernel the selftest compiles (grid-stride axpy). */
 static const char axpy_source[] =

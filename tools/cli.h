@@ -1,6 +1,8 @@
-/* loader/cli.h -- shared by the parts of the t4a-gpu program. */
-#ifndef T4A_LOADER_CLI_H
-#define T4A_LOADER_CLI_H
+/* tools/cli.h -- shared by the parts of the t4a-gpu program: main.c parses
+ * and dispatches to the commands (info.c, selftest.c), which print with
+ * output.c. No file calls one above it. */
+#ifndef T4A_TOOLS_CLI_H
+#define T4A_TOOLS_CLI_H
 
 #include "t4a/gpu_loader.h"
 
@@ -42,7 +44,8 @@ int t4a__cli_backend_info(const t4a_gpu_backend_v1 *t, t4a_backend_info *info);
 int t4a__cli_device_info(const t4a_gpu_backend_v1 *t, int32_t ordinal, t4a_device_info *info);
 int t4a__cli_compiler_info(const t4a_gpu_backend_v1 *t, t4a_compiler_info *info);
 
-/* t4a-gpu selftest. */
+/* The commands: t4a-gpu info (info.c), t4a-gpu selftest (selftest.c). */
+int t4a__cli_info(const options *o);
 int t4a__cli_selftest(const options *o);
 
 #endif
