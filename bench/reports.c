@@ -126,20 +126,26 @@ void bench_report_staging_sweep(FILE *json) {
   for (uint64_t i = 0; i < n; i++)
     host[i] = (unsigned char)(i * 131 + 7);
   unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+  /* Measured on 2 x H200 (32 CPUs): chunks below 8 MiB were slower at every
+   * ring depth (5-19 GB/s H2D), so the sweep covers 8 and 16 MiB chunks. */
   static const config configs[] = {
-      {NULL, NULL, NULL, 4},       {NULL, NULL, NULL, 8},      {NULL, NULL, NULL, 12},
-      {NULL, NULL, NULL, 16},      {"1048576", NULL, NULL, 8}, {"2097152", NULL, NULL, 8},
-      {"4194304", NULL, NULL, 8},  {"1048576", "4", NULL, 8},  {"2097152", "2", NULL, 8},
-      {"2097152", "4", NULL, 8},   {"4194304", "2", NULL, 8},  {"4194304", "4", NULL, 8},
-      {NULL, "2", NULL, 8},        {NULL, "4", NULL, 8},       {NULL, NULL, "both", 8},
-      {"2097152", "4", "both", 8}, {NULL, NULL, "none", 8},    {"2097152", "4", NULL, 12},
-      {"2097152", "4", NULL, 16},  {"4194304", "4", NULL, 12},
+      {NULL, NULL, NULL, 8},      {NULL, NULL, NULL, 12},       {NULL, NULL, NULL, 16},
+      {NULL, "2", NULL, 8},       {NULL, "3", NULL, 8},         {NULL, "4", NULL, 8},
+      {NULL, "5", NULL, 8},       {NULL, "3", NULL, 12},        {NULL, "4", NULL, 12},
+      {NULL, "4", NULL, 16},      {"16777216", NULL, NULL, 8},  {"16777216", "2", NULL, 8},
+      {"16777216", "3", NULL, 8}, {"16777216", NULL, NULL, 12}, {"16777216", "2", NULL, 12},
+      {NULL, "4", "both", 8},     {NULL, "4", "none", 8},       {NULL, "4", "h2d", 12},
   };
+
   printf("\nstaging sweep, pageable 512 MiB, default 64 MiB staging (median and worst of 9):\n");
   printf("  %-9s %-5s %-9s %-7s %18s %18s\n", "chunk", "ring", "streaming", "threads", "H2D GB/s",
          "D2H GB/s");
   fprintf(json, ",\n\"staging_sweep\":[");
-  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+  /* two passes over the configurations: the spread between them is the
+   * run-to-run noise the choice of defaults must exceed */
+  size_t nconf = sizeof configs / sizeof configs[0];
+  for (size_t k = 0; k < 2 * nconf; k++) {
+    size_t i = k % nconf;
     const config *c = &configs[i];
     if (c->threads > cpus)
       continue;
@@ -154,14 +160,16 @@ void bench_report_staging_sweep(FILE *json) {
     double h2d_worst, d2h_worst;
     double h2d = staged(rt, d, host, n, true, &h2d_worst);
     double d2h = staged(rt, d, host, n, false, &d2h_worst);
-    printf("  %-9s %-5s %-9s %-7u %8.1f (%6.1f) %8.1f (%6.1f)\n", c->chunk ? c->chunk : "default",
-           c->ring ? c->ring : "all", c->streaming ? c->streaming : "d2h", c->threads, h2d,
-           h2d_worst, d2h, d2h_worst);
+    printf("  %-9s %-5s %-9s %-7u %8.1f (%6.1f) %8.1f (%6.1f)  pass %zu\n",
+           c->chunk ? c->chunk : "default", c->ring ? c->ring : "all",
+           c->streaming ? c->streaming : "d2h", c->threads, h2d, h2d_worst, d2h, d2h_worst,
+           k / nconf + 1);
     fflush(stdout);
     fprintf(json,
-            "%s\n{\"chunk\":\"%s\",\"ring\":\"%s\",\"streaming\":\"%s\",\"threads\":%u,"
-            "\"h2d\":{\"median\":%.4g,\"worst\":%.4g},\"d2h\":{\"median\":%.4g,\"worst\":%.4g}}",
-            i ? "," : "", c->chunk ? c->chunk : "default", c->ring ? c->ring : "all",
+            "%s\n{\"pass\":%zu,\"chunk\":\"%s\",\"ring\":\"%s\",\"streaming\":\"%s\","
+            "\"threads\":%u,\"h2d\":{\"median\":%.4g,\"worst\":%.4g},"
+            "\"d2h\":{\"median\":%.4g,\"worst\":%.4g}}",
+            k ? "," : "", k / nconf + 1, c->chunk ? c->chunk : "default", c->ring ? c->ring : "all",
             c->streaming ? c->streaming : "d2h", c->threads, h2d, h2d_worst, d2h, d2h_worst);
     bench_check(E.t->buffer_free(rt, d), "buffer_free");
     bench_check(E.t->runtime_destroy(rt, T4A_WAIT_FOREVER), "runtime_destroy");
