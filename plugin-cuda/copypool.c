@@ -23,7 +23,7 @@
 #include "plugin-cuda/copypool.h"
 
 #define MAX_WORKERS 15u
-#define MIN_PART (256u << 10) /* smaller parts are not worth waking a thread */
+#define MIN_PART (64u << 10) /* smaller parts are not worth waking a thread */
 
 typedef struct batch {
   pthread_mutex_t lock;
@@ -47,9 +47,16 @@ static bool stopping;
 static job queue[MAX_WORKERS * 4];
 static unsigned qhead, qcount;
 
+/* max(min(CPUs, 8), min(16, CPUs / 2)): on the 2 x H200 host (32 CPUs) a
+ * pageable 512 MiB H2D copy ran at 24-42 GB/s with 8 threads and 48-49 with
+ * 16 (D2H 51-54 with either; docs/performance.md, the staging sweep); half
+ * the CPUs, at most 16, is what a copy may take while it runs. */
 unsigned t4a__copy_threads_default(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n <= 1 ? 1u : n >= 8 ? 8u : (unsigned)n;
+  if (n <= 1)
+    return 1u;
+  long small = n < 8 ? n : 8, half = n / 2 < 16 ? n / 2 : 16;
+  return (unsigned)(small > half ? small : half);
 }
 
 /* `stream` asks for non-temporal stores (the destination is not read again

@@ -265,7 +265,8 @@ typedef struct t4a_runtime_options {
    * blocks. 0 = default (1 GiB); UINT64_MAX = unbounded. */
   uint64_t cache_limit_bytes;
   /* Host threads used for the memcpy of large pageable transfers.
-   * 0 = default (min(8, online CPUs)); 1 = only the calling thread. */
+   * 0 = default (the larger of min(8, online CPUs) and min(16, half the
+   * online CPUs)); 1 = only the calling thread. */
   uint32_t copy_threads;
   uint32_t reserved; /* must be 0 */
 } t4a_runtime_options;

@@ -325,6 +325,39 @@ START_TEST(a_chunk_whose_event_failed_is_not_reused_early) {
 }
 END_TEST
 
+/* A driver that wants the runtime's context current for a launch (it says
+ * CUDA_ERROR_INVALID_CONTEXT) gets it: the launch is made again. */
+START_TEST(a_launch_refused_for_its_context_is_made_again) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact art;
+  const char *ptx = rt_test_ptx();
+  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "test.ptx", &art));
+  t4a_module m;
+  RT_OK(T->module_load(rt, art, &m));
+  t4a_function fill;
+  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &fill));
+  enum { N = 4099 };
+  uint32_t host[N];
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(rt, sizeof host, &b));
+  uint64_t addr = 0, n = N;
+  uint32_t value = 0x600dcafeu;
+  RT_OK(T->buffer_device_address(rt, b, &addr));
+  void *args[] = {&addr, &value, &n};
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {8, 1, 1}, .block = {128, 1, 1}};
+  uint64_t before = calls("cuLaunchKernel");
+  inject("cuLaunchKernel", 1, 201); /* CUDA_ERROR_INVALID_CONTEXT */
+  RT_OK(T->launch(rt, fill, &cfg, args));
+  ck_assert_uint_eq(calls("cuLaunchKernel") - before, 2);
+  RT_OK(T->copy_d2h(rt, host, b, 0, sizeof host));
+  for (int i = 0; i < N; i++)
+    ck_assert_uint_eq(host[i], value);
+  RT_OK(T->module_unload(rt, m));
+  RT_OK(T->artifact_release(art));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 int main(void) {
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   Suite *s = suite_create("runtime-faults");
@@ -336,6 +369,7 @@ int main(void) {
   tcase_add_test(tc, injected_failures_are_typed_and_recoverable);
   tcase_add_test(tc, cross_wait_survives_a_faulted_source_destroyed_meanwhile);
   tcase_add_test(tc, a_chunk_whose_event_failed_is_not_reused_early);
+  tcase_add_test(tc, a_launch_refused_for_its_context_is_made_again);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }

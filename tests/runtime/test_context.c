@@ -1,0 +1,135 @@
+/* tests/runtime/test_context.c -- calls work whatever context the calling
+ * thread has current, and leave that context as it was (both lanes):
+ * launch (whose hot path makes no context current), copies and seal, from a
+ * thread with no current context, with another device's context current,
+ * and with the runtime's own. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin-cuda/cuda_decls.h"
+#include "tests/runtime/rtutil.h"
+
+typedef struct ctxapi {
+  t4a__CUresult (*get)(t4a__CUcontext *);
+  t4a__CUresult (*set)(t4a__CUcontext);
+} ctxapi;
+
+static ctxapi api(void) {
+  const char *lib = getenv("T4A_CUDA_LIBRARY");
+  void *dl = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ck_assert_ptr_nonnull(dl);
+  ctxapi a;
+  *(void **)&a.get = dlsym(dl, "cuCtxGetCurrent");
+  *(void **)&a.set = dlsym(dl, "cuCtxSetCurrent");
+  ck_assert(a.get && a.set);
+  return a;
+}
+
+typedef struct job {
+  t4a_runtime rt;
+  t4a_function fill;
+  t4a__CUcontext current; /* made current on the thread first (may be NULL) */
+  t4a__CUcontext own;     /* the runtime's: may stay current when none was */
+  uint32_t value;
+  int ok;
+} job;
+
+enum { N = 100003 };
+
+/* On its own thread: fill a buffer with a kernel, copy, seal, read back;
+ * the thread's current context must be the same afterwards. */
+static void *work(void *arg) {
+  job *j = arg;
+  ctxapi a = api();
+  if (a.set(j->current) != T4A__CUDA_SUCCESS)
+    return NULL;
+  t4a_buffer b;
+  uint32_t *host = malloc(N * sizeof *host);
+  if (T->buffer_alloc(j->rt, N * sizeof *host, &b) != T4A_OK)
+    return NULL;
+  uint64_t addr = 0, n = N;
+  T->buffer_device_address(j->rt, b, &addr);
+  void *args[] = {&addr, &j->value, &n};
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {64, 1, 1}, .block = {256, 1, 1}};
+  t4a_witness w = {0};
+  int ok = T->launch(j->rt, j->fill, &cfg, args) == T4A_OK && T->seal(j->rt, &w) == T4A_OK &&
+           T->witness_wait(w, T4A_WAIT_FOREVER) == T4A_OK &&
+           T->copy_d2h(j->rt, host, b, 0, N * sizeof *host) == T4A_OK;
+  for (size_t i = 0; ok && i < N; i++)
+    ok = host[i] == j->value;
+  t4a__CUcontext after = (t4a__CUcontext)1;
+  /* another context is restored; with none, the runtime's may stay (the
+   * design's context policy, as the CUDA runtime API would leave it) */
+  ok = ok && a.get(&after) == T4A__CUDA_SUCCESS &&
+       (after == j->current || (!j->current && after == j->own));
+  if (w.bits)
+    T->witness_release(w);
+  T->buffer_free(j->rt, b);
+  free(host);
+  j->ok = ok;
+  return NULL;
+}
+
+static void run(job *j) {
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, work, j), 0);
+  pthread_join(th, NULL);
+}
+
+START_TEST(calls_work_whatever_context_is_current) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact art;
+  const char *ptx = rt_test_ptx();
+  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "test.ptx", &art));
+  t4a_module m;
+  RT_OK(T->module_load(rt, art, &m));
+  t4a_function fill;
+  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &fill));
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  RT_OK(T->raw_runtime(rt, &raw));
+  job none = {rt, fill, NULL, raw.context, 0x1234567u, 0};
+  run(&none);
+  ck_assert_msg(none.ok, "with no context current");
+  job own = {rt, fill, raw.context, raw.context, 0x89abcdefu, 0};
+  run(&own);
+  ck_assert_msg(own.ok, "with the runtime's own context current");
+  int32_t count = 0;
+  RT_OK(T->device_count(&count));
+  if (count > 1) {
+    t4a_runtime other;
+    RT_OK(T->runtime_create(1, NULL, &other));
+    t4a_raw_runtime r1 = {.struct_size = sizeof r1};
+    RT_OK(T->raw_runtime(other, &r1));
+    job foreign = {rt, fill, r1.context, raw.context, 0xdeadbeefu, 0};
+    run(&foreign);
+    ck_assert_msg(foreign.ok, "with another device's context current");
+    RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  }
+  RT_OK(T->module_unload(rt, m));
+  RT_OK(T->artifact_release(art));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("context");
+  TCase *tc = tcase_create("context");
+  tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
+  tcase_add_test(tc, calls_work_whatever_context_is_current);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+#ifdef T4A_TEST_FAKE
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  return t4a_test_run(suite());
+#else
+  return t4a_test_gpu_main(suite(), 1);
+#endif
+}
