@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/env.h"
 #include "common/escape.h"
@@ -14,12 +15,19 @@
 static atomic_int threshold = -1; /* -1: not read yet */
 
 int t4a__log_parse(const char *v) {
-  if (!v)
+  if (!v || !*v)
     return 0;
   static const char *const names[] = {"error", "warn", "info", "debug"};
   for (int i = 0; i < 4; i++)
-    if (strcmp(v, names[i]) == 0)
+    if (strcasecmp(v, names[i]) == 0)
       return i + 1;
+  /* a typo must not silently turn logging off: say so, once per component */
+  char safe[T4A__ESCAPE_SIZE(64)];
+  t4a__escape(safe, sizeof safe, v, 64, T4A__ESCAPE_TEXT);
+  fprintf(stderr,
+          "t4a: T4A_LOG='%s' is not one of error, warn, info, debug (any case); logging stays "
+          "off\n",
+          safe);
   return 0;
 }
 

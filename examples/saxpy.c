@@ -4,7 +4,9 @@
  *
  *   cc saxpy.c $(pkg-config --cflags --libs t4a-gpu) -o saxpy && ./saxpy
  *
- * Exit status: 0 verified, 1 wrong result, 2 no usable backend or GPU. */
+ * Exit status, as t4a-gpu's: 0 verified, 1 a call failed or the result is
+ * wrong, 3 no backend found, 4 the backend cannot be used here (no driver,
+ * no GPU, no compiler: the reason is printed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,21 +23,23 @@ static const char source[] =
 
 static const t4a_gpu_backend_v1 *t;
 
-/* Prints the failure and exits with 2. */
+/* Prints the failure and exits: 4 for what the host lacks, else 1. */
 static void check(int rc, const char *what) {
   if (rc == T4A_OK)
     return;
   t4a_error_info e = {.struct_size = sizeof e};
   t->last_error(&e);
   fprintf(stderr, "saxpy: %s: %s: %s\n", what, t4a_status_name(rc), e.message);
-  exit(2);
+  int unusable = rc == T4A_ENODRIVER || rc == T4A_ESTUBDRIVER || rc == T4A_ENODEVICE ||
+                 rc == T4A_EDRIVEROLD || rc == T4A_EDRIVERMISMATCH || rc == T4A_ENOCOMPILER;
+  exit(unusable ? 4 : 1);
 }
 
 int main(void) {
   t4a_gpu_backend *backend;
   if (t4a_gpu_open(NULL, &backend) != T4A_OK) {
     fprintf(stderr, "saxpy: %s\n", t4a_gpu_last_error());
-    return 2;
+    return 3;
   }
   t = t4a_gpu_backend_table(backend);
   check(t->init(), "init");

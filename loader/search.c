@@ -1,6 +1,8 @@
 /* loader/search.c -- where backends are looked for, and listing them. */
 #include "config.h"
 
+#include "t4a-paths.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -65,6 +65,6 @@ expect() {
 grep -q "^backend:      cuda" "$work/info" || { cat "$work/info"; fail "the installed t4a-gpu did not find the installed plugin"; }
 expect "t4a-gpu info" 4 "$bindir/t4a-gpu" info
 expect "t4a-gpu selftest" 4 "$bindir/t4a-gpu" selftest
-expect "saxpy" 2 "$work/saxpy"
-expect "devices (C++17)" 2 "$work/devices"
+expect "saxpy" 4 "$work/saxpy"
+expect "devices (C++17)" 4 "$work/devices"
 say "passed"

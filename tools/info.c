@@ -175,10 +175,9 @@ int t4a__cli_info(const options *o) {
       printf("status:       unusable (%s): %s\n", t4a_status_name(init),
              t4a__cli_text(t4a__cli_backend_error(t)));
   }
-  if (init == T4A_OK) {
-    print_compiler(t, o);
+  print_compiler(t, o); /* compiler_info needs no init: shown without a driver too */
+  if (init == T4A_OK)
     print_devices(t, count, o);
-  }
   if (o->json)
     printf("}}\n");
   t4a_gpu_close(b);

@@ -3,8 +3,9 @@
 //
 //   c++ -std=c++17 devices.cc $(pkg-config --cflags --libs t4a-gpu) -o devices
 //
-// Exit status: 0 every device round-tripped, 1 wrong data, 2 no usable
-// backend or GPU (the reason is printed).
+// Exit status, as t4a-gpu's: 0 every device round-tripped, 1 a call failed
+// or the data is wrong, 3 no backend found, 4 the backend cannot be used
+// here (no driver or GPU; the reason is printed).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -112,6 +113,9 @@ int main() {
     return wrong ? 1 : 0;
   } catch (const Error &e) {
     std::fprintf(stderr, "devices: %s\n", e.what());
-    return 2;
+    bool unusable = e.status == T4A_ENODRIVER || e.status == T4A_ESTUBDRIVER ||
+                    e.status == T4A_ENODEVICE || e.status == T4A_EDRIVEROLD ||
+                    e.status == T4A_EDRIVERMISMATCH;
+    return e.status == T4A_ENOBACKEND || e.status == T4A_EABI ? 3 : unusable ? 4 : 1;
   }
 }

@@ -10,8 +10,10 @@ trap 'rm -f "$out"' EXIT
 fail() { echo "FAIL: $*"; cat "$out"; exit 1; }
 
 T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$exe" >"$out" 2>&1
-[ $? -eq 2 ] || fail "without a driver: expected exit 2"
+[ $? -eq 4 ] || fail "without a driver: expected exit 4 (unusable here)"
 grep -q "init: T4A_ENODRIVER: " "$out" || fail "without a driver: no reason printed"
+T4A_GPU_BACKEND_PATH=/nonexistent "$exe" >"$out" 2>&1
+[ $? -eq 3 ] || fail "without a backend: expected exit 3"
 
 T4A_CUDA_LIBRARY="$fakes/libfakecuda.so" "$exe" >"$out" 2>&1 || fail "fake driver: exit $?"
 [ "$(grep -c 'round trip of 3145728 bytes exact' "$out")" -eq 2 ] || fail "fake driver: 2 exact devices expected"

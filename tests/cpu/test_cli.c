@@ -3,6 +3,8 @@
  * injected, without a driver, and without a backend. */
 #include "config.h"
 
+#include "t4a-paths.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,13 @@ START_TEST(info_without_driver_says_why) {
   ASSERT_OUT("install the NVIDIA driver");
   ck_assert_int_eq(run("--json info"), 4);
   ASSERT_OUT("\"status\":\"T4A_ENODRIVER\"");
+  /* the compiler needs no driver: info says whether it is there (#12) */
+  setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);
+  ck_assert_int_eq(run("info"), 4);
+  ASSERT_OUT("NVRTC:        ");
+  ck_assert_int_eq(run("info --json"), 4);
+  ASSERT_OUT("\"compiler\":{\"available\":true");
+  unsetenv("T4A_NVRTC_LIBRARY");
 }
 END_TEST
 
@@ -80,6 +89,18 @@ START_TEST(usage_errors) {
   ASSERT_OUT("usage: t4a-gpu info");
   ck_assert_int_eq(run("--version"), 0);
   ASSERT_OUT(PACKAGE_VERSION);
+  /* #12: a missing value, an option the command does not take, help */
+  ck_assert_int_eq(run("info --backend"), 2);
+  ASSERT_OUT("--backend needs a value");
+  ck_assert_int_eq(run("selftest --device"), 2);
+  ASSERT_OUT("--device needs a value");
+  ck_assert_int_eq(run("info --device 0"), 2);
+  ASSERT_OUT("only selftest takes it");
+  ck_assert_int_eq(run("bench --json"), 2);
+  ck_assert_int_eq(run("help"), 0);
+  ASSERT_OUT("usage: t4a-gpu info");
+  ck_assert_int_eq(run("bench"), 0);
+  ASSERT_OUT(T4A_DOC_DIR "/performance.md"); /* installed with the documentation */
 }
 END_TEST
 
@@ -173,6 +194,14 @@ START_TEST(log_levels) {
   ASSERT_OUT("t4a[cuda] debug: runtime 0 created on device 0\n");
   ASSERT_OUT("t4a[cuda] debug: runtime 0 on device 0 destroyed\n");
   ASSERT_OUT("t4a[loader] debug: unloading ");
+  /* levels in any case; a typo is reported, not silently ignored (#12) */
+  setenv("T4A_LOG", "DEBUG", 1);
+  ck_assert_int_eq(run("selftest --device 0"), 0);
+  ASSERT_OUT("t4a[cuda] debug: runtime 0 created on device 0\n");
+  setenv("T4A_LOG", "verbose", 1);
+  ck_assert_int_eq(run("selftest --device 0"), 0);
+  ASSERT_OUT("T4A_LOG='verbose' is not one of error, warn, info, debug");
+  ck_assert_ptr_null(strstr(output, "t4a["));
   setenv("T4A_LOG", "warn", 1);
   ck_assert_int_eq(run("selftest --device 0"), 0);
   ck_assert_ptr_null(strstr(output, "t4a["));

@@ -19,10 +19,10 @@ python3 "$s/man/gen-man.py" --srcdir "$s" --check-dir "$s/man" ||
   bad "man/gen-man.py --check-dir: API pages stale or API undocumented (see above)"
 
 # (b) the hand-written page against the program's interface and the sources.
-page=$s/man/t4a-gpu.1
+page=$s/man/t4a-gpu.1.in
 # Lines of section $1 of the page (from its .SH, quoted or not, to the next).
 section() { awk -v h=".SH $1" '/^\.SH /{t = $0; gsub(/"/, "", t); on = (t == h)} on' "$page"; }
-for cmd in info selftest bench; do
+for cmd in info selftest bench help; do
   section COMMANDS | grep -qx "\.B $cmd" || bad "t4a-gpu.1: command '$cmd' not described"
 done
 for code in 0 1 2 3 4; do
@@ -41,7 +41,7 @@ done
 
 # (c) rendering.
 if command -v groff >/dev/null 2>&1; then
-  for p in "$s/man/t4a-gpu.1" "$s/man/t4a_gpu_loader.3" "$s/man/t4a_gpu_backend_v1.3"; do
+  for p in "$s/man/t4a-gpu.1.in" "$s/man/t4a_gpu_loader.3" "$s/man/t4a_gpu_backend_v1.3"; do
     w=$(groff -man -Tutf8 -ww -z "$p" 2>&1)
     [ -z "$w" ] || bad "groff warns on $p: $w"
   done

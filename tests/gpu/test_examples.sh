@@ -8,7 +8,7 @@ trap 'rm -f "$out"' EXIT
 "$b/examples/saxpy" > "$out" 2>&1
 rc=$?
 cat "$out"
-if [ $rc -eq 2 ]; then
+if [ $rc -eq 4 ]; then
   if [ "${T4A_TEST_LANE:-any}" = gpu ]; then echo "FAIL: no usable GPU"; exit 1; fi
   echo "SKIP: no usable GPU"; exit 77
 fi

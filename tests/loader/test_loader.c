@@ -1,6 +1,8 @@
 /* tests/loader/test_loader.c -- libt4a_gpu against fake backend plugins. */
 #include "config.h"
 
+#include "t4a-paths.h"
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>

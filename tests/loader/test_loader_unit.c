@@ -2,6 +2,8 @@
  * directly: the setuid rule, name rules, logging levels, checked math. */
 #include "config.h"
 
+#include "t4a-paths.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
