@@ -272,7 +272,10 @@ def parse_header(src, origin, model=None):
         h.top_doc = gen_man.comment_lines(first.group(0))
     text = strip_conditionals(src[first.end():])
     pos, pending = 0, []  # comments directly before the next declaration
-    line_of = lambda p: src.count("\n", 0, first.end() + p) + 1  # noqa: E731
+
+    def line_of(p):
+        return src.count("\n", 0, first.end() + p) + 1
+
     while True:
         m = re.compile(r"\s*").match(text, pos)
         gap, pos = m.group(0), m.end()
@@ -489,7 +492,8 @@ def load(backend_path, loader_path):
     for kind, name, value, _, _ in (i for i in h.items if i[0] == "size_through"):
         s, field = value
         if s not in h.structs or field not in [f.name for f in h.structs[s].fields]:
-            raise BindgenError("#define %s: T4A_SIZE_THROUGH(%s, %s) names no field" % (name, s, field))
+            raise BindgenError("#define %s: T4A_SIZE_THROUGH(%s, %s) names no field"
+                               % (name, s, field))
     compute_layout(h)
     return h
 
@@ -598,10 +602,7 @@ def python_module(h):
            "Layouts are ctypes' (the C compiler's on every platform ctypes supports);",
            "tests/bindings compares them with the C compiler's sizeof/offsetof.",
            '"""',
-           "# flake8: noqa: E501",
-           "from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p, c_double,",
-           "                    c_float, c_int, c_int8, c_int16, c_int32, c_int64, c_size_t, c_uint,",
-           "                    c_uint8, c_uint16, c_uint32, c_uint64, c_void_p, sizeof)",
+           "@IMPORTS@",
            "",
            "__all__ = []  # filled below: every generated name",
            "",
@@ -610,7 +611,8 @@ def python_module(h):
            "    __all__.extend(names)",
            "",
            ""]
-    out += ["# " + "-" * 75, "# Statuses (T4A_STATUS_MAP): (name, value, message), in header order.",
+    out += ["# " + "-" * 75,
+            "# Statuses (T4A_STATUS_MAP): (name, value, message), in header order.",
             "# " + "-" * 75]
     out += py_comment(h.status_doc, "")
     out.append("STATUSES = (")
@@ -690,7 +692,8 @@ def python_module(h):
             pass  # below
         out.append("")
     out += ["", "def size_through(cls, field):",
-            '    """T4A_SIZE_THROUGH(cls, field): bytes from the start of cls to the end of field."""',
+            '    """T4A_SIZE_THROUGH(cls, field): bytes from the start of cls to the end of',
+            '    field."""',
             "    f = getattr(cls, field)",
             "    return f.offset + f.size",
             "", "",
@@ -703,7 +706,9 @@ def python_module(h):
         out += py_comment(doc, "")
         out.append("%s = size_through(%s, %r)" % (name, s, field))
     out += ["_export('size_through', 'FROZEN_SIZES', *[v[0] for v in FROZEN_SIZES.values()])",
-            "", "# The loader library's functions: (name, restype, argtypes, parameter names, doc).",
+            "",
+            "# The loader library's functions: (name, restype, argtypes, parameter names,",
+            "# doc).",
             "LOADER_FUNCTIONS = ("]
     for item in h.items:
         if item[0] != "function":
@@ -713,7 +718,7 @@ def python_module(h):
         out += py_wrap("(%r, %s, [" % (name, py_type(h, t.ret)),
                        [py_type(h, p) for _, p in t.params], "],", "    ")
         out.append("     %s," % repr(tuple(n for n, _ in t.params)))
-        out.append("     %r)," % "\n".join(doc))
+        out += py_str(doc, "     ", "),")
     out += [")", "_export('LOADER_FUNCTIONS')", "",
             "# Doc text of every table slot, from the header.",
             "SLOT_DOCS = {"]
@@ -721,9 +726,33 @@ def python_module(h):
     for s in table:
         for f in s.fields:
             if f.ctype.kind == "fn":
-                out.append("    %r: %r," % (f.name, "\n".join(f.doc)))
+                out += py_str(f.doc, "    %r: " % f.name, ",")
     out += ["}", "_export('SLOT_DOCS')", ""]
-    return "\n".join(out).replace("\n\n\n\n", "\n\n\n") + "\n"
+    text = re.sub(r"\n{4,}", "\n\n\n", "\n".join(out))
+    used = sorted(set(re.findall(r"\b(CFUNCTYPE|POINTER|Structure|c_\w+)\b", text)),
+                  key=lambda n: (n[0].islower(), n))
+    imports = py_wrap("from ctypes import (", used, ")", "", 99)
+    if len(imports) > 1:  # one continuation line per name is long: fill lines instead
+        imports, line = [], "from ctypes import ("
+        for i, n in enumerate(used):
+            piece = n + (", " if i + 1 < len(used) else ")")
+            if len(line + piece.rstrip()) > 99:
+                imports.append(line.rstrip())
+                line = " " * len("from ctypes import (")
+            line += piece
+        imports.append(line)
+    return text.replace("@IMPORTS@", "\n".join(imports)).rstrip("\n") + "\n"
+
+
+def py_str(doc, head, tail):
+    """A doc as a Python string literal: one short line, or adjacent literals."""
+    text = "\n".join(doc)
+    if len(head + repr(text) + tail) <= 99:
+        return [head + repr(text) + tail]
+    lines = [x + "\n" for x in doc[:-1]] + doc[-1:]
+    indent = " " * (len(head) - len(head.lstrip()) + 4)
+    return [head + "("] + [indent + repr(x) for x in lines[:-1]] + \
+        [indent + repr(lines[-1]) + ")" + tail]
 
 
 # ---------------------------------------------------------------------------
@@ -896,7 +925,8 @@ def rust_module(h):
                         "}", ""]
             if s.fields and s.fields[0].name == "struct_size":
                 out += ["impl %s {" % s.name,
-                        "    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.",
+                        "    /// All zero, with struct_size = size_of::<Self>(), as a caller",
+                        "    /// passes it.",
                         "    pub fn sized() -> Self {",
                         "        Self {",
                         "            struct_size: std::mem::size_of::<Self>() as %s,"
@@ -907,8 +937,9 @@ def rust_module(h):
                         "}", ""]
             if s.kind == "table":
                 out += ["impl %s {" % s.name,
-                        "    /// Every slot with its `T4A_SIZE_THROUGH(table, slot)` (LP64), in table",
-                        "    /// order: a reader uses a slot only when `struct_size` covers it.",
+                        "    /// Every slot with its `T4A_SIZE_THROUGH(table, slot)` (LP64), in",
+                        "    /// table order: a reader uses a slot only when `struct_size` covers",
+                        "    /// it.",
                         "    pub const SLOTS: &'static [(&'static str, usize)] = &["]
                 out += ['        ("%s", %d),' % (f.name, f.offset + f.size)
                         for f in s.fields if f.ctype.kind == "fn"]
@@ -934,7 +965,10 @@ def rust_module(h):
         out.append("    assert!(size_of::<%s>() == %d && align_of::<%s>() == %d);"
                    % (s.name, s.size, s.name, s.align))
     out += ["    // A slot must be exactly a nullable C function pointer.",
-            "    assert!(size_of::<Option<unsafe extern \"C\" fn() -> c_int>>() == size_of::<*const c_void>());",
+            "    assert!(",
+            "        size_of::<Option<unsafe extern \"C\" fn() -> c_int>>()",
+            "            == size_of::<*const c_void>()",
+            "    );",
             "};", ""]
     return "\n".join(out) + "\n"
 
@@ -960,14 +994,15 @@ def rust_layout_test(h):
            "/// SIZE`, `const NAME VALUE`.",
            "fn c_layout() -> BTreeMap<String, String> {",
            '    let path = std::env::var("T4A_LAYOUT")',
-           '        .expect("T4A_LAYOUT names the output of tests/bindings/layout (make check sets it)");',
+           '        .expect("T4A_LAYOUT: the output of tests/bindings/layout (make check)");',
            '    let text = std::fs::read_to_string(&path).expect("T4A_LAYOUT is readable");',
            "    let mut map = BTreeMap::new();",
            "    for line in text.lines() {",
            "        let mut words = line.splitn(3, ' ');",
            "        let kind = words.next().unwrap_or_default();",
            "        let name = words.next().unwrap_or_default();",
-           '        map.insert(format!("{kind} {name}"), words.next().unwrap_or_default().to_string());',
+           '        let value = words.next().unwrap_or_default().to_string();',
+           '        map.insert(format!("{kind} {name}"), value);',
            "    }",
            "    map",
            "}",
@@ -1008,7 +1043,8 @@ def rust_layout_test(h):
             "    }",
             '    let rust_keys: Vec<&String> = got.iter().map(|(k, _)| k).collect();',
             "    for key in c.keys() {",
-            '        if (key.starts_with("struct ") || key.starts_with("field ")) && !rust_keys.contains(&key) {',
+            '        let layout = key.starts_with("struct ") || key.starts_with("field ");',
+            '        if layout && !rust_keys.contains(&key) {',
             '            bad.push(format!("{key}: in C, not in the Rust bindings"));',
             "        }",
             "    }",
@@ -1025,7 +1061,8 @@ def rust_layout_test(h):
         out.append('        ("%s", %s as i128),' % (name, name))
     out += ["    ];",
             "    for (name, value) in &got {",
-            '        assert_eq!(c.get(&format!("const {name}")), Some(&value.to_string()), "{name}");',
+            '        let want = c.get(&format!("const {name}"));',
+            '        assert_eq!(want, Some(&value.to_string()), "{name}");',
             "    }",
             '    let c_count = c.keys().filter(|k| k.starts_with("const ")).count();',
             '    assert_eq!(got.len(), c_count, "every C constant has a Rust one");',
@@ -1068,8 +1105,8 @@ def c_layout_program(h):
            "#include <t4a/gpu_loader.h>",
            "",
            "#define STRUCT(s) printf(\"struct %s %zu %zu\\n\", #s, sizeof(s), alignof(s))",
-           "#define FIELD(s, f) \\",
-           "  printf(\"field %s.%s %zu %zu\\n\", #s, #f, offsetof(s, f), sizeof(((s *)0)->f))",
+           "#define FIELD(s, f) printf(\"field %s.%s %zu %zu\\n\", #s, #f, offsetof(s, f), "
+           "sizeof(((s *)0)->f))",
            "#define CONST(c) printf(\"const %s %lld\\n\", #c, (long long)(c))",
            "#define UCONST(c) printf(\"const %s %llu\\n\", #c, (unsigned long long)(c))",
            "",
@@ -1088,7 +1125,8 @@ def c_layout_program(h):
 # ---------------------------------------------------------------------------
 
 OUTPUTS = [("python/t4a_gpu/_abi.py", python_module), ("rust/src/sys.rs", rust_module),
-           ("rust/tests/layout.rs", rust_layout_test), ("tests/bindings/layout.c", c_layout_program)]
+           ("rust/tests/layout.rs", rust_layout_test),
+           ("tests/bindings/layout.c", c_layout_program)]
 
 
 def generate(backend, loader):

@@ -22,12 +22,16 @@ The loader library is found through an explicit path (Backend(library=...),
 load_library(path)), $T4A_GPU_LIBRARY, or the dynamic linker's search for
 libt4a_gpu.so.0.
 """
-from . import _abi as abi  # noqa: F401  (the generated layer, public as t4a_gpu.abi)
-from . import errors  # noqa: F401
-from ._abi import *  # noqa: F401,F403  (T4A_* constants and statuses)
+from . import _abi as abi  # the generated layer, public as t4a_gpu.abi
+from . import _abi, _api, errors
+from ._abi import *  # noqa: F401,F403  (T4A_* constants and statuses, the ctypes structs)
 from ._api import *  # noqa: F401,F403
-from ._api import parse_signature  # noqa: F401
-from ._loader import library_path, load_library  # noqa: F401
-from .errors import T4AError, error_class  # noqa: F401
+from ._api import parse_signature
+from ._loader import library_path, load_library
+from .errors import T4AError, error_class
 
+__all__ = ["abi", "errors", "parse_signature", "library_path", "load_library", "T4AError",
+           "error_class"]
+__all__ += _abi.__all__
+__all__ += _api.__all__
 __version__ = "0.1.0"

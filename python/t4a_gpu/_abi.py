@@ -9,10 +9,8 @@ idiomatic API (t4a_gpu.Backend, ...) is built on it.
 Layouts are ctypes' (the C compiler's on every platform ctypes supports);
 tests/bindings compares them with the C compiler's sizeof/offsetof.
 """
-# flake8: noqa: E501
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p, c_double,
-                    c_float, c_int, c_int8, c_int16, c_int32, c_int64, c_size_t, c_uint,
-                    c_uint8, c_uint16, c_uint32, c_uint64, c_void_p, sizeof)
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p, c_int, c_int32,
+                    c_int64, c_size_t, c_uint16, c_uint32, c_uint64, c_uint8, c_void_p)
 
 __all__ = []  # filled below: every generated name
 
@@ -878,16 +876,6 @@ t4a_gpu_backend_v1_entry_fn = CFUNCTYPE(
 _export('t4a_gpu_backend_v1_entry_fn')
 
 
-
-
-
-
-
-
-
-
-
-
 class t4a_gpu_backend(Opaque):
     """An open backend (opaque, reference counted)."""
 
@@ -909,18 +897,9 @@ STRUCTS.append(t4a_gpu_backend_entry)
 _export('t4a_gpu_backend_entry')
 
 
-
-
-
-
-
-
-
-
-
-
 def size_through(cls, field):
-    """T4A_SIZE_THROUGH(cls, field): bytes from the start of cls to the end of field."""
+    """T4A_SIZE_THROUGH(cls, field): bytes from the start of cls to the end of
+    field."""
     f = getattr(cls, field)
     return f.offset + f.size
 
@@ -961,7 +940,8 @@ T4A_RAW_RUNTIME_V1_0_SIZE = size_through(t4a_raw_runtime, 'device')
 T4A_RAW_SECTION_V1_0_SIZE = size_through(t4a_raw_section, 'runtime_bits')
 _export('size_through', 'FROZEN_SIZES', *[v[0] for v in FROZEN_SIZES.values()])
 
-# The loader library's functions: (name, restype, argtypes, parameter names, doc).
+# The loader library's functions: (name, restype, argtypes, parameter names,
+# doc).
 LOADER_FUNCTIONS = (
     # Opens a backend by name, by path, or the default (NULL or "").
     ('t4a_gpu_open', c_int, [c_char_p, POINTER(POINTER(t4a_gpu_backend))],
@@ -997,12 +977,18 @@ LOADER_FUNCTIONS = (
     # opened.
     ('t4a_gpu_list', c_int, [POINTER(t4a_gpu_backend_entry), c_size_t, POINTER(c_size_t)],
      ('entries', 'capacity', 'count'),
-     'Lists the plugins found in the plugin directories, sorted by name, each\nname once (the first directory wins). Writes at most `capacity` entries;\n*count receives the number found (may exceed capacity). Files are not\nopened.'),
+     (
+         'Lists the plugins found in the plugin directories, sorted by name, each\n'
+         'name once (the first directory wins). Writes at most `capacity` entries;\n'
+         '*count receives the number found (may exceed capacity). Files are not\n'
+         'opened.')),
     # The directories searched, colon-separated, as the current environment
     # makes them. Static per thread; valid until the thread's next call.
     ('t4a_gpu_search_path', c_char_p, [],
      (),
-     "The directories searched, colon-separated, as the current environment\nmakes them. Static per thread; valid until the thread's next call."),
+     (
+         'The directories searched, colon-separated, as the current environment\n'
+         "makes them. Static per thread; valid until the thread's next call.")),
     # The configured plugin directory ($(pkglibdir) at build time).
     ('t4a_gpu_plugin_dir', c_char_p, [],
      (),
@@ -1015,12 +1001,16 @@ LOADER_FUNCTIONS = (
     # for consumers that cannot use the header's inline functions (ctypes).
     ('t4a_gpu_status_name', c_char_p, [c_int],
      ('status',),
-     "Status name and message (same list as <t4a/gpu_backend_v1.h>), exported\nfor consumers that cannot use the header's inline functions (ctypes)."),
+     (
+         'Status name and message (same list as <t4a/gpu_backend_v1.h>), exported\n'
+         "for consumers that cannot use the header's inline functions (ctypes).")),
     # Status name and message (same list as <t4a/gpu_backend_v1.h>), exported
     # for consumers that cannot use the header's inline functions (ctypes).
     ('t4a_gpu_status_message', c_char_p, [c_int],
      ('status',),
-     "Status name and message (same list as <t4a/gpu_backend_v1.h>), exported\nfor consumers that cannot use the header's inline functions (ctypes)."),
+     (
+         'Status name and message (same list as <t4a/gpu_backend_v1.h>), exported\n'
+         "for consumers that cannot use the header's inline functions (ctypes).")),
     # The loader's own version, and the backend ABI it speaks.
     ('t4a_gpu_loader_version', None, [POINTER(c_int), POINTER(c_int), POINTER(c_int)],
      ('major', 'minor', 'patch'),
@@ -1034,55 +1024,202 @@ _export('LOADER_FUNCTIONS')
 
 # Doc text of every table slot, from the header.
 SLOT_DOCS = {
-    'last_error': "last_error: fills *info with the calling thread's most recent failure\nin this backend (status T4A_OK and empty strings when none). Pure; any\nthread; never fails except T4A_EINVAL for NULL or a too-small info.",
-    'init': 'init: loads and initialises the driver. Idempotent and thread-safe:\nconcurrent callers see one initialisation. After a failure it returns\nthe same status and detail at once (no retry storm, nothing leaked);\nthe failure is final for the life of the loaded plugin. Returns\nT4A_ENODRIVER, T4A_ESTUBDRIVER, T4A_ENODEVICE, T4A_EDRIVEROLD,\nT4A_EDRIVERMISMATCH or T4A_EDRIVER with a detail naming the cause.\nEvery other slot except last_error and get_info returns T4A_ENOTINIT\nuntil init succeeded.',
-    'get_info': 'get_info: backend name, version and driver facts. Callable before\ninit (driver fields are then 0/empty).',
+    'last_error': (
+        "last_error: fills *info with the calling thread's most recent failure\n"
+        'in this backend (status T4A_OK and empty strings when none). Pure; any\n'
+        'thread; never fails except T4A_EINVAL for NULL or a too-small info.'),
+    'init': (
+        'init: loads and initialises the driver. Idempotent and thread-safe:\n'
+        'concurrent callers see one initialisation. After a failure it returns\n'
+        'the same status and detail at once (no retry storm, nothing leaked);\n'
+        'the failure is final for the life of the loaded plugin. Returns\n'
+        'T4A_ENODRIVER, T4A_ESTUBDRIVER, T4A_ENODEVICE, T4A_EDRIVEROLD,\n'
+        'T4A_EDRIVERMISMATCH or T4A_EDRIVER with a detail naming the cause.\n'
+        'Every other slot except last_error and get_info returns T4A_ENOTINIT\n'
+        'until init succeeded.'),
+    'get_info': (
+        'get_info: backend name, version and driver facts. Callable before\n'
+        'init (driver fields are then 0/empty).'),
     'device_count': 'device_count: number of devices the driver exposes (>= 1 after init).',
     'device_info': 'device_info: facts of device `ordinal` (0 .. count-1).',
-    'compiler_info': 'compiler_info: whether the run-time compiler can be loaded, its\nversion, or why not. Loads the compiler library if not yet loaded;\ndoes not fail when it is missing (info->status says so).',
-    'peer_access_supported': "peer_access_supported: *supported = whether device `src` can read and\nwrite device `dst`'s memory directly (direction src -> dst).",
-    'runtime_create': "runtime_create: retains the device's primary context, creates one\nnon-blocking stream, one memory pool and the pinned staging area, and\nreturns a new runtime. opts may be NULL (defaults).",
-    'runtime_destroy': "runtime_destroy: waits up to timeout_ns for the runtime's outstanding\nwork, then releases everything it owns exactly once: buffers, host\nbuffers, modules and functions the consumer still holds become stale.\nWitnesses it produced stay valid and report ready (or the fault).\nOn T4A_ETIMEOUT nothing is released and the runtime stays usable; call\nagain. After a device fault it releases what can be proven idle and\nquarantines (leaks, counted) the rest; the handle becomes stale in\neither case and T4A_EDEVICEFAULT is returned. Must not race with other\ncalls on the same runtime (they may see T4A_EHANDLE).",
+    'compiler_info': (
+        'compiler_info: whether the run-time compiler can be loaded, its\n'
+        'version, or why not. Loads the compiler library if not yet loaded;\n'
+        'does not fail when it is missing (info->status says so).'),
+    'peer_access_supported': (
+        'peer_access_supported: *supported = whether device `src` can read and\n'
+        "write device `dst`'s memory directly (direction src -> dst)."),
+    'runtime_create': (
+        "runtime_create: retains the device's primary context, creates one\n"
+        'non-blocking stream, one memory pool and the pinned staging area, and\n'
+        'returns a new runtime. opts may be NULL (defaults).'),
+    'runtime_destroy': (
+        "runtime_destroy: waits up to timeout_ns for the runtime's outstanding\n"
+        'work, then releases everything it owns exactly once: buffers, host\n'
+        'buffers, modules and functions the consumer still holds become stale.\n'
+        'Witnesses it produced stay valid and report ready (or the fault).\n'
+        'On T4A_ETIMEOUT nothing is released and the runtime stays usable; call\n'
+        'again. After a device fault it releases what can be proven idle and\n'
+        'quarantines (leaks, counted) the rest; the handle becomes stale in\n'
+        'either case and T4A_EDEVICEFAULT is returned. Must not race with other\n'
+        'calls on the same runtime (they may see T4A_EHANDLE).'),
     'runtime_counters': "runtime_counters: snapshot of the runtime's counters.",
-    'buffer_alloc': "buffer_alloc: stream-ordered allocation of `bytes` (0 is valid) from\nthe runtime's pool, served from the runtime's cache of freed blocks\nwhen possible (no driver call). The memory is usable by work enqueued\non the runtime's stream after this call; its content is undefined.\nOn exhaustion the cache is trimmed and the allocation retried once,\nthen T4A_ENOMEM (the runtime stays usable).",
-    'buffer_free': "buffer_free: stream-ordered free: the handle is stale at once; the\nblock is reused only by work ordered after everything already\nenqueued that may use it (including other runtimes' copies from it).",
+    'buffer_alloc': (
+        'buffer_alloc: stream-ordered allocation of `bytes` (0 is valid) from\n'
+        "the runtime's pool, served from the runtime's cache of freed blocks\n"
+        'when possible (no driver call). The memory is usable by work enqueued\n'
+        "on the runtime's stream after this call; its content is undefined.\n"
+        'On exhaustion the cache is trimmed and the allocation retried once,\n'
+        'then T4A_ENOMEM (the runtime stays usable).'),
+    'buffer_free': (
+        'buffer_free: stream-ordered free: the handle is stale at once; the\n'
+        'block is reused only by work ordered after everything already\n'
+        "enqueued that may use it (including other runtimes' copies from it)."),
     'buffer_size': 'buffer_size: the size requested at allocation.',
-    'cache_trim': 'cache_trim: returns cached free blocks to the pool until at most\nkeep_bytes remain cached, and trims the pool. Touches only this\nruntime.',
+    'cache_trim': (
+        'cache_trim: returns cached free blocks to the pool until at most\n'
+        'keep_bytes remain cached, and trims the pool. Touches only this\n'
+        'runtime.'),
     'cache_stats': "cache_stats: statistics of the runtime's block cache.",
-    'host_alloc': 'host_alloc: page-locked host memory of `bytes` (> 0), portable across\ncontexts, write-combined only with T4A_HOST_WRITE_COMBINED. *ptr is\nthe host address, valid until host_free.',
-    'host_free': 'host_free: the handle is stale at once; the memory is reused or\nreleased only after all enqueued work that uses it completed (it is\nretired behind the next seal covering that work).',
-    'copy_h2d_pinned': 'Every offset+length is bounds-checked (T4A_ERANGE). Length 0 is a\nvalid no-op that enqueues nothing.\n\ncopy_h2d_pinned / copy_d2h_pinned: asynchronous; the host buffer must\nnot be touched by the host until a witness covering the copy is ready.',
-    'copy_d2h_pinned': 'Every offset+length is bounds-checked (T4A_ERANGE). Length 0 is a\nvalid no-op that enqueues nothing.\n\ncopy_h2d_pinned / copy_d2h_pinned: asynchronous; the host buffer must\nnot be touched by the host until a witness covering the copy is ready.',
-    'copy_h2d': "copy_h2d: from pageable host memory through the runtime's bounded\nstaging. Returns once `src` has been consumed (may be reused); the\ndevice write completes in stream order.",
-    'copy_d2h': 'copy_d2h: into pageable host memory through the staging. Returns once\n`dst` holds the data (it waits for the work ahead of it).',
-    'copy_d2d': 'copy_d2d: within one runtime (regions may be in the same buffer but\nmust not overlap: T4A_EINVAL).',
-    'copy_from_runtime': "copy_from_runtime: from a buffer of runtime `src_rt` into a buffer of\n`dst_rt`, both on the same device (else T4A_EFOREIGNDEVICE). Runs on\ndst_rt's stream after all work src_rt enqueued before this call (GPU-side\nwait, no host block). src's block is not reused by src_rt before\nthe copy completed.",
-    'copy_from_peer': 'copy_from_peer: like copy_from_runtime for runtimes on two different\ndevices, through direct peer access (enabled once per device pair).\nT4A_EUNSUPPORTED with the reason when peer access is impossible; there\nis no silent fallback.',
-    'copy_from_peer_via_host': "copy_from_peer_via_host: the explicit, slower route between devices\nwithout peer access: through both runtimes' staging. Returns once the\ndata has left src (the device write completes in dst_rt's order).",
-    'seal': 'seal: returns a witness covering all work enqueued on the runtime so\nfar. Records at most one completion event; when nothing was enqueued\nsince the previous seal it records none and the witness covers the\nprevious point. The caller owns one reference to *out.',
-    'witness_query': 'witness_query: T4A_OK when the covered work completed, T4A_ENOTREADY\nwhen not yet, T4A_EDEVICEFAULT when it failed. Never blocks.',
-    'witness_wait': 'witness_wait: spins briefly, then blocks until ready, failed, or\ntimeout_ns elapsed (T4A_ETIMEOUT). T4A_WAIT_FOREVER waits without limit.\nDoes not hold the runtime while blocking.',
-    'witness_retain': 'witness_retain / witness_release: reference counting. The last\nrelease frees the witness; using it afterwards is T4A_EHANDLE.',
-    'witness_release': 'witness_retain / witness_release: reference counting. The last\nrelease frees the witness; using it afterwards is T4A_EHANDLE.',
-    'runtime_wait_witness': "runtime_wait_witness: work rt enqueues after this call starts only\nafter w's work completed (GPU-side wait, the host does not block).\nw may come from any runtime of this backend, on any device.",
-    'artifact_compile': "artifact_compile: CUDA C -> CUBIN for the target device's architecture\n(or PTX with T4A_COMPILE_PTX) through NVRTC, served from the memory and\ndisk caches when possible. On T4A_ECOMPILE the artifact is still\nreturned (*out non-null) so its log can be read; release it.",
-    'artifact_from_bytes': 'artifact_from_bytes: wraps consumer-provided PTX text, CUBIN or fatbin\nbytes (copied).',
-    'artifact_log': "artifact_log: the compile log (NUL-terminated, possibly empty), valid\nuntil the artifact's release.",
+    'host_alloc': (
+        'host_alloc: page-locked host memory of `bytes` (> 0), portable across\n'
+        'contexts, write-combined only with T4A_HOST_WRITE_COMBINED. *ptr is\n'
+        'the host address, valid until host_free.'),
+    'host_free': (
+        'host_free: the handle is stale at once; the memory is reused or\n'
+        'released only after all enqueued work that uses it completed (it is\n'
+        'retired behind the next seal covering that work).'),
+    'copy_h2d_pinned': (
+        'Every offset+length is bounds-checked (T4A_ERANGE). Length 0 is a\n'
+        'valid no-op that enqueues nothing.\n'
+        '\n'
+        'copy_h2d_pinned / copy_d2h_pinned: asynchronous; the host buffer must\n'
+        'not be touched by the host until a witness covering the copy is ready.'),
+    'copy_d2h_pinned': (
+        'Every offset+length is bounds-checked (T4A_ERANGE). Length 0 is a\n'
+        'valid no-op that enqueues nothing.\n'
+        '\n'
+        'copy_h2d_pinned / copy_d2h_pinned: asynchronous; the host buffer must\n'
+        'not be touched by the host until a witness covering the copy is ready.'),
+    'copy_h2d': (
+        "copy_h2d: from pageable host memory through the runtime's bounded\n"
+        'staging. Returns once `src` has been consumed (may be reused); the\n'
+        'device write completes in stream order.'),
+    'copy_d2h': (
+        'copy_d2h: into pageable host memory through the staging. Returns once\n'
+        '`dst` holds the data (it waits for the work ahead of it).'),
+    'copy_d2d': (
+        'copy_d2d: within one runtime (regions may be in the same buffer but\n'
+        'must not overlap: T4A_EINVAL).'),
+    'copy_from_runtime': (
+        'copy_from_runtime: from a buffer of runtime `src_rt` into a buffer of\n'
+        '`dst_rt`, both on the same device (else T4A_EFOREIGNDEVICE). Runs on\n'
+        "dst_rt's stream after all work src_rt enqueued before this call (GPU-side\n"
+        "wait, no host block). src's block is not reused by src_rt before\n"
+        'the copy completed.'),
+    'copy_from_peer': (
+        'copy_from_peer: like copy_from_runtime for runtimes on two different\n'
+        'devices, through direct peer access (enabled once per device pair).\n'
+        'T4A_EUNSUPPORTED with the reason when peer access is impossible; there\n'
+        'is no silent fallback.'),
+    'copy_from_peer_via_host': (
+        'copy_from_peer_via_host: the explicit, slower route between devices\n'
+        "without peer access: through both runtimes' staging. Returns once the\n"
+        "data has left src (the device write completes in dst_rt's order)."),
+    'seal': (
+        'seal: returns a witness covering all work enqueued on the runtime so\n'
+        'far. Records at most one completion event; when nothing was enqueued\n'
+        'since the previous seal it records none and the witness covers the\n'
+        'previous point. The caller owns one reference to *out.'),
+    'witness_query': (
+        'witness_query: T4A_OK when the covered work completed, T4A_ENOTREADY\n'
+        'when not yet, T4A_EDEVICEFAULT when it failed. Never blocks.'),
+    'witness_wait': (
+        'witness_wait: spins briefly, then blocks until ready, failed, or\n'
+        'timeout_ns elapsed (T4A_ETIMEOUT). T4A_WAIT_FOREVER waits without limit.\n'
+        'Does not hold the runtime while blocking.'),
+    'witness_retain': (
+        'witness_retain / witness_release: reference counting. The last\n'
+        'release frees the witness; using it afterwards is T4A_EHANDLE.'),
+    'witness_release': (
+        'witness_retain / witness_release: reference counting. The last\n'
+        'release frees the witness; using it afterwards is T4A_EHANDLE.'),
+    'runtime_wait_witness': (
+        'runtime_wait_witness: work rt enqueues after this call starts only\n'
+        "after w's work completed (GPU-side wait, the host does not block).\n"
+        'w may come from any runtime of this backend, on any device.'),
+    'artifact_compile': (
+        "artifact_compile: CUDA C -> CUBIN for the target device's architecture\n"
+        '(or PTX with T4A_COMPILE_PTX) through NVRTC, served from the memory and\n'
+        'disk caches when possible. On T4A_ECOMPILE the artifact is still\n'
+        'returned (*out non-null) so its log can be read; release it.'),
+    'artifact_from_bytes': (
+        'artifact_from_bytes: wraps consumer-provided PTX text, CUBIN or fatbin\n'
+        'bytes (copied).'),
+    'artifact_log': (
+        'artifact_log: the compile log (NUL-terminated, possibly empty), valid\n'
+        "until the artifact's release."),
     'artifact_data': "artifact_data: the artifact's code bytes and kind, valid until release.",
-    'artifact_release': "artifact_release: drops the caller's reference. Modules loaded from it\nstay loaded.",
-    'compile_cache_stats': 'compile_cache_stats / compile_cache_clear: the compiled-artifact\ncaches shared by the whole backend. compile_cache_stats fills entries,\nhits, bytes and rejected disk entries.\ncompile_cache_clear empties the memory cache (T4A_CACHE_MEMORY), the\ndisk cache (T4A_CACHE_DISK) or both; artifacts already returned stay\nvalid. Any other bit is T4A_EINVAL.',
-    'compile_cache_clear': 'compile_cache_stats / compile_cache_clear: the compiled-artifact\ncaches shared by the whole backend. compile_cache_stats fills entries,\nhits, bytes and rejected disk entries.\ncompile_cache_clear empties the memory cache (T4A_CACHE_MEMORY), the\ndisk cache (T4A_CACHE_DISK) or both; artifacts already returned stay\nvalid. Any other bit is T4A_EINVAL.',
+    'artifact_release': (
+        "artifact_release: drops the caller's reference. Modules loaded from it\n"
+        'stay loaded.'),
+    'compile_cache_stats': (
+        'compile_cache_stats / compile_cache_clear: the compiled-artifact\n'
+        'caches shared by the whole backend. compile_cache_stats fills entries,\n'
+        'hits, bytes and rejected disk entries.\n'
+        'compile_cache_clear empties the memory cache (T4A_CACHE_MEMORY), the\n'
+        'disk cache (T4A_CACHE_DISK) or both; artifacts already returned stay\n'
+        'valid. Any other bit is T4A_EINVAL.'),
+    'compile_cache_clear': (
+        'compile_cache_stats / compile_cache_clear: the compiled-artifact\n'
+        'caches shared by the whole backend. compile_cache_stats fills entries,\n'
+        'hits, bytes and rejected disk entries.\n'
+        'compile_cache_clear empties the memory cache (T4A_CACHE_MEMORY), the\n'
+        'disk cache (T4A_CACHE_DISK) or both; artifacts already returned stay\n'
+        'valid. Any other bit is T4A_EINVAL.'),
     'module_load': 'module_load: loads the artifact into rt (rt owns the module).',
-    'module_unload': "module_unload: waits for nothing; the module is unloaded after the\nruntime's enqueued work completed. Its functions become stale. Other\nruntimes' modules of the same artifact are untouched.",
+    'module_unload': (
+        'module_unload: waits for nothing; the module is unloaded after the\n'
+        "runtime's enqueued work completed. Its functions become stale. Other\n"
+        "runtimes' modules of the same artifact are untouched."),
     'function_get': 'function_get: kernel by name (T4A_ENOTFOUND naming the symbol).',
-    'function_attributes': 'function_attributes: the attributes of f as the driver reports them:\nmax_threads_per_block (launch limit of f on this device), num_registers\n(per thread), static_shared_bytes, max_dynamic_shared_bytes (the\ncurrent limit, see function_set_max_dynamic_shared), local_bytes (per\nthread), and the ptx_version and binary_version it was built for\n(major * 10 + minor).',
-    'function_set_max_dynamic_shared': "function_set_max_dynamic_shared: opt in to more dynamic shared memory\nthan the default 48 KiB, up to the device's opt-in limit.",
-    'launch': "launch: enqueues f on rt's stream. args is an array of pointers to the\nkernel's arguments, as cuLaunchKernel takes them (a buffer argument is\na pointer to the uint64_t from buffer_device_address). Geometry is\nchecked against the device's limits before the driver sees it\n(T4A_EINVAL naming the bad value).",
-    'raw_runtime': "raw_runtime: the runtime's CUcontext, CUstream and device. Valid until\nruntime_destroy. The consumer may enqueue work on the stream but must\nnot destroy it, change its flags, or synchronise other runtimes on it.",
-    'buffer_device_address': "buffer_device_address: the buffer's CUdeviceptr; valid until the\nbuffer is freed (then only for work already enqueued).",
+    'function_attributes': (
+        'function_attributes: the attributes of f as the driver reports them:\n'
+        'max_threads_per_block (launch limit of f on this device), num_registers\n'
+        '(per thread), static_shared_bytes, max_dynamic_shared_bytes (the\n'
+        'current limit, see function_set_max_dynamic_shared), local_bytes (per\n'
+        'thread), and the ptx_version and binary_version it was built for\n'
+        '(major * 10 + minor).'),
+    'function_set_max_dynamic_shared': (
+        'function_set_max_dynamic_shared: opt in to more dynamic shared memory\n'
+        "than the default 48 KiB, up to the device's opt-in limit."),
+    'launch': (
+        "launch: enqueues f on rt's stream. args is an array of pointers to the\n"
+        "kernel's arguments, as cuLaunchKernel takes them (a buffer argument is\n"
+        'a pointer to the uint64_t from buffer_device_address). Geometry is\n'
+        "checked against the device's limits before the driver sees it\n"
+        '(T4A_EINVAL naming the bad value).'),
+    'raw_runtime': (
+        "raw_runtime: the runtime's CUcontext, CUstream and device. Valid until\n"
+        'runtime_destroy. The consumer may enqueue work on the stream but must\n'
+        'not destroy it, change its flags, or synchronise other runtimes on it.'),
+    'buffer_device_address': (
+        "buffer_device_address: the buffer's CUdeviceptr; valid until the\n"
+        'buffer is freed (then only for work already enqueued).'),
     'raw_function': 'raw_function: the CUfunction behind f; valid until its module unloads.',
-    'raw_begin': "raw_begin: makes rt's context current on the calling thread, saving\nthe previous one in *section. raw_end: restores it and notes that the\nconsumer enqueued work on the raw stream, so the next seal records an\nevent covering it. Pairs nest per thread in LIFO order. Work enqueued\non the raw stream outside a raw_begin/raw_end pair is still ordered,\nbut a seal only covers it if it records an event for other work.",
-    'raw_end': "raw_begin: makes rt's context current on the calling thread, saving\nthe previous one in *section. raw_end: restores it and notes that the\nconsumer enqueued work on the raw stream, so the next seal records an\nevent covering it. Pairs nest per thread in LIFO order. Work enqueued\non the raw stream outside a raw_begin/raw_end pair is still ordered,\nbut a seal only covers it if it records an event for other work.",
+    'raw_begin': (
+        "raw_begin: makes rt's context current on the calling thread, saving\n"
+        'the previous one in *section. raw_end: restores it and notes that the\n'
+        'consumer enqueued work on the raw stream, so the next seal records an\n'
+        'event covering it. Pairs nest per thread in LIFO order. Work enqueued\n'
+        'on the raw stream outside a raw_begin/raw_end pair is still ordered,\n'
+        'but a seal only covers it if it records an event for other work.'),
+    'raw_end': (
+        "raw_begin: makes rt's context current on the calling thread, saving\n"
+        'the previous one in *section. raw_end: restores it and notes that the\n'
+        'consumer enqueued work on the raw stream, so the next seal records an\n'
+        'event covering it. Pairs nest per thread in LIFO order. Work enqueued\n'
+        'on the raw stream outside a raw_begin/raw_end pair is still ordered,\n'
+        'but a seal only covers it if it records an event for other work.'),
 }
 _export('SLOT_DOCS')
-

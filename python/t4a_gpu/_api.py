@@ -406,8 +406,8 @@ class Backend:
         return False
 
     def __repr__(self):
-        return "<t4a_gpu.Backend %s %s from %s%s>" % (self.name, self.version, self.path,
-                                                       "" if self._node.alive else " (closed)")
+        state = "" if self._node.alive else " (closed)"
+        return "<t4a_gpu.Backend %s %s from %s%s>" % (self.name, self.version, self.path, state)
 
     # -- slots -----------------------------------------------------------------
 
@@ -925,7 +925,8 @@ class HostBuffer:
         rt_handle, backend = runtime.handle, runtime.backend
         self._node = _Node("host buffer", runtime._node,
                            lambda: backend.call("host_free", rt_handle, handle))
-        self._node.views = []  # weakrefs of the arrays behind view()s (ctypes arrays are unhashable)
+        # Weak references to the arrays behind view()s (a list: ctypes arrays are unhashable).
+        self._node.views = []
         self._view_type = None
         self._finalizer = _finalizer(self, self._node)
 

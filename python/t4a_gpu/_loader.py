@@ -41,6 +41,10 @@ def _open(path):
     return lib
 
 
+def _not_found(message):
+    return error_class(_abi.T4A_ENOBACKEND)(_abi.T4A_ENOBACKEND, "load_library", message)
+
+
 def load_library(path=None):
     """The loader library as a ctypes.CDLL with every prototype set.
 
@@ -53,9 +57,8 @@ def load_library(path=None):
             try:
                 return _open(os.fspath(path))
             except OSError as e:
-                raise error_class(_abi.T4A_ENOBACKEND)(_abi.T4A_ENOBACKEND, "load_library",
-                               "cannot load the loader library %s: %s; pass the path of "
-                               "libt4a_gpu.so.0" % (path, e)) from None
+                raise _not_found("cannot load the loader library %s: %s; pass the path of "
+                                 "libt4a_gpu.so.0" % (path, e)) from None
         if _default is not None:
             return _default
         env = os.environ.get("T4A_GPU_LIBRARY")
@@ -69,10 +72,9 @@ def load_library(path=None):
                 return _default
             except OSError as e:
                 tried.append("%s (%s)" % (candidate, e))
-        raise error_class(_abi.T4A_ENOBACKEND)(_abi.T4A_ENOBACKEND, "load_library",
-                       "the loader library libt4a_gpu was not found: tried %s; install "
-                       "t4a-gpu-backend, or set T4A_GPU_LIBRARY to the path of "
-                       "libt4a_gpu.so.0" % ", ".join(tried or ["$T4A_GPU_LIBRARY (empty)"]))
+        raise _not_found("the loader library libt4a_gpu was not found: tried %s; install "
+                         "t4a-gpu-backend, or set T4A_GPU_LIBRARY to the path of "
+                         "libt4a_gpu.so.0" % ", ".join(tried or ["$T4A_GPU_LIBRARY (empty)"]))
 
 
 def library_path(lib=None):

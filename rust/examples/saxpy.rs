@@ -20,7 +20,13 @@ fn run() -> Result<u64, t4a_gpu::Error> {
     let backend = Backend::open(None)?;
     backend.init()?;
     let rt = backend.runtime(0)?;
-    let code = rt.compile(SOURCE, &CompileOptions { name: Some("saxpy.cu".into()), ..Default::default() })?;
+    let code = rt.compile(
+        SOURCE,
+        &CompileOptions {
+            name: Some("saxpy.cu".into()),
+            ..Default::default()
+        },
+    )?;
     let module = rt.load(&code)?;
     let saxpy = module.function("t4a_axpy_f32")?;
     drop(code);

@@ -70,6 +70,7 @@
 #![warn(missing_docs)]
 
 #[allow(missing_docs)] // generated: documented with the header's own comments
+#[rustfmt::skip] // generated: `make bindings-regen` writes it, rustfmt must not
 pub mod sys;
 
 use std::ffi::{CStr, CString};
@@ -163,7 +164,11 @@ unsafe fn text(p: *const c_char) -> String {
 
 /// A NUL-padded char array of an info struct -> String.
 fn chars(a: &[c_char]) -> String {
-    let bytes: Vec<u8> = a.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = a
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -559,7 +564,12 @@ impl Backend {
     /// Compiles CUDA C for device `device`'s architecture (or, with `device`
     /// -1, the one the options name). A compile error is `T4A_ECOMPILE`
     /// with the compiler's log in [`Error::log`].
-    pub fn compile(&self, source: &str, device: i32, options: &CompileOptions) -> Result<Artifact<'_>> {
+    pub fn compile(
+        &self,
+        source: &str,
+        device: i32,
+        options: &CompileOptions,
+    ) -> Result<Artifact<'_>> {
         let src = c_string(source, "artifact_compile")?;
         let name = options
             .name
@@ -574,11 +584,19 @@ impl Backend {
         let ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
         let o = sys::t4a_compile_options {
             flags: (if options.ptx { sys::T4A_COMPILE_PTX } else { 0 })
-                | (if options.no_cache { sys::T4A_COMPILE_NO_CACHE } else { 0 }),
+                | (if options.no_cache {
+                    sys::T4A_COMPILE_NO_CACHE
+                } else {
+                    0
+                }),
             source: src.as_ptr(),
             source_size: source.len() as u64,
             name: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
-            options: if ptrs.is_empty() { ptr::null() } else { ptrs.as_ptr() },
+            options: if ptrs.is_empty() {
+                ptr::null()
+            } else {
+                ptrs.as_ptr()
+            },
             option_count: ptrs.len() as u32,
             device_ordinal: device,
             ..sys::t4a_compile_options::sized()
@@ -760,12 +778,18 @@ impl Artifact<'_> {
     /// The code's kind (`sys::T4A_ARTIFACT_*`) and bytes (copied).
     pub fn data(&self) -> Result<(sys::t4a_artifact_kind, Vec<u8>)> {
         let (mut kind, mut p, mut n) = (0, ptr::null(), 0u64);
-        call!(self.backend, artifact_data(self.handle, &mut kind, &mut p, &mut n))?;
+        call!(
+            self.backend,
+            artifact_data(self.handle, &mut kind, &mut p, &mut n)
+        )?;
         if p.is_null() {
             return Ok((kind, Vec::new()));
         }
         // SAFETY: `n` bytes at `p`, valid until the artifact's release.
-        Ok((kind, unsafe { std::slice::from_raw_parts(p as *const u8, n as usize) }.to_vec()))
+        Ok((
+            kind,
+            unsafe { std::slice::from_raw_parts(p as *const u8, n as usize) }.to_vec(),
+        ))
     }
 }
 
@@ -905,8 +929,14 @@ impl<'b> Runtime<'b> {
     /// Destroys the runtime, waiting up to `timeout` (None: no limit). On
     /// `T4A_ETIMEOUT` nothing was released: the runtime comes back, usable.
     /// A device fault destroys it and is returned (`T4A_EDEVICEFAULT`).
-    pub fn close(mut self, timeout: Option<Duration>) -> std::result::Result<(), (Error, Option<Self>)> {
-        let r = call!(self.backend, runtime_destroy(self.handle, timeout_ns(timeout)));
+    pub fn close(
+        mut self,
+        timeout: Option<Duration>,
+    ) -> std::result::Result<(), (Error, Option<Self>)> {
+        let r = call!(
+            self.backend,
+            runtime_destroy(self.handle, timeout_ns(timeout))
+        );
         match r {
             Ok(()) => {
                 self.handle = sys::t4a_runtime::default();
@@ -939,7 +969,10 @@ impl<'b> Runtime<'b> {
         } else {
             0
         };
-        call!(self.backend, host_alloc(self.handle, bytes, flags, &mut handle, &mut p))?;
+        call!(
+            self.backend,
+            host_alloc(self.handle, bytes, flags, &mut handle, &mut p)
+        )?;
         Ok(HostBuffer {
             rt: self,
             handle,
@@ -995,13 +1028,19 @@ impl<'b> Runtime<'b> {
     /// Loads `artifact` into this runtime.
     pub fn load(&self, artifact: &Artifact<'_>) -> Result<Module<'_>> {
         let mut handle = sys::t4a_module::default();
-        call!(self.backend, module_load(self.handle, artifact.handle, &mut handle))?;
+        call!(
+            self.backend,
+            module_load(self.handle, artifact.handle, &mut handle)
+        )?;
         Ok(Module { rt: self, handle })
     }
 
     /// Enqueues `f` with `args` (each of the kernel parameter's exact type).
     pub fn launch(&self, f: &Function<'_>, cfg: &LaunchConfig, args: &[Arg<'_>]) -> Result<()> {
-        if !ptr::eq(f.module.rt, self as *const Runtime<'b> as *const Runtime<'_>) {
+        if !ptr::eq(
+            f.module.rt,
+            self as *const Runtime<'b> as *const Runtime<'_>,
+        ) {
             return Err(Error::new(
                 sys::T4A_EINVAL,
                 "launch",
@@ -1038,7 +1077,10 @@ impl<'b> Runtime<'b> {
                 }
             }
         }
-        let mut pointers: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        let mut pointers: Vec<*mut c_void> = values
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut c_void)
+            .collect();
         let config = sys::t4a_launch_config {
             grid: cfg.grid,
             block: cfg.block,
@@ -1046,7 +1088,10 @@ impl<'b> Runtime<'b> {
             ..sys::t4a_launch_config::sized()
         };
         // `pointers` and `values` live until the call returns.
-        call!(self.backend, launch(self.handle, f.handle, &config, pointers.as_mut_ptr()))
+        call!(
+            self.backend,
+            launch(self.handle, f.handle, &config, pointers.as_mut_ptr())
+        )
     }
 
     /// The driver objects behind the runtime (the raw seam).
@@ -1075,7 +1120,10 @@ impl Drop for Runtime<'_> {
     /// owns (all its buffers, modules, ... were dropped before: they borrow it).
     fn drop(&mut self) {
         if self.handle.bits != 0 {
-            let _ = call!(self.backend, runtime_destroy(self.handle, sys::T4A_WAIT_FOREVER));
+            let _ = call!(
+                self.backend,
+                runtime_destroy(self.handle, sys::T4A_WAIT_FOREVER)
+            );
         }
     }
 }
@@ -1140,7 +1188,10 @@ impl<'r> Buffer<'r> {
     /// The device address (CUdeviceptr).
     pub fn address(&self) -> Result<u64> {
         let mut a = 0u64;
-        call!(self.rt.backend, buffer_device_address(self.rt.handle, self.handle, &mut a))?;
+        call!(
+            self.rt.backend,
+            buffer_device_address(self.rt.handle, self.handle, &mut a)
+        )?;
         Ok(a)
     }
 
@@ -1180,23 +1231,68 @@ impl<'r> Buffer<'r> {
     /// the same device (copy_from_runtime) or of another device
     /// (copy_from_peer; `T4A_EUNSUPPORTED` without peer access, see
     /// [`Buffer::copy_from_via_host`]).
-    pub fn copy_from(&self, offset: u64, src: &Buffer<'_>, src_offset: u64, bytes: u64) -> Result<()> {
+    pub fn copy_from(
+        &self,
+        offset: u64,
+        src: &Buffer<'_>,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         let (b, rt) = (self.rt.backend, self.rt.handle);
         if src.rt.handle == rt {
-            call!(b, copy_d2d(rt, self.handle, offset, src.handle, src_offset, bytes))
+            call!(
+                b,
+                copy_d2d(rt, self.handle, offset, src.handle, src_offset, bytes)
+            )
         } else if src.rt.device == self.rt.device {
-            call!(b, copy_from_runtime(rt, self.handle, offset, src.rt.handle, src.handle, src_offset, bytes))
+            call!(
+                b,
+                copy_from_runtime(
+                    rt,
+                    self.handle,
+                    offset,
+                    src.rt.handle,
+                    src.handle,
+                    src_offset,
+                    bytes
+                )
+            )
         } else {
-            call!(b, copy_from_peer(rt, self.handle, offset, src.rt.handle, src.handle, src_offset, bytes))
+            call!(
+                b,
+                copy_from_peer(
+                    rt,
+                    self.handle,
+                    offset,
+                    src.rt.handle,
+                    src.handle,
+                    src_offset,
+                    bytes
+                )
+            )
         }
     }
 
     /// Like [`Buffer::copy_from`] for another runtime's buffer, explicitly
     /// through both runtimes' host staging (copy_from_peer_via_host).
-    pub fn copy_from_via_host(&self, offset: u64, src: &Buffer<'_>, src_offset: u64, bytes: u64) -> Result<()> {
+    pub fn copy_from_via_host(
+        &self,
+        offset: u64,
+        src: &Buffer<'_>,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         call!(
             self.rt.backend,
-            copy_from_peer_via_host(self.rt.handle, self.handle, offset, src.rt.handle, src.handle, src_offset, bytes)
+            copy_from_peer_via_host(
+                self.rt.handle,
+                self.handle,
+                offset,
+                src.rt.handle,
+                src.handle,
+                src_offset,
+                bytes
+            )
         )
     }
 
@@ -1206,8 +1302,24 @@ impl<'r> Buffer<'r> {
     /// # Safety
     /// The device reads `src` after this returns: do not write it until a
     /// witness covering the copy is ready.
-    pub unsafe fn copy_from_pinned(&self, offset: u64, src: &HostBuffer<'_>, src_offset: u64, bytes: u64) -> Result<()> {
-        call!(self.rt.backend, copy_h2d_pinned(self.rt.handle, self.handle, offset, src.handle, src_offset, bytes))
+    pub unsafe fn copy_from_pinned(
+        &self,
+        offset: u64,
+        src: &HostBuffer<'_>,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        call!(
+            self.rt.backend,
+            copy_h2d_pinned(
+                self.rt.handle,
+                self.handle,
+                offset,
+                src.handle,
+                src_offset,
+                bytes
+            )
+        )
     }
 }
 
@@ -1257,8 +1369,24 @@ impl HostBuffer<'_> {
     /// # Safety
     /// The device writes the memory after this returns: do not read or
     /// write it until a witness covering the copy is ready.
-    pub unsafe fn copy_from_device(&self, offset: u64, src: &Buffer<'_>, src_offset: u64, bytes: u64) -> Result<()> {
-        call!(self.rt.backend, copy_d2h_pinned(self.rt.handle, self.handle, offset, src.handle, src_offset, bytes))
+    pub unsafe fn copy_from_device(
+        &self,
+        offset: u64,
+        src: &Buffer<'_>,
+        src_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        call!(
+            self.rt.backend,
+            copy_d2h_pinned(
+                self.rt.handle,
+                self.handle,
+                offset,
+                src.handle,
+                src_offset,
+                bytes
+            )
+        )
     }
 }
 
@@ -1280,8 +1408,14 @@ impl Module<'_> {
     pub fn function(&self, name: &str) -> Result<Function<'_>> {
         let cname = c_string(name, "function_get")?;
         let mut handle = sys::t4a_function::default();
-        call!(self.rt.backend, function_get(self.rt.handle, self.handle, cname.as_ptr(), &mut handle))?;
-        Ok(Function { module: self, handle })
+        call!(
+            self.rt.backend,
+            function_get(self.rt.handle, self.handle, cname.as_ptr(), &mut handle)
+        )?;
+        Ok(Function {
+            module: self,
+            handle,
+        })
     }
 }
 
@@ -1308,14 +1442,20 @@ impl Function<'_> {
     pub fn attributes(&self) -> Result<sys::t4a_function_attributes> {
         let mut a = sys::t4a_function_attributes::sized();
         let rt = self.module.rt;
-        call!(rt.backend, function_attributes(rt.handle, self.handle, &mut a))?;
+        call!(
+            rt.backend,
+            function_attributes(rt.handle, self.handle, &mut a)
+        )?;
         Ok(a)
     }
 
     /// Opts in to more than 48 KiB of dynamic shared memory.
     pub fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
         let rt = self.module.rt;
-        call!(rt.backend, function_set_max_dynamic_shared(rt.handle, self.handle, bytes))
+        call!(
+            rt.backend,
+            function_set_max_dynamic_shared(rt.handle, self.handle, bytes)
+        )
     }
 }
 

@@ -19,7 +19,8 @@
 //!
 //! This header is the contract between a GPU backend plugin (for example
 //! libt4a_cuda.so) and its consumers (tensor libraries, C/C++ programs, Python
-//! through ctypes, Rust through hand-written FFI). It is self-contained: it
+//! through ctypes, Rust through FFI; the Python and Rust bindings are generated
+//! from this header by bindgen/t4a_bindgen.py). It is self-contained: it
 //! needs only <stdint.h>, <stddef.h> and <stdbool.h>, compiles as C99 and as
 //! C++, and names no CUDA type. Raw driver objects cross it as opaque pointers
 //! or fixed-width integers.
@@ -454,7 +455,8 @@ impl Default for t4a_error_info {
 }
 
 impl t4a_error_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -494,7 +496,8 @@ impl Default for t4a_backend_info {
 }
 
 impl t4a_backend_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -552,7 +555,8 @@ impl Default for t4a_device_info {
 }
 
 impl t4a_device_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -588,7 +592,8 @@ impl Default for t4a_compiler_info {
 }
 
 impl t4a_compiler_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -632,7 +637,8 @@ impl Default for t4a_runtime_options {
 }
 
 impl t4a_runtime_options {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -699,7 +705,8 @@ impl Default for t4a_runtime_counters {
 }
 
 impl t4a_runtime_counters {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -738,7 +745,8 @@ impl Default for t4a_cache_stats {
 }
 
 impl t4a_cache_stats {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -793,7 +801,8 @@ impl Default for t4a_compile_options {
 }
 
 impl t4a_compile_options {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -837,7 +846,8 @@ impl Default for t4a_compile_cache_stats {
 }
 
 impl t4a_compile_cache_stats {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -875,7 +885,8 @@ impl Default for t4a_function_attributes {
 }
 
 impl t4a_function_attributes {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -908,7 +919,8 @@ impl Default for t4a_launch_config {
 }
 
 impl t4a_launch_config {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -943,7 +955,8 @@ impl Default for t4a_raw_runtime {
 }
 
 impl t4a_raw_runtime {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -974,7 +987,8 @@ impl Default for t4a_raw_section {
 }
 
 impl t4a_raw_section {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -1225,7 +1239,8 @@ impl Default for t4a_gpu_backend_v1 {
 }
 
 impl t4a_gpu_backend_v1 {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller passes it.
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
     pub fn sized() -> Self {
         Self {
             struct_size: std::mem::size_of::<Self>() as u32,
@@ -1235,8 +1250,9 @@ impl t4a_gpu_backend_v1 {
 }
 
 impl t4a_gpu_backend_v1 {
-    /// Every slot with its `T4A_SIZE_THROUGH(table, slot)` (LP64), in table
-    /// order: a reader uses a slot only when `struct_size` covers it.
+    /// Every slot with its `T4A_SIZE_THROUGH(table, slot)` (LP64), in
+    /// table order: a reader uses a slot only when `struct_size` covers
+    /// it.
     pub const SLOTS: &'static [(&'static str, usize)] = &[
         ("last_error", 32),
         ("init", 40),
@@ -1450,6 +1466,9 @@ const _: () = {
     assert!(size_of::<t4a_gpu_backend_v1>() == 416 && align_of::<t4a_gpu_backend_v1>() == 8);
     assert!(size_of::<t4a_gpu_backend_entry>() == 4160 && align_of::<t4a_gpu_backend_entry>() == 1);
     // A slot must be exactly a nullable C function pointer.
-    assert!(size_of::<Option<unsafe extern "C" fn() -> c_int>>() == size_of::<*const c_void>());
+    assert!(
+        size_of::<Option<unsafe extern "C" fn() -> c_int>>()
+            == size_of::<*const c_void>()
+    );
 };
 

@@ -14,14 +14,15 @@ use t4a_gpu::sys::*;
 /// SIZE`, `const NAME VALUE`.
 fn c_layout() -> BTreeMap<String, String> {
     let path = std::env::var("T4A_LAYOUT")
-        .expect("T4A_LAYOUT names the output of tests/bindings/layout (make check sets it)");
+        .expect("T4A_LAYOUT: the output of tests/bindings/layout (make check)");
     let text = std::fs::read_to_string(&path).expect("T4A_LAYOUT is readable");
     let mut map = BTreeMap::new();
     for line in text.lines() {
         let mut words = line.splitn(3, ' ');
         let kind = words.next().unwrap_or_default();
         let name = words.next().unwrap_or_default();
-        map.insert(format!("{kind} {name}"), words.next().unwrap_or_default().to_string());
+        let value = words.next().unwrap_or_default().to_string();
+        map.insert(format!("{kind} {name}"), value);
     }
     map
 }
@@ -261,7 +262,8 @@ fn every_struct_and_field_matches_c() {
     }
     let rust_keys: Vec<&String> = got.iter().map(|(k, _)| k).collect();
     for key in c.keys() {
-        if (key.starts_with("struct ") || key.starts_with("field ")) && !rust_keys.contains(&key) {
+        let layout = key.starts_with("struct ") || key.starts_with("field ");
+        if layout && !rust_keys.contains(&key) {
             bad.push(format!("{key}: in C, not in the Rust bindings"));
         }
     }
@@ -327,7 +329,8 @@ fn every_constant_matches_c() {
         ("T4A_RAW_SECTION_V1_0_SIZE", T4A_RAW_SECTION_V1_0_SIZE as i128),
     ];
     for (name, value) in &got {
-        assert_eq!(c.get(&format!("const {name}")), Some(&value.to_string()), "{name}");
+        let want = c.get(&format!("const {name}"));
+        assert_eq!(want, Some(&value.to_string()), "{name}");
     }
     let c_count = c.keys().filter(|k| k.starts_with("const ")).count();
     assert_eq!(got.len(), c_count, "every C constant has a Rust one");

@@ -65,14 +65,26 @@ fn loader_and_backend_facts() {
     assert_eq!(t4a_gpu::loader_version(), (0, 1, 0));
     assert_eq!(
         t4a_gpu::loader_abi(),
-        (sys::T4A_GPU_BACKEND_ABI_MAJOR, sys::T4A_GPU_BACKEND_ABI_MINOR)
+        (
+            sys::T4A_GPU_BACKEND_ABI_MAJOR,
+            sys::T4A_GPU_BACKEND_ABI_MINOR
+        )
     );
-    let names: Vec<String> = t4a_gpu::list_backends().unwrap().into_iter().map(|e| e.name).collect();
+    let names: Vec<String> = t4a_gpu::list_backends()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert!(names.contains(&"cuda".to_string()), "{names:?}");
     let e = Backend::open(Some("no_such_backend")).unwrap_err();
     assert_eq!(e.status, Status::ENOBACKEND);
     assert!(e.message.contains("libt4a_no_such_backend.so"), "{e}");
-    assert_eq!(Backend::open_path("/nonexistent/libt4a_x.so").unwrap_err().status, Status::ENOBACKEND);
+    assert_eq!(
+        Backend::open_path("/nonexistent/libt4a_x.so")
+            .unwrap_err()
+            .status,
+        Status::ENOBACKEND
+    );
 
     let b = backend();
     let again = Backend::open_path(b.path()).unwrap(); // the same plugin, counted twice
@@ -130,7 +142,10 @@ fn memory_round_trips_and_errors() {
     assert_eq!(e.status, Status::ERANGE);
     assert_eq!(e.code(), sys::T4A_ERANGE);
     assert!(e.message.contains("exceeds"), "{e}");
-    assert!(e.to_string().starts_with("copy_d2h: T4A_ERANGE (-20): "), "{e}");
+    assert!(
+        e.to_string().starts_with("copy_d2h: T4A_ERANGE (-20): "),
+        "{e}"
+    );
     assert_eq!(buf.write(4096, &[1u8]).unwrap_err().status, Status::ERANGE);
 
     // Copies within the runtime, from another runtime, through the host.
@@ -192,7 +207,14 @@ fn pinned_copies() {
     assert!(w.query().unwrap());
     assert_eq!(dst.as_slice(), &data[..]);
     let c = rt.counters().unwrap();
-    assert_eq!((c.copies_h2d_pinned, c.copies_d2h_pinned, c.live_host_buffers), (1, 1, 2));
+    assert_eq!(
+        (
+            c.copies_h2d_pinned,
+            c.copies_d2h_pinned,
+            c.live_host_buffers
+        ),
+        (1, 1, 2)
+    );
 }
 
 #[test]
@@ -243,12 +265,25 @@ fn kernels_compile_launch_and_verify_bit_exact() {
     let n = 100_003usize;
     let x: Vec<f32> = (0..n).map(|i| (i % 1024) as f32 / 8.0).collect();
     let y: Vec<f32> = (0..n).map(|i| (i % 77) as f32).collect();
-    let want: Vec<u32> = x.iter().zip(&y).map(|(a, b)| (2.5 * a + b).to_bits()).collect();
-    let (dx, dy) = (rt.alloc(4 * n as u64).unwrap(), rt.alloc(4 * n as u64).unwrap());
+    let want: Vec<u32> = x
+        .iter()
+        .zip(&y)
+        .map(|(a, b)| (2.5 * a + b).to_bits())
+        .collect();
+    let (dx, dy) = (
+        rt.alloc(4 * n as u64).unwrap(),
+        rt.alloc(4 * n as u64).unwrap(),
+    );
     dx.write(0, &x).unwrap();
     dy.write(0, &y).unwrap();
-    let args = [Arg::U64(n as u64), Arg::F32(2.5), (&dx).into(), (&dy).into()];
-    rt.launch(&axpy, &LaunchConfig::linear(256, 256), &args).unwrap();
+    let args = [
+        Arg::U64(n as u64),
+        Arg::F32(2.5),
+        (&dx).into(),
+        (&dy).into(),
+    ];
+    rt.launch(&axpy, &LaunchConfig::linear(256, 256), &args)
+        .unwrap();
     rt.synchronize().unwrap();
     let mut got = vec![0f32; n];
     dy.read(0, &mut got).unwrap();
@@ -257,16 +292,25 @@ fn kernels_compile_launch_and_verify_bit_exact() {
 
     let fill = module.function("t4a_fill_u32").unwrap();
     let buf = rt.alloc(4000).unwrap();
-    rt.launch(&fill, &LaunchConfig::linear(4, 128), &[(&buf).into(), 0xdead_beefu32.into(), 1000u64.into()])
-        .unwrap();
+    rt.launch(
+        &fill,
+        &LaunchConfig::linear(4, 128),
+        &[(&buf).into(), 0xdead_beefu32.into(), 1000u64.into()],
+    )
+    .unwrap();
     let mut words = vec![0u32; 1000];
     buf.read(0, &mut words).unwrap();
     assert!(words.iter().all(|&w| w == 0xdead_beef));
     assert!(fill.attributes().unwrap().max_threads_per_block > 0);
 
     // Refusals: an empty block, a missing kernel, another runtime's buffer.
-    let bad = LaunchConfig { block: [0, 1, 1], ..LaunchConfig::linear(1, 1) };
-    let e = rt.launch(&fill, &bad, &[(&buf).into(), 1u32.into(), 1u64.into()]).unwrap_err();
+    let bad = LaunchConfig {
+        block: [0, 1, 1],
+        ..LaunchConfig::linear(1, 1)
+    };
+    let e = rt
+        .launch(&fill, &bad, &[(&buf).into(), 1u32.into(), 1u64.into()])
+        .unwrap_err();
     assert_eq!(e.status, Status::EINVAL);
     assert!(e.message.contains("block"), "{e}");
     let e = module.function("no_such_kernel").unwrap_err();
@@ -274,7 +318,12 @@ fn kernels_compile_launch_and_verify_bit_exact() {
     assert!(e.message.contains("no_such_kernel"), "{e}");
     let other = b.runtime(0).unwrap();
     let foreign = other.alloc(4).unwrap();
-    let e = rt.launch(&fill, &LaunchConfig::linear(1, 1), &[(&foreign).into(), 1u32.into(), 1u64.into()])
+    let e = rt
+        .launch(
+            &fill,
+            &LaunchConfig::linear(1, 1),
+            &[(&foreign).into(), 1u32.into(), 1u64.into()],
+        )
         .unwrap_err();
     assert_eq!(e.status, Status::EINVAL);
 }
@@ -284,23 +333,41 @@ fn compile_errors_ptx_and_artifacts() {
     let b = backend();
     let rt = b.runtime(0).unwrap();
     let e = rt
-        .compile("#error \"deliberate\"\n__global__ void k() {}\n", &CompileOptions::default())
+        .compile(
+            "#error \"deliberate\"\n__global__ void k() {}\n",
+            &CompileOptions::default(),
+        )
         .unwrap_err();
     assert_eq!(e.status, Status::ECOMPILE);
-    assert!(e.log.as_deref().unwrap_or("").contains("deliberate"), "{e:?}");
+    assert!(
+        e.log.as_deref().unwrap_or("").contains("deliberate"),
+        "{e:?}"
+    );
 
     let ptx = rt
-        .compile(SOURCE, &CompileOptions { ptx: true, ..CompileOptions::default() })
+        .compile(
+            SOURCE,
+            &CompileOptions {
+                ptx: true,
+                ..CompileOptions::default()
+            },
+        )
         .unwrap();
     let (kind, text) = ptx.data().unwrap();
     assert_eq!(kind, sys::T4A_ARTIFACT_PTX);
     assert!(String::from_utf8_lossy(&text).contains(".entry t4a_fill_u32"));
-    let again = b.artifact_from_bytes(sys::T4A_ARTIFACT_PTX, &text, Some("again.ptx")).unwrap();
+    let again = b
+        .artifact_from_bytes(sys::T4A_ARTIFACT_PTX, &text, Some("again.ptx"))
+        .unwrap();
     let module = rt.load(&again).unwrap();
     let fill = module.function("t4a_fill_u32").unwrap();
     let buf = rt.alloc(40).unwrap();
-    rt.launch(&fill, &LaunchConfig::linear(1, 32), &[(&buf).into(), 7u32.into(), 10u64.into()])
-        .unwrap();
+    rt.launch(
+        &fill,
+        &LaunchConfig::linear(1, 32),
+        &[(&buf).into(), 7u32.into(), 10u64.into()],
+    )
+    .unwrap();
     let mut words = [0u32; 10];
     buf.read(0, &mut words).unwrap();
     assert_eq!(words, [7; 10]);
@@ -322,7 +389,10 @@ fn threads_share_a_runtime_and_raw_seam() {
                     buf.read(0, &mut back).unwrap();
                     assert_eq!(back, data);
                     // last_error is per thread: each failure carries its own detail.
-                    assert_eq!(buf.read(10_000, &mut [0u8]).unwrap_err().status, Status::ERANGE);
+                    assert_eq!(
+                        buf.read(10_000, &mut [0u8]).unwrap_err().status,
+                        Status::ERANGE
+                    );
                 }
             });
         }

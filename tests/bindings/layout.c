@@ -14,8 +14,7 @@
 #include <t4a/gpu_loader.h>
 
 #define STRUCT(s) printf("struct %s %zu %zu\n", #s, sizeof(s), alignof(s))
-#define FIELD(s, f) \
-  printf("field %s.%s %zu %zu\n", #s, #f, offsetof(s, f), sizeof(((s *)0)->f))
+#define FIELD(s, f) printf("field %s.%s %zu %zu\n", #s, #f, offsetof(s, f), sizeof(((s *)0)->f))
 #define CONST(c) printf("const %s %lld\n", #c, (long long)(c))
 #define UCONST(c) printf("const %s %llu\n", #c, (unsigned long long)(c))
 
