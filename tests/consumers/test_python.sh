@@ -16,6 +16,9 @@
 #      Debian's setuptools and wheel), then the suite and axpy against the
 #      installed package, not the source tree (skipped, saying why, when
 #      this Python has no venv or pip: Debian's python3-venv, python3-pip);
+#      and, when Debian's wheel files are there (python3-setuptools-whl,
+#      python3-wheel-whl), `pip install --no-index --find-links
+#      /usr/share/python-wheels` into a plain venv, build isolation kept;
 #   4. in the GPU lane (make check-gpu) the suite and axpy on the real
 #      driver and NVRTC, which must verify; elsewhere axpy on the real
 #      driver may exit 4 (no usable GPU here).
@@ -141,6 +144,21 @@ else
   [ $rc -eq 0 ] && has "verified on Fake GPU 0" || fail "axpy with the installed package"
   cd "$tmp" || exit 99
   installed=yes
+  # The other offline route: build isolation kept, its setuptools and wheel
+  # taken from Debian's wheel files (python3-setuptools-whl, python3-wheel-whl).
+  whl=/usr/share/python-wheels
+  if ls "$whl"/setuptools-*.whl "$whl"/wheel-*.whl >/dev/null 2>&1; then
+    run "pip install --no-index --find-links $whl (build isolation, plain venv)" sh -c \
+      "'$py' -m venv '$tmp/venv2' && '$tmp/venv2/bin/python' -m pip install --no-index \
+        --find-links '$whl' --no-cache-dir --disable-pip-version-check '$tmp/pysrc'"
+    [ $rc -eq 0 ] && has "Successfully installed t4a-gpu-0.1.0" || fail "the --find-links install failed"
+    (cd "$tmp/elsewhere" && "$tmp/venv2/bin/python" -c \
+      'import t4a_gpu; assert t4a_gpu.loader_abi() == (1, 0); print("    imported", t4a_gpu.__file__)') ||
+      fail "the --find-links install does not work"
+    installed="$installed, also with --find-links $whl"
+  else
+    echo "    (no setuptools and wheel wheels in $whl: the --find-links route is not tested here)"
+  fi
 fi
 
 # ---------------------------------------------------------------------------
