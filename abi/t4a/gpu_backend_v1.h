@@ -3,7 +3,8 @@
  *
  * This header is the contract between a GPU backend plugin (for example
  * libt4a_cuda.so) and its consumers (tensor libraries, C/C++ programs, Python
- * through ctypes, Rust through hand-written FFI). It is self-contained: it
+ * through ctypes, Rust through FFI; the Python and Rust bindings are generated
+ * from this header by bindgen/t4a_bindgen.py). It is self-contained: it
  * needs only <stdint.h>, <stddef.h> and <stdbool.h>, compiles as C99 and as
  * C++, and names no CUDA type. Raw driver objects cross it as opaque pointers
  * or fixed-width integers.

@@ -1,23 +1,34 @@
 #!/bin/sh
-# tests/consumers/test_python.sh -- the Python (ctypes) consumer: the binding
-# examples/python/t4a_gpu.py and the example examples/python/axpy.py.
+# tests/consumers/test_python.sh -- the Python package (python/t4a_gpu: the
+# generated ctypes layer and the API above it) and its example
+# (examples/python/axpy.py):
 #
-#   0. the ctypes mirrors match the C layout (sizes and offsets printed by a
-#      C compiler from the headers, hard-coded below) and every table slot's
-#      CFUNCTYPE matches the slot's declaration in the header;
+#   0. the package's unittest suite (python/tests) from the source tree:
+#      every struct, field and constant against tests/bindings/layout (the C
+#      compiler's), statuses, loader, backend, memory (bytes, bytearray,
+#      memoryview, array, numpy when installed), pinned views, ownership
+#      and finalizers, kernels verified bit for bit, on the fake CUDA driver
+#      and fake NVRTC;
 #   1. without a driver, axpy exits 4 naming the driver problem;
-#   2. on the fake CUDA driver (2 devices), axpy lists both devices and
-#      verifies its result, or exits 4 with T4A_ENOCOMPILER when no NVRTC is
-#      installed (a fake NVRTC, when built, makes success required);
-#   3. on the real driver: in the gpu lane (make check-gpu) axpy must verify;
-#      otherwise exit 4 (no usable GPU here) is accepted.
+#   2. on the fake driver (2 devices) axpy lists both devices and verifies;
+#   3. the offline install: `pip install --no-index --no-build-isolation`
+#      of a copy of python/ into a fresh venv (--system-site-packages, for
+#      Debian's setuptools and wheel), then the suite and axpy against the
+#      installed package, not the source tree (skipped, saying why, when
+#      this Python has no venv or pip: Debian's python3-venv, python3-pip);
+#      and, when Debian's wheel files are there (python3-setuptools-whl,
+#      python3-wheel-whl), `pip install --no-index --find-links
+#      /usr/share/python-wheels` into a plain venv, build isolation kept;
+#   4. in the GPU lane (make check-gpu) the suite and axpy on the real
+#      driver and NVRTC, which must verify; elsewhere axpy on the real
+#      driver may exit 4 (no usable GPU here).
 #
 # Environment (set by the Automake harness): T4A_TEST_SRCDIR,
 # T4A_TEST_BUILDDIR, T4A_TEST_LANE (any | gpu), T4A_GPU_BACKEND_PATH.
 # Skips (77) only when python3 is missing.
 
-src=${T4A_TEST_SRCDIR:-.}
-b=${T4A_TEST_BUILDDIR:-.}
+src=$(cd "${T4A_TEST_SRCDIR:-.}" && pwd) || exit 99
+b=$(cd "${T4A_TEST_BUILDDIR:-.}" && pwd) || exit 99
 lane=${T4A_TEST_LANE:-any}
 
 if [ -n "${T4A_TEST_SANITIZED:-}" ]; then # set by .ci/sanitizers
@@ -26,26 +37,30 @@ if [ -n "${T4A_TEST_SANITIZED:-}" ]; then # set by .ci/sanitizers
   exit 77
 fi
 if ! command -v python3 >/dev/null 2>&1; then
-  echo "SKIP: python3 not found in PATH; the Python example needs it"
+  echo "SKIP: python3 not found in PATH; the Python package needs it"
   exit 77
 fi
 
 T4A_GPU_LIBRARY=$b/loader/.libs/libt4a_gpu.so
 T4A_GPU_BACKEND_PATH=${T4A_GPU_BACKEND_PATH:-$b/plugin-cuda/.libs}
-PYTHONPATH=$src/examples/python${PYTHONPATH:+:$PYTHONPATH}
 PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the (possibly read-only) source tree
-export T4A_GPU_LIBRARY T4A_GPU_BACKEND_PATH PYTHONPATH PYTHONDONTWRITEBYTECODE
-unset T4A_GPU_BACKEND FAKE_CUDA_VERSION FAKE_CUDA_MODE FAKE_CUDA_DEVICES
+export T4A_GPU_LIBRARY T4A_GPU_BACKEND_PATH PYTHONDONTWRITEBYTECODE
+unset T4A_GPU_BACKEND FAKE_CUDA_VERSION FAKE_CUDA_MODE FAKE_CUDA_DEVICES PYTHONPATH
 
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 99' HUP INT TERM
-# Compiled kernels go to a private disk cache, not the user's.
-T4A_CACHE_DIR=$tmp/cache
+T4A_CACHE_DIR=$tmp/cache # compiled kernels go to a private disk cache
 export T4A_CACHE_DIR
 
 fake_cuda=$b/tests/fakecuda/.libs/libfakecuda.so
 fake_nvrtc=$b/tests/fakecuda/.libs/libfakenvrtc.so
+for f in "$T4A_GPU_LIBRARY" "$fake_cuda" "$fake_nvrtc" "$b/tests/bindings/layout"; do
+  [ -e "$f" ] || { echo "ERROR: $f is missing (run make check, not the script alone)"; exit 99; }
+done
+"$b/tests/bindings/layout" >"$tmp/layout" || { echo "ERROR: tests/bindings/layout failed"; exit 99; }
+T4A_LAYOUT=$tmp/layout
+export T4A_LAYOUT
 axpy=$src/examples/python/axpy.py
 out=$tmp/out
 
@@ -53,235 +68,112 @@ fail() {
   echo "FAIL: $*"
   exit 1
 }
-
-# Runs axpy.py with the arguments given; rc = its status, $out its output.
-run_axpy() {
-  python3 "$axpy" "$@" >"$out" 2>&1
+# run LABEL COMMAND...: output in $out (and the log), status in $rc.
+run() {
+  echo "== $1"
+  shift
+  "$@" >"$out" 2>&1
   rc=$?
   sed 's/^/    /' "$out"
 }
-
-# Whether $out contains the fixed string $1.
 has() { grep -F -q -e "$1" "$out"; }
+# suite_ok LABEL [REASONS]: the suite ran all its tests and passed; a test
+# may skip only for a missing numpy or for one of REASONS (an extended
+# regular expression; the GPU lane allows a host without two peer devices).
+suite_ok() {
+  [ "$rc" -eq 0 ] || fail "$1: the unittest suite failed"
+  grep -q "^ *Ran 28 tests" "$out" || fail "$1: not all 28 tests ran"
+  allowed="numpy is not installed${2:+|$2}"
+  if grep "\.\.\. skipped '" "$out" | grep -Ev "skipped '($allowed)'" | grep -q .; then
+    fail "$1: a test skipped for a reason not allowed here (allowed: $allowed)"
+  fi
+}
+fake_env="T4A_CUDA_LIBRARY=$fake_cuda T4A_NVRTC_LIBRARY=$fake_nvrtc T4A_TEST_DRIVER=fake"
 
 # ---------------------------------------------------------------------------
-# The layout check: Python reading the header; exits 1 listing mismatches.
-check_layout() {
-  T4A_HEADER=$src/abi/t4a/gpu_backend_v1.h python3 - <<'EOF'
-import ctypes
-import os
-import re
-import sys
+# shellcheck disable=SC2086
+run "0. the unittest suite from the source tree, fake driver ($(python3 --version 2>&1))" \
+  env $fake_env PYTHONPATH="$src/python" python3 -m unittest discover -v -s "$src/python/tests"
+suite_ok "source tree"
 
-import t4a_gpu as t
-
-# sizeof and field@offset+size of every struct, printed from
-# <t4a/gpu_loader.h> by a C program using sizeof/offsetof (LP64: x86-64 and
-# aarch64 Linux). Fields are only ever appended: when a new ABI minor adds
-# some, print and append them here, and mirror them in t4a_gpu.py.
-EXPECTED = {
-    "t4a_error_info": (32, """
-        struct_size@0+4 status@4+4 native_code@8+8 native_name@16+8 message@24+8
-        """),
-    "t4a_backend_info": (336, """
-        struct_size@0+4 abi_major@4+2 abi_minor@6+2 name@8+32 version@40+32
-        driver_version@72+4 device_count@76+4 driver_path@80+256
-        """),
-    "t4a_device_info": (376, """
-        struct_size@0+4 ordinal@4+4 name@8+256 uuid@264+16 cc_major@280+4 cc_minor@284+4
-        total_memory@288+8 pci_bus_id@296+32 multiprocessors@328+4 flags@332+4
-        max_threads_per_block@336+4 max_block_dim@340+12 max_grid_dim@352+12
-        max_shared_per_block@364+4 max_shared_per_block_optin@368+4 warp_size@372+4
-        """),
-    "t4a_compiler_info": (528, """
-        struct_size@0+4 status@4+4 version_major@8+4 version_minor@12+4 path@16+256
-        reason@272+256
-        """),
-    "t4a_runtime_options": (40, """
-        struct_size@0+4 flags@4+4 staging_bytes@8+8 pool_release_threshold@16+8
-        cache_limit_bytes@24+8 copy_threads@32+4 reserved@36+4
-        """),
-    "t4a_runtime_counters": (224, """
-        struct_size@0+4 reserved@4+4 launches@8+8 copies_h2d_pinned@16+8
-        copies_d2h_pinned@24+8 copies_h2d_pageable@32+8 copies_d2h_pageable@40+8
-        copies_d2d@48+8 copies_cross_runtime@56+8 copies_peer@64+8 copies_via_host@72+8
-        bytes_h2d@80+8 bytes_d2h@88+8 bytes_d2d@96+8 seals@104+8 seal_events_recorded@112+8
-        staging_events_recorded@120+8 events_created@128+8 pending_retirements@136+8
-        quarantined@144+8 staging_bytes@152+8 staging_peak_bytes@160+8 cache_hits@168+8
-        cache_misses@176+8 driver_allocations@184+8 driver_frees@192+8 live_buffers@200+8
-        live_host_buffers@208+8 raw_sections@216+8
-        """),
-    "t4a_cache_stats": (64, """
-        struct_size@0+4 reserved@4+4 entries@8+8 bytes@16+8 hits@24+8 misses@32+8
-        limit_bytes@40+8 pinned_entries@48+8 pinned_bytes@56+8
-        """),
-    "t4a_compile_options": (48, """
-        struct_size@0+4 flags@4+4 source@8+8 source_size@16+8 name@24+8 options@32+8
-        option_count@40+4 device_ordinal@44+4
-        """),
-    "t4a_compile_cache_stats": (72, """
-        struct_size@0+4 reserved@4+4 memory_entries@8+8 memory_hits@16+8 disk_entries@24+8
-        disk_bytes@32+8 disk_hits@40+8 disk_rejected@48+8 misses@56+8 disk_limit_bytes@64+8
-        """),
-    "t4a_function_attributes": (32, """
-        struct_size@0+4 max_threads_per_block@4+4 num_registers@8+4 static_shared_bytes@12+4
-        max_dynamic_shared_bytes@16+4 local_bytes@20+4 ptx_version@24+4 binary_version@28+4
-        """),
-    "t4a_launch_config": (32, """
-        struct_size@0+4 grid@4+12 block@16+12 shared_bytes@28+4
-        """),
-    "t4a_raw_runtime": (32, """
-        struct_size@0+4 device_ordinal@4+4 context@8+8 stream@16+8 device@24+4
-        """),
-    "t4a_raw_section": (24, """
-        struct_size@0+4 reserved@4+4 saved_context@8+8 runtime_bits@16+8
-        """),
-    "t4a_gpu_backend_entry": (4160, """
-        name@0+64 path@64+4096
-        """),
-    "t4a_gpu_backend_v1": (416, """
-        struct_size@0+4 abi_major@4+2 abi_minor@6+2 name@8+8 version@16+8 last_error@24+8
-        init@32+8 get_info@40+8 device_count@48+8 device_info@56+8 compiler_info@64+8
-        peer_access_supported@72+8 runtime_create@80+8 runtime_destroy@88+8
-        runtime_counters@96+8 buffer_alloc@104+8 buffer_free@112+8 buffer_size@120+8
-        cache_trim@128+8 cache_stats@136+8 host_alloc@144+8 host_free@152+8
-        copy_h2d_pinned@160+8 copy_d2h_pinned@168+8 copy_h2d@176+8 copy_d2h@184+8
-        copy_d2d@192+8 copy_from_runtime@200+8 copy_from_peer@208+8
-        copy_from_peer_via_host@216+8 seal@224+8 witness_query@232+8 witness_wait@240+8
-        witness_retain@248+8 witness_release@256+8 runtime_wait_witness@264+8
-        artifact_compile@272+8 artifact_from_bytes@280+8 artifact_log@288+8
-        artifact_data@296+8 artifact_release@304+8 compile_cache_stats@312+8
-        compile_cache_clear@320+8 module_load@328+8 module_unload@336+8 function_get@344+8
-        function_attributes@352+8 function_set_max_dynamic_shared@360+8 launch@368+8
-        raw_runtime@376+8 buffer_device_address@384+8 raw_function@392+8 raw_begin@400+8
-        raw_end@408+8
-        """),
-}
-for h in ("runtime", "buffer", "host_buffer", "witness", "artifact", "module", "function"):
-    EXPECTED["t4a_" + h] = (8, "bits@0+8")
-
-bad = []
-assert ctypes.sizeof(ctypes.c_void_p) == 8, "the expected layout is LP64's"
-
-# 1. The binding's own check against the header's T4A_*_V1_0_SIZE values.
-bad += ["self_check: " + p for p in t.self_check()]
-
-# 2. Every struct: field names in order, offsets, sizes, sizeof.
-for name, (size, text) in EXPECTED.items():
-    cls = getattr(t, name)
-    want = [(f, int(o), int(s)) for f, o, s in re.findall(r"(\w+)@(\d+)\+(\d+)", text)]
-    got = [(f[0], getattr(cls, f[0]).offset, getattr(cls, f[0]).size) for f in cls._fields_]
-    if got != want:
-        for g, w in zip(got + [None] * len(want), want + [None] * len(got)):
-            if g != w:
-                bad.append("%s: field %s, expected %s" % (name, g, w))
-                break
-    if ctypes.sizeof(cls) != size:
-        bad.append("sizeof(%s) = %d, expected %d" % (name, ctypes.sizeof(cls), size))
-
-# 3. Every slot's CFUNCTYPE against its declaration in the header:
-#    "int (*name)(type a, type b, ...);" -> return c_int, argtypes in order.
-header = open(os.environ["T4A_HEADER"]).read()
-body = re.search(r"struct t4a_gpu_backend_v1 \{(.*?)\n\};", header, re.S).group(1)
-body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-decls = re.findall(r"int \(\*(\w+)\)\((.*?)\);", body, re.S)
-P = ctypes.POINTER
-CTYPES = {
-    "int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
-    "int32_t*": P(ctypes.c_int32), "uint64_t*": P(ctypes.c_uint64), "bool*": P(ctypes.c_bool),
-    "constvoid*": ctypes.c_void_p, "void*": ctypes.c_void_p, "void**": P(ctypes.c_void_p),
-    "constvoid**": P(ctypes.c_void_p), "constchar*": ctypes.c_char_p,
-    "constchar**": P(ctypes.c_void_p),  # read with string_at(pointer, length)
-    "t4a_artifact_kind": ctypes.c_int, "t4a_artifact_kind*": P(ctypes.c_int),
-}
-
-
-def ctype_of(param):
-    """'const t4a_launch_config *cfg' -> POINTER(t4a_launch_config)."""
-    ctype = re.sub(r"\s+", "", re.sub(r"\w+$", "", param.strip()))  # drop the name
-    if ctype in CTYPES:
-        return CTYPES[ctype]
-    base = ctype.replace("const", "").rstrip("*")
-    cls = getattr(t, base)  # a mirrored struct or handle
-    return P(cls) if ctype.endswith("*") else cls
-
-
-slots = [f for f in t.t4a_gpu_backend_v1._fields_ if f[0] not in
-         ("struct_size", "abi_major", "abi_minor", "name", "version")]
-if [s[0] for s in slots] != [d[0] for d in decls]:
-    bad.append("slot names/order differ from the header: %s" % [
-        (a, b) for a, b in zip([s[0] for s in slots], [d[0] for d in decls]) if a != b][:1])
-for (slot, proto), (_, params) in zip(slots, decls):
-    want = [] if params.strip() == "void" else [ctype_of(p) for p in params.split(",")]
-    if proto._restype_ is not ctypes.c_int or list(proto._argtypes_) != want:
-        bad.append("slot %s: argtypes %s, header says %s" % (slot, proto._argtypes_, want))
-print("   %d structs, %d slots checked" % (len(EXPECTED), len(decls)))
-for p in bad:
-    print("   " + p)
-sys.exit(1 if bad else 0)
-EOF
-}
-
-echo "== 0. ctypes layout against the C headers"
-check_layout || fail "the ctypes mirrors do not match the C ABI"
-
-# ---------------------------------------------------------------------------
-echo "== 1. no driver: exit 4 naming the driver problem"
-T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1
-export T4A_CUDA_LIBRARY
-unset T4A_NVRTC_LIBRARY
-run_axpy 1000
+run "1. axpy without a driver: exit 4 naming the driver problem" \
+  env T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1 PYTHONPATH="$src/python" python3 "$axpy" 1000
 [ $rc -eq 4 ] || fail "axpy without a driver exited $rc, expected 4"
 has "T4A_ENODRIVER" || fail "the output does not name T4A_ENODRIVER"
 has "/nonexistent/libcuda.so.1" || fail "the output does not name the driver file"
 
-# ---------------------------------------------------------------------------
-echo "== 2. fake CUDA driver"
-[ -f "$fake_cuda" ] || fail "$fake_cuda is missing; run make check (it builds the fake driver)"
-T4A_CUDA_LIBRARY=$fake_cuda
-export T4A_CUDA_LIBRARY
-require=no
-if [ -f "$fake_nvrtc" ]; then
-  T4A_NVRTC_LIBRARY=$fake_nvrtc
-  export T4A_NVRTC_LIBRARY
-  require=yes
-fi
-# The plugin refuses NVRTC output for a driver of an older CUDA major, so
-# the fake driver claims at least the compiler's version (as test_code does).
-nvrtc=$(python3 -c '
-import t4a_gpu
-with t4a_gpu.Backend() as b:
-    c = b.compiler_info()
-    print(c.version[0] * 1000 + c.version[1] * 10 if c.available else "none")
-') || fail "querying the compiler through t4a_gpu failed"
-if [ "$nvrtc" != none ]; then
-  FAKE_CUDA_VERSION=$((nvrtc > 12080 ? nvrtc : 12080))
-  export FAKE_CUDA_VERSION
-  require=yes # a compiler is there: the example must verify
-fi
-echo "   NVRTC: $nvrtc (${T4A_NVRTC_LIBRARY:-default search}); success required: $require"
-run_axpy 100003
+# shellcheck disable=SC2086
+run "2. axpy on the fake driver" env $fake_env PYTHONPATH="$src/python" python3 "$axpy" 100003
 has "devices: 2" || fail "the fake driver's 2 devices are not listed"
 [ "$(grep -c 'device [01]: Fake GPU [01]' "$out")" -eq 2 ] || fail "device lines missing"
-case $rc in
-0) has "python example: axpy of 100003 floats verified on Fake GPU 0" ||
-     fail "exit 0 without the verified line" ;;
-4) [ $require = no ] || fail "axpy exited 4, but a compiler is there (or the fake NVRTC was built)"
-   has "T4A_ENOCOMPILER" || fail "exit 4 without naming T4A_ENOCOMPILER"
-   echo "   (no NVRTC here: compile refused as expected)" ;;
-*) fail "axpy on the fake driver exited $rc" ;;
-esac
-unset T4A_CUDA_LIBRARY T4A_NVRTC_LIBRARY FAKE_CUDA_VERSION
+[ $rc -eq 0 ] || fail "axpy on the fake driver exited $rc"
+has "python example: axpy of 100003 floats verified on Fake GPU 0" || fail "no verified line"
 
 # ---------------------------------------------------------------------------
-echo "== 3. real driver (lane $lane)"
-run_axpy
+# 3. Offline install. Debian's Python (with python3-venv, -pip, -setuptools,
+# -wheel) when there is one, else python3. pip builds in the source
+# directory, so a copy is installed (the source tree may be read-only).
+echo "== 3. pip install, offline, into a fresh venv"
+py=
+for p in /usr/bin/python3 "$(command -v python3)"; do
+  if [ -x "$p" ] && "$p" -c 'import ensurepip, venv' 2>/dev/null; then py=$p; break; fi
+done
+installed=no
+if [ -z "$py" ]; then
+  echo "    skipped: no python3 with venv and ensurepip here (Debian: apt-get install python3-venv)"
+else
+  cp -R "$src/python" "$tmp/pysrc" && chmod -R u+w "$tmp/pysrc" || exit 99
+  run "venv ($py, $("$py" --version 2>&1))" "$py" -m venv --system-site-packages "$tmp/venv"
+  [ $rc -eq 0 ] || fail "python3 -m venv failed"
+  run "pip install --no-index --no-build-isolation" \
+    "$tmp/venv/bin/python" -m pip install --no-index --no-build-isolation --no-cache-dir \
+    --disable-pip-version-check "$tmp/pysrc"
+  [ $rc -eq 0 ] || fail "the offline install failed"
+  has "Successfully installed t4a-gpu-0.1.0" || fail "pip did not install t4a-gpu 0.1.0"
+  # From an empty directory, so that nothing but the installed package is importable.
+  mkdir "$tmp/elsewhere" && cd "$tmp/elsewhere" || exit 99
+  run "the installed package" "$tmp/venv/bin/python" -c \
+    'import t4a_gpu, sys; print(t4a_gpu.__file__); sys.exit(t4a_gpu.__file__.startswith(sys.prefix) is False)'
+  [ $rc -eq 0 ] || fail "t4a_gpu is not imported from the venv"
+  # shellcheck disable=SC2086
+  run "the suite against the installed package" env $fake_env \
+    "$tmp/venv/bin/python" -m unittest discover -v -s "$tmp/pysrc/tests" -t "$tmp/pysrc/tests"
+  suite_ok "installed"
+  # shellcheck disable=SC2086
+  run "axpy against the installed package" env $fake_env "$tmp/venv/bin/python" "$axpy" 5000
+  [ $rc -eq 0 ] && has "verified on Fake GPU 0" || fail "axpy with the installed package"
+  cd "$tmp" || exit 99
+  installed=yes
+  # The other offline route: build isolation kept, its setuptools and wheel
+  # taken from Debian's wheel files (python3-setuptools-whl, python3-wheel-whl).
+  whl=/usr/share/python-wheels
+  if ls "$whl"/setuptools-*.whl "$whl"/wheel-*.whl >/dev/null 2>&1; then
+    run "pip install --no-index --find-links $whl (build isolation, plain venv)" sh -c \
+      "'$py' -m venv '$tmp/venv2' && '$tmp/venv2/bin/python' -m pip install --no-index \
+        --find-links '$whl' --no-cache-dir --disable-pip-version-check '$tmp/pysrc'"
+    [ $rc -eq 0 ] && has "Successfully installed t4a-gpu-0.1.0" || fail "the --find-links install failed"
+    (cd "$tmp/elsewhere" && "$tmp/venv2/bin/python" -c \
+      'import t4a_gpu; assert t4a_gpu.loader_abi() == (1, 0); print("    imported", t4a_gpu.__file__)') ||
+      fail "the --find-links install does not work"
+    installed="$installed, also with --find-links $whl"
+  else
+    echo "    (no setuptools and wheel wheels in $whl: the --find-links route is not tested here)"
+  fi
+fi
+
+# ---------------------------------------------------------------------------
+echo "== 4. real driver (lane $lane)"
+if [ "$lane" = gpu ]; then
+  run "the unittest suite, real driver" env T4A_TEST_DRIVER=real PYTHONPATH="$src/python" \
+    python3 -m unittest discover -v -s "$src/python/tests"
+  suite_ok "GPU lane" "one device|no peer access between devices 0 and 1"
+fi
+run "axpy, real driver" env PYTHONPATH="$src/python" python3 "$axpy"
 case $rc in
-0) has "python example: axpy of 262144 floats verified on" ||
-     fail "exit 0 without the verified line" ;;
+0) has "python example: axpy of 262144 floats verified on" || fail "exit 0 without the verified line" ;;
 4) [ "$lane" != gpu ] || fail "no usable GPU in the gpu lane"
-   echo "   (no usable GPU here: accepted outside the gpu lane)" ;;
+   echo "    (no usable GPU here: accepted outside the gpu lane)" ;;
 *) fail "axpy on the real driver exited $rc" ;;
 esac
-echo "PASS"
+echo "PASS (offline install tested: $installed)"
 exit 0

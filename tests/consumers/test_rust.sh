@@ -1,38 +1,37 @@
 #!/bin/sh
-# tests/consumers/test_rust.sh -- the Rust consumer example
-# (examples/rust/t4a_example.rs: hand-written FFI, no crates) builds with
-# plain rustc against the built libt4a_gpu and behaves on each path:
-#   1. no driver (T4A_CUDA_LIBRARY=/nonexistent/...): exit 4, naming the
-#      missing driver library;
-#   2. the fake driver (tests/fakecuda): lists its two devices, then either
-#      verifies the axpy (exit 0) or says no run-time compiler is usable
-#      here (exit 4). When the fake NVRTC (libfakenvrtc.so) is built it is
-#      used and exit 0 is required;
-#   3. only when T4A_TEST_LANE=gpu: the real driver, exit 0 required.
-# Skips (77) when rustc is not on PATH or older than 1.63 (Debian 12's).
+# tests/consumers/test_rust.sh -- the Rust crate (rust/: the generated sys
+# layer and the safe layer) and its consumer (examples/rust), built by cargo
+# offline against the built libt4a_gpu, with every toolchain found: the
+# cargo on PATH and Debian 12's /usr/bin/cargo (1.65, with /usr/bin/rustc
+# 1.63), which CI installs. For each:
+#   0. `cargo test` of the crate: the layout test (every struct size, field
+#      offset and constant against tests/bindings/layout, the C compiler's),
+#      and the safe layer on the fake CUDA driver and fake NVRTC (data
+#      checked bit for bit, statuses exactly), plus the doc tests;
+#   1. no driver (T4A_CUDA_LIBRARY=/nonexistent/...): the consumer exits 4,
+#      naming the missing driver library;
+#   2. the fake driver: the consumer lists its two devices and verifies its
+#      axpy (exit 0); the crate's saxpy example (examples/saxpy.c's twin)
+#      finds 0 wrong elements;
+#   3. only when T4A_TEST_LANE=gpu (make check-gpu), with the first
+#      toolchain: `cargo test` with T4A_TEST_DRIVER=real, the consumer and
+#      saxpy, all on the real driver and NVRTC.
+# Nothing is written outside the build tree: CARGO_HOME and the target
+# directories live in $builddir/rust-build (make clean removes it), and
+# --locked uses the committed Cargo.lock files (the source tree may be
+# read-only, as in make distcheck). Warnings are errors (-D warnings).
+# Skips (77) when no cargo 1.65+ with rustc 1.63+ is found, saying why.
 #
 # Environment (set by the Makefile's AM_TESTS_ENVIRONMENT): T4A_TEST_SRCDIR,
 # T4A_TEST_BUILDDIR, T4A_TEST_LANE (any|gpu), T4A_GPU_BACKEND_PATH.
 
 if [ -n "${T4A_TEST_SANITIZED:-}" ]; then # set by .ci/sanitizers
   echo "SKIP: this build is instrumented ($T4A_TEST_SANITIZED): its loader needs the sanitizer"
-  echo "runtime in the executable, which a plain rustc program lacks (the plain build runs this)"
-  exit 77
-fi
-if ! command -v rustc >/dev/null 2>&1; then
-  echo "SKIP: rustc not found"
-  exit 77
-fi
-# The example needs Rust 1.63, Debian 12's rustc (it avoids c"..." literals,
-# offset_of!, let-else and the std::ffi::c_* aliases for that).
-major=$(rustc --version | sed -n 's/^rustc \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1/p')
-minor=$(rustc --version | sed -n 's/^rustc \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\2/p')
-if [ -z "$major" ] || [ "$major" -lt 1 ] || { [ "$major" -eq 1 ] && [ "$minor" -lt 63 ]; }; then
-  echo "SKIP: the example needs rustc 1.63 or newer, found: $(rustc --version)"
+  echo "runtime in the executable, which a plain Rust program lacks (the plain build runs this)"
   exit 77
 fi
 
-# Absolute paths: the rpath baked into the program must not depend on cwd.
+# Absolute paths: the rpath baked into the programs must not depend on cwd.
 src=$(cd "${T4A_TEST_SRCDIR:-.}" && pwd) || exit 99
 build=$(cd "${T4A_TEST_BUILDDIR:-.}" && pwd) || exit 99
 libdir=$build/loader/.libs
@@ -40,83 +39,140 @@ fakecuda=$build/tests/fakecuda/.libs/libfakecuda.so
 fakenvrtc=$build/tests/fakecuda/.libs/libfakenvrtc.so
 T4A_GPU_BACKEND_PATH=${T4A_GPU_BACKEND_PATH:-$build/plugin-cuda/.libs}
 export T4A_GPU_BACKEND_PATH
-for f in "$src/examples/rust/t4a_example.rs" "$libdir/libt4a_gpu.so" "$fakecuda"; do
+for f in "$libdir/libt4a_gpu.so" "$fakecuda" "$fakenvrtc" "$build/tests/bindings/layout"; do
   [ -e "$f" ] || { echo "ERROR: $f is missing (run make check, not the script alone)"; exit 99; }
 done
 
+# version_ok PROGRAM MINOR: PROGRAM --version says 1.MINOR or newer.
+version_ok() {
+  v=$("$1" --version 2>/dev/null | sed -n 's/^[a-z]* 1\.\([0-9][0-9]*\)\..*/\1/p')
+  [ -n "$v" ] && [ "$v" -ge "$2" ]
+}
+# The toolchains: "cargo rustc rustdoc" triples, each cargo with the rustc beside it.
+toolchains=
+for cargo in "$(command -v cargo 2>/dev/null)" /usr/bin/cargo; do
+  [ -n "$cargo" ] && [ -x "$cargo" ] || continue
+  dir=$(dirname "$cargo")
+  case " $toolchains " in *" $cargo "*) continue ;; esac
+  if version_ok "$cargo" 65 && version_ok "$dir/rustc" 63 && [ -x "$dir/rustdoc" ]; then
+    toolchains="$toolchains $cargo"
+  else
+    echo "note: $cargo with $dir/rustc is older than cargo 1.65 / rustc 1.63 (or incomplete): not used"
+  fi
+done
+if [ -z "$toolchains" ]; then
+  echo "SKIP: no cargo 1.65+ with rustc 1.63+ found (Debian 12: apt-get install cargo)"
+  exit 77
+fi
+
 # Only what each case sets below steers the backend and the fake driver:
-# the default backend, the fake's defaults (two devices), and no disk
-# cache of compiled code (nothing written to $HOME, nothing stale from
-# another driver or compiler read back).
-unset T4A_GPU_BACKEND T4A_CUDA_LIBRARY T4A_NVRTC_LIBRARY
+# the default backend, the fake's defaults (two devices), and no disk cache
+# of compiled code (nothing written to $HOME, nothing stale read back).
+unset T4A_GPU_BACKEND T4A_CUDA_LIBRARY T4A_NVRTC_LIBRARY RUSTC RUSTDOC CARGO_BUILD_TARGET
+# cargo and rustdoc would try make's jobserver, whose descriptors the test
+# harness does not pass on (a warning each time): they run their own.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 unset FAKE_CUDA_MODE FAKE_CUDA_VERSION FAKE_CUDA_DEVICES FAKE_CUDA_HIDE FAKE_CUDA_FAIL \
   FAKE_CUDA_NO_PEER FAKE_NVRTC_VERSION
 T4A_CACHE_DIR=
-export T4A_CACHE_DIR
+T4A_GPU_LIB_DIR=$libdir # for build.rs
+RUSTFLAGS="-D warnings -C link-arg=-Wl,-rpath,$libdir"
+RUSTDOCFLAGS="-D warnings"
+CARGO_HOME=$build/rust-build/cargo-home
+CARGO_NET_OFFLINE=true
+CARGO_TERM_COLOR=never
+export T4A_CACHE_DIR T4A_GPU_LIB_DIR RUSTFLAGS RUSTDOCFLAGS CARGO_HOME CARGO_NET_OFFLINE \
+  CARGO_TERM_COLOR
 
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-prog=$tmp/t4a_example
 out=$tmp/out
-
-echo "== build: $(rustc --version)"
-if ! rustc --edition 2021 -O -D warnings "$src/examples/rust/t4a_example.rs" \
-  -L "$libdir" -l t4a_gpu -C link-arg=-Wl,-rpath,"$libdir" -o "$prog"; then
-  echo "FAIL: the Rust example does not build"
-  exit 1
-fi
+"$build/tests/bindings/layout" >"$tmp/layout" || { echo "ERROR: tests/bindings/layout failed"; exit 99; }
+T4A_LAYOUT=$tmp/layout
+export T4A_LAYOUT
 
 fail=0
-# run LABEL [VAR=value ...]: runs the program with those variables set,
-# output in $out (and the log), exit status in $rc.
+# run LABEL COMMAND...: output in $out (and the log), status in $rc.
 run() {
   label=$1
   shift
   echo "== $label"
-  env "$@" "$prog" >"$out" 2>&1
+  "$@" >"$out" 2>&1
   rc=$?
   cat "$out"
   echo "-- exit $rc"
 }
-# has TEXT: the last run's output contains TEXT (fixed string).
 has() { grep -F -q -- "$1" "$out"; }
 bad() {
   echo "FAIL: $label: $1"
   fail=1
 }
+fake="T4A_CUDA_LIBRARY=$fakecuda T4A_NVRTC_LIBRARY=$fakenvrtc"
 verified='rust example: axpy of 1048576 floats verified on'
 
-# 1. GPU-less: the driver library cannot be loaded -> unusable (4).
-run "no driver" T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1
-[ "$rc" -eq 4 ] || bad "exit $rc, want 4 (backend unusable)"
-has "T4A_ENODRIVER" || bad "the output does not name T4A_ENODRIVER"
-has "/nonexistent/libcuda.so.1" || bad "the output does not name the driver library"
+first=
+for cargo in $toolchains; do
+  dir=$(dirname "$cargo")
+  target=$build/rust-build/target$(echo "$cargo" | tr / _)
+  # tc ARGS...: cargo of this toolchain with its rustc and rustdoc, its own
+  # target directory, and the variables in $with (word-split: no spaces).
+  tc() {
+    # shellcheck disable=SC2086
+    env RUSTC="$dir/rustc" RUSTDOC="$dir/rustdoc" CARGO_TARGET_DIR="$target" $with "$cargo" "$@"
+  }
+  echo "==== toolchain: $("$cargo" --version), $("$dir/rustc" --version)"
 
-# 2. The fake driver: device listing, then the compile, load, launch and
-#    verify with whatever NVRTC there is (the fake one when built).
-if [ -e "$fakenvrtc" ]; then
-  run "fake driver, fake NVRTC" T4A_CUDA_LIBRARY="$fakecuda" T4A_NVRTC_LIBRARY="$fakenvrtc"
-  need_verified=1
-else
-  run "fake driver, system NVRTC if any" T4A_CUDA_LIBRARY="$fakecuda"
-  need_verified=0
-fi
-has "device 0: Fake GPU 0, compute capability 9.0" || bad "device 0 not listed"
-has "device 1: Fake GPU 1" || bad "device 1 not listed"
-if [ "$rc" -eq 0 ]; then
-  has "$verified Fake GPU 0" || bad "exit 0 without the verified line"
-elif [ "$rc" -eq 4 ] && [ $need_verified -eq 0 ]; then
-  has "run-time compiler unavailable here" || bad "exit 4 without saying the compiler is unavailable"
-else
-  bad "exit $rc, want 0 (verified)$([ $need_verified -eq 0 ] && echo ' or 4 (no compiler)')"
-fi
+  with="$fake T4A_TEST_DRIVER=fake"
+  run "cargo test (fake driver)" tc test --offline --locked --manifest-path "$src/rust/Cargo.toml"
+  [ "$rc" -eq 0 ] || bad "cargo test failed"
+  grep -q "^test result: ok\. 9 passed" "$out" || bad "the runtime tests did not all run and pass"
+  grep -q "^test result: ok\. 2 passed" "$out" || bad "the layout tests did not run and pass"
+  grep -q "^test result: ok\. 1 passed" "$out" || bad "the doc test did not run and pass"
 
-# 3. The GPU lane: the real driver must work end to end.
-if [ "${T4A_TEST_LANE:-any}" = gpu ]; then
-  run "real driver (GPU lane)"
-  [ "$rc" -eq 0 ] || bad "exit $rc, want 0 on a GPU host"
-  has "$verified " || bad "no verified line"
-fi
+  with=
+  run "build the consumer" tc build --offline --locked --manifest-path "$src/examples/rust/Cargo.toml"
+  [ "$rc" -eq 0 ] || { bad "does not build"; continue; }
+  run "build the saxpy example" tc build --offline --locked \
+    --manifest-path "$src/rust/Cargo.toml" --example saxpy
+  [ "$rc" -eq 0 ] || { bad "does not build"; continue; }
+  consumer=$target/debug/t4a-example
+  saxpy=$target/debug/examples/saxpy
+
+  run "consumer, no driver" env T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$consumer"
+  [ "$rc" -eq 4 ] || bad "exit $rc, want 4 (backend unusable)"
+  has "T4A_ENODRIVER" || bad "the output does not name T4A_ENODRIVER"
+  has "/nonexistent/libcuda.so.1" || bad "the output does not name the driver library"
+
+  # shellcheck disable=SC2086
+  run "consumer, fake driver and fake NVRTC" env $fake "$consumer"
+  has "device 0: Fake GPU 0, compute capability 9.0" || bad "device 0 not listed"
+  has "device 1: Fake GPU 1" || bad "device 1 not listed"
+  [ "$rc" -eq 0 ] || bad "exit $rc, want 0 (verified)"
+  has "$verified Fake GPU 0" || bad "no verified line"
+
+  run "saxpy example, no driver" env T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$saxpy"
+  [ "$rc" -eq 4 ] || bad "exit $rc, want 4 (backend unusable), as examples/saxpy.c"
+
+  # shellcheck disable=SC2086
+  run "saxpy example, fake driver" env $fake "$saxpy"
+  [ "$rc" -eq 0 ] || bad "exit $rc, want 0"
+  has "saxpy: 1048576 elements, 0 wrong" || bad "no verified line"
+
+  if [ "${T4A_TEST_LANE:-any}" = gpu ] && [ -z "$first" ]; then
+    with=T4A_TEST_DRIVER=real
+    run "cargo test (GPU lane, real driver)" tc test --offline --locked \
+      --manifest-path "$src/rust/Cargo.toml" --test runtime
+    [ "$rc" -eq 0 ] || bad "cargo test on the real driver failed"
+    grep -q "^test result: ok\. 9 passed" "$out" || bad "the runtime tests did not all pass"
+    run "consumer (GPU lane, real driver)" "$consumer"
+    [ "$rc" -eq 0 ] || bad "exit $rc, want 0 on a GPU host"
+    has "$verified " || bad "no verified line"
+    run "saxpy example (GPU lane, real driver)" "$saxpy"
+    [ "$rc" -eq 0 ] || bad "exit $rc, want 0 on a GPU host"
+    has "saxpy: 1048576 elements, 0 wrong" || bad "no verified line"
+  fi
+  first=done
+done
 
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail

@@ -108,7 +108,7 @@ START_TEST(every_curesult_of_cuda_h_is_named) {
     else if (in_enum && strstr(line, "} CUresult;"))
       break;
     char name[128];
-    if (!in_enum || sscanf(line, " %127[A-Z0-9_] =", name) != 1 || strncmp(name, "CUDA_", 5))
+    if (!in_enum || sscanf(line, " %127[A-Z0-9_] =", name) != 1 || strncmp(name, "CUDA_", 5) != 0)
       continue;
     seen++;
     int found = 0;

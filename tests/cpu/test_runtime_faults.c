@@ -242,7 +242,7 @@ static void *wait_across(void *arg) {
 }
 
 static void settle(void) { /* lets another thread reach the lock it blocks on */
-  struct timespec ts = {0, 200 * 1000 * 1000};
+  struct timespec ts = {0, 200L * 1000 * 1000};
   nanosleep(&ts, NULL);
 }
 
