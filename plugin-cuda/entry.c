@@ -64,6 +64,17 @@ static const t4a_gpu_backend_v1 table = {
     .buffer_device_address = t4a__slot_buffer_device_address,
     .raw_begin = t4a__slot_raw_begin,
     .raw_end = t4a__slot_raw_end,
+    /* v1.1 */
+    .memset = t4a__slot_memset,
+    .copy_2d_h2d_pinned = t4a__slot_copy_2d_h2d_pinned,
+    .copy_2d_d2h_pinned = t4a__slot_copy_2d_d2h_pinned,
+    .copy_2d_d2d = t4a__slot_copy_2d_d2d,
+    .copy_2d_h2d = t4a__slot_copy_2d_h2d,
+    .copy_2d_d2h = t4a__slot_copy_2d_d2h,
+    .runtime_memory_info = t4a__slot_runtime_memory_info,
+    .host_register = t4a__slot_host_register,
+    .host_unregister = t4a__slot_host_unregister,
+    .witness_elapsed = t4a__slot_witness_elapsed,
 };
 
 __attribute__((visibility("default"))) int t4a_gpu_backend_v1_entry(uint16_t caller_major,
