@@ -48,10 +48,11 @@ typedef struct bench_case {
   int min_devices;              /* skipped on hosts with fewer GPUs */
 } bench_case;
 
-/* The cases (bench/cases.c, bench/lifecycle_cases.c), each table terminated
+/* The cases (bench/cases.c, bench/lifecycle_cases.c, bench/v11_cases.c), each table terminated
  * by an entry with a NULL name. */
 extern const bench_case bench_cases[];
 extern const bench_case bench_lifecycle_cases[];
+extern const bench_case bench_v11_cases[];
 
 /* Reports that are not paired cases (bench/reports.c); each appends its
  * JSON member (",\n\"name\":...") to json. */
