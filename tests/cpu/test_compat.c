@@ -123,8 +123,11 @@ START_TEST(grown_structs_serve_older_and_newer_callers) {
   RT_EXPECT(T->runtime_memory_info(rt, &m), T4A_EINVAL);
   t4a_buffer d;
   RT_OK(T->buffer_alloc(rt, 4096, &d));
-  t4a_copy_2d g = {.struct_size = T4A_COPY_2D_V1_1_SIZE - 8, .width = 16, .rows = 2,
-                   .dst_pitch = 16, .src_pitch = 16};
+  t4a_copy_2d g = {.struct_size = T4A_COPY_2D_V1_1_SIZE - 8,
+                   .width = 16,
+                   .rows = 2,
+                   .dst_pitch = 16,
+                   .src_pitch = 16};
   RT_EXPECT(T->copy_2d_d2d(rt, d, d, &g), T4A_EINVAL);
   RT_DETAIL("struct_size");
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));

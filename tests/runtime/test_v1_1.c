@@ -44,8 +44,8 @@ START_TEST(memset_fills_exactly_its_range) {
   download(rt, b, got, n);
   ck_assert(memcmp(ref, got, n) == 0);
   /* what is refused */
-  RT_EXPECT(T->memset(rt, b, 1, 0, 2, 1), T4A_EINVAL); /* misaligned */
-  RT_EXPECT(T->memset(rt, b, 0, 0, 3, 1), T4A_EINVAL); /* element size */
+  RT_EXPECT(T->memset(rt, b, 1, 0, 2, 1), T4A_EINVAL);     /* misaligned */
+  RT_EXPECT(T->memset(rt, b, 0, 0, 3, 1), T4A_EINVAL);     /* element size */
   RT_EXPECT(T->memset(rt, b, 0, 0x1ff, 1, 1), T4A_EINVAL); /* pattern too wide */
   RT_EXPECT(T->memset(rt, b, n - 3, 0, 4, 1), T4A_EINVAL);
   RT_EXPECT(T->memset(rt, b, n - 4, 0, 4, 2), T4A_ERANGE);
@@ -72,7 +72,8 @@ static t4a_copy_2d random_rect(uint64_t size) {
   g.rows = 1 + next(300);
   g.dst_pitch = g.width + next(300);
   g.src_pitch = g.width + next(300);
-  uint64_t dspan = (g.rows - 1) * g.dst_pitch + g.width, sspan = (g.rows - 1) * g.src_pitch + g.width;
+  uint64_t dspan = (g.rows - 1) * g.dst_pitch + g.width,
+           sspan = (g.rows - 1) * g.src_pitch + g.width;
   ck_assert_uint_le(dspan, size);
   ck_assert_uint_le(sspan, size);
   g.dst_offset = next(size - dspan + 1);
@@ -137,8 +138,11 @@ START_TEST(copies_2d_of_every_kind_are_exact) {
     free(dref);
   }
   /* rows wider than a staging chunk go row by row: still exact */
-  t4a_copy_2d wide = {.struct_size = sizeof wide, .width = 700 * 1024, .rows = 2,
-                      .dst_pitch = 800 * 1024, .src_pitch = 900 * 1024};
+  t4a_copy_2d wide = {.struct_size = sizeof wide,
+                      .width = 700 * 1024,
+                      .rows = 2,
+                      .dst_pitch = 800 * 1024,
+                      .src_pitch = 900 * 1024};
   t4a_test_fill_random(host, n, t4a_test_seed() + 999);
   RT_OK(T->copy_h2d(rt, a, 0, ref, n));
   RT_OK(T->copy_2d_h2d(rt, a, host, &wide));
@@ -146,8 +150,8 @@ START_TEST(copies_2d_of_every_kind_are_exact) {
   download(rt, a, got, n);
   ck_assert(memcmp(ref, got, n) == 0);
   /* what is refused, naming the row */
-  t4a_copy_2d bad = {.struct_size = sizeof bad, .width = 100, .rows = 10, .dst_pitch = 1000,
-                     .src_pitch = 100};
+  t4a_copy_2d bad = {
+      .struct_size = sizeof bad, .width = 100, .rows = 10, .dst_pitch = 1000, .src_pitch = 100};
   bad.dst_offset = n - 5 * 1000 - 50; /* rows 0..4 fit, row 5 does not */
   RT_EXPECT(T->copy_2d_d2d(rt, b, a, &bad), T4A_ERANGE);
   RT_DETAIL("row 5");
@@ -158,8 +162,12 @@ START_TEST(copies_2d_of_every_kind_are_exact) {
   bad.dst_pitch = 100;
   bad.src_offset = UINT64_MAX - 10; /* overflow */
   RT_EXPECT(T->copy_2d_h2d(rt, a, host, &bad), T4A_ERANGE);
-  t4a_copy_2d overlap = {.struct_size = sizeof overlap, .width = 64, .rows = 4,
-                         .dst_pitch = 128, .src_pitch = 128, .src_offset = 64};
+  t4a_copy_2d overlap = {.struct_size = sizeof overlap,
+                         .width = 64,
+                         .rows = 4,
+                         .dst_pitch = 128,
+                         .src_pitch = 128,
+                         .src_offset = 64};
   RT_EXPECT(T->copy_2d_d2d(rt, a, a, &overlap), T4A_EINVAL);
   RT_OK(T->host_free(rt, hb));
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
