@@ -60,6 +60,7 @@ extern const bench_case bench_v11_cases[];
 void bench_report_host(FILE *json);
 void bench_report_staging_sweep(FILE *json);
 void bench_report_init(FILE *json, const char *self);
+void bench_report_elapsed(FILE *json); /* bench/v11_cases.c */
 
 double bench_now(void);
 void bench_check(int rc, const char *what);
