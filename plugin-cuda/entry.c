@@ -86,6 +86,17 @@ static const t4a_gpu_backend_v1 table = {
     .host_register = t4a__slot_host_register,
     .host_unregister = t4a__slot_host_unregister,
     .witness_elapsed = t4a__slot_witness_elapsed,
+    .runtime_info = t4a__slot_runtime_info,
+    .launch_ex = t4a__slot_launch_ex,
+    .occupancy_max_active_blocks = t4a__slot_occupancy_max_active_blocks,
+    .occupancy_suggest_block_size = t4a__slot_occupancy_suggest_block_size,
+    .occupancy_max_active_clusters = t4a__slot_occupancy_max_active_clusters,
+    .graph_begin = t4a__slot_graph_begin,
+    .graph_end = t4a__slot_graph_end,
+    .graph_launch = t4a__slot_graph_launch,
+    .graph_set_kernel_args = t4a__slot_graph_set_kernel_args,
+    .graph_info = t4a__slot_graph_info,
+    .graph_release = t4a__slot_graph_release,
 };
 
 __attribute__((visibility("default"))) int t4a_gpu_backend_v1_entry(uint16_t caller_major,

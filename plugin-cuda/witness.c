@@ -137,6 +137,10 @@ int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
   int rc = t4a__rt_lock(h, "seal", &rt);
   if (rc)
     return rc;
+  if ((rc = t4a__capture_refuse(&rt->cap, "seal", "records a completion event"))) {
+    t4a__rt_unlock(rt);
+    return rc;
+  }
   rt->c.seals++;
   uint64_t seq;
   if ((rc = t4a__seal_epoch(rt, &seq)) == T4A_OK) {
@@ -281,6 +285,9 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
                             "runtime_wait_witness: the witness's device %d faulted; its work "
                             "will never complete, nothing was enqueued",
                             (int)src_ordinal);
+    } else if ((rc = t4a__capture_refuse(&rt->cap, "runtime_wait_witness",
+                                         "waits for work outside the capture"))) {
+      /* refused: nothing enqueued */
     } else if (e && rt != src) {
       t4a__CUcontext saved;
       if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {

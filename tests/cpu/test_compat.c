@@ -30,7 +30,18 @@
   X(runtime_memory_info)                                                                           \
   X(host_register)                                                                                 \
   X(host_unregister)                                                                               \
-  X(witness_elapsed)
+  X(witness_elapsed)                                                                               \
+  X(runtime_info)                                                                                  \
+  X(launch_ex)                                                                                     \
+  X(occupancy_max_active_blocks)                                                                   \
+  X(occupancy_suggest_block_size)                                                                  \
+  X(occupancy_max_active_clusters)                                                                 \
+  X(graph_begin)                                                                                   \
+  X(graph_end)                                                                                     \
+  X(graph_launch)                                                                                  \
+  X(graph_set_kernel_args)                                                                         \
+  X(graph_info)                                                                                    \
+  X(graph_release)
 
 START_TEST(a_v1_0_plugin_shows_no_v1_1_slot) {
   t4a_gpu_backend *b = NULL;
