@@ -116,9 +116,22 @@ int t4a__slot_graph_end(t4a_runtime h, t4a_graph *out) {
   t4a__CUcontext saved;
   if ((rc = t4a__ctx_enter(rt, &saved)))
     goto out;
-  /* the capture ends here whatever happens next */
   t4a__CUgraph g = NULL;
   t4a__CUresult r = t4a__be.cu.cuStreamEndCapture(rt->stream, &g);
+  unsigned status = T4A__CU_STREAM_CAPTURE_STATUS_NONE;
+  if (r != T4A__CUDA_SUCCESS && !t4a__cu_is_fault(r) &&
+      t4a__be.cu.cuStreamGetCaptureInfo(rt->stream, &status, NULL, NULL, NULL, NULL) ==
+          T4A__CUDA_SUCCESS &&
+      status != T4A__CU_STREAM_CAPTURE_STATUS_NONE) {
+    /* the stream still captures: so does the runtime, and the call can be
+     * made again */
+    rc = t4a__rt_cu_fail(rt, r,
+                         "graph_end: cuStreamEndCapture failed and the stream is still "
+                         "capturing; call graph_end again");
+    t4a__ctx_leave(rt, saved);
+    goto out;
+  }
+  /* the capture has ended: whatever happens next, the runtime is not capturing */
   t4a__recorded rec = rt->cap.rec;
   int error = rt->cap.error;
   rt->done.dirty = rt->cap.dirty_before; /* nothing captured has run */
@@ -313,6 +326,8 @@ int t4a__slot_graph_release(t4a_runtime h, t4a_graph gh) {
     t4a__retire r = {g->last_use, retired, g->exec, 0, 0};
     if ((rc = t4a__retire_push(rt, &r)))
       t4a__keep(g->exec); /* cannot be proven idle later: never destroyed */
+    else if (rt->fault)
+      t4a__rt_progress(rt); /* counts it quarantined */
   } else {
     t4a__CUcontext saved;
     t4a__CUresult r = T4A__CUDA_ERROR_INVALID_CONTEXT;

@@ -357,36 +357,8 @@ R fake_sym_cuEventSynchronize(t4a__CUevent e) {
 
 /* ---- streams ------------------------------------------------------------------------ */
 
-/* A kernel: its packed arguments and the launch geometry (x only). */
-typedef struct geometry {
-  unsigned grid, block, shared;
-  int device;
-} geometry;
-typedef void (*kernel_fn)(const unsigned char *args, geometry g);
-
-typedef struct op {
-  enum { OP_COPY, OP_SET, OP_RECORD, OP_WAIT, OP_FREE, OP_KERNEL } kind;
-  void *dst;
-  const void *src;
-  size_t bytes;
-  unsigned char value;
-  void *owned; /* freed after the op ran: a pageable source's snapshot */
-  t4a__CUevent event;
-  uint64_t gen;
-  alloc *target;
-  kernel_fn kernel;
-  geometry geom;
-  unsigned char args[128];
-  struct op *next;
-} op;
-
-struct CUstream_st {
-  int device;
-  op *head, *tail;
-  bool executing, stop;
-  R failed; /* sticky: a fault in this stream's work */
-  pthread_t thread;
-};
+/* (geometry, op and CUstream_st are in fake_internal.h) */
+#define enqueue fake_enqueue
 
 static int held; /* fake_cuda_hold: workers start no new op */
 
@@ -459,9 +431,11 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static R enqueue(t4a__CUstream s, op *o) {
+R fake_enqueue(t4a__CUstream s, op *o) {
   if (!s)
     return T4A__CUDA_ERROR_INVALID_HANDLE; /* the plugin never uses the legacy stream */
+  if (s->capture) /* hook: fake_graph.c records it instead */
+    return fake_capture_op(s, o);
   op *copy = malloc(sizeof *copy);
   if (!copy)
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
@@ -523,6 +497,8 @@ R fake_sym_cuStreamQuery(t4a__CUstream s) {
   FAKE_ENTER("cuStreamQuery");
   if (!s)
     return T4A__CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture) /* hook: illegal while capturing (fake_graph.c) */
+    return fake_capture_illegal(s);
   LOCK();
   R r = s->failed ? s->failed : (s->head || s->executing) ? T4A__CUDA_ERROR_NOT_READY : OK;
   UNLOCK();
@@ -534,6 +510,8 @@ R fake_sym_cuStreamSynchronize(t4a__CUstream s) {
   FAKE_ENTER("cuStreamSynchronize");
   if (!s)
     return T4A__CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture) /* hook: illegal while capturing (fake_graph.c) */
+    return fake_capture_illegal(s);
   LOCK();
   while ((s->head || s->executing) && !s->failed)
     pthread_cond_wait(&fake_changed, &fake_G);
@@ -647,6 +625,8 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
     return r;
   if (!ptr || !p || !s || !bytes)
     return T4A__CUDA_ERROR_INVALID_VALUE;
+  if (s->capture) /* hook: the fake has no allocation nodes (fake_graph.c) */
+    return fake_capture_illegal(s);
   LOCK();
   alloc *a = NULL;
   if (device_used[p->device] + bytes <= device_limit())
@@ -815,7 +795,7 @@ R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a_
  * one pinned host allocation (mapped for the GPU). A kernel that would
  * touch anything else faults its device (CUDA_ERROR_ILLEGAL_ADDRESS, sticky),
  * as a GPU would, instead of crashing the process. */
-static bool kernel_may_touch(const void *p, size_t n, int device) {
+bool kernel_may_touch(const void *p, size_t n, int device) {
   LOCK();
   bool ok = (alloc_find(p, n, MEM_DEVICE) || alloc_find(p, n, MEM_HOST));
   if (!ok) {
@@ -918,13 +898,6 @@ static void k_fault(const unsigned char *a, geometry g) {
   UNLOCK();
 }
 
-typedef struct kdesc {
-  const char *name;
-  kernel_fn fn;
-  unsigned nargs;
-  unsigned offsets[4], sizes[4];
-} kdesc;
-
 static const kdesc kernels[] = {
     {"t4a_spin", k_spin, 1, {0}, {8}},
     {"t4a_empty", k_empty, 0, {0}, {0}},
@@ -935,17 +908,7 @@ static const kdesc kernels[] = {
     {"t4a_reverse_u32", k_reverse, 3, {0, 8, 16}, {8, 8, 4}},
 };
 
-struct CUfunc_st {
-  const kdesc *k;
-  t4a__CUmodule module;
-  int max_dynamic_shared;
-};
-
-struct CUmod_st {
-  int device;
-  struct CUfunc_st funcs[8];
-  unsigned nfuncs;
-};
+/* (kdesc, CUfunc_st and CUmod_st are in fake_internal.h) */
 
 /* Size of a module image: PTX text up to its NUL, an ELF file (CUBIN) from
  * its section header table, a fatbin from its header; 0 if unknown. */
@@ -1008,8 +971,9 @@ R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
       p = hit + n;
     }
     if (found && mod->nfuncs < 8)
-      mod->funcs[mod->nfuncs++] = (struct CUfunc_st){&kernels[k], mod, 48 * 1024};
+      mod->funcs[mod->nfuncs++] = (struct CUfunc_st){&kernels[k], mod, 48 * 1024, false};
   }
+  fake_ext_kernels_scan(mod, text, size, ptx); /* hook: fake_launch_ex.c's kernels */
   LOCK();
   live[LIVE_MODULE]++;
   UNLOCK();
@@ -1066,6 +1030,8 @@ EXPORT R fake_sym_cuFuncSetAttribute(t4a__CUfunction f, t4a__CUfunction_attribut
                                      int v) __asm__("cuFuncSetAttribute");
 R fake_sym_cuFuncSetAttribute(t4a__CUfunction f, t4a__CUfunction_attribute a, int v) {
   FAKE_ENTER("cuFuncSetAttribute");
+  if (f && a != T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) /* hook: fake_launch_ex.c */
+    return fake_ext_func_attribute(f, a, v);
   if (!f || a != T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || v < 0 || v > 232448)
     return T4A__CUDA_ERROR_INVALID_VALUE;
   f->max_dynamic_shared = v;
@@ -1086,7 +1052,7 @@ R fake_sym_cuLaunchKernel(t4a__CUfunction f, unsigned gx, unsigned gy, unsigned 
   if (!f || extra || !gx || !gy || !gz || !bx || !by || !bz || (unsigned long)bx * by * bz > 1024 ||
       gy > 65535 || gz > 65535 || (int)shared > f->max_dynamic_shared || (f->k->nargs && !params))
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  op o = {.kind = OP_KERNEL, .kernel = f->k->fn, .geom = {gx, bx, shared, s ? s->device : 0}};
+  op o = {.kind = OP_KERNEL, .kernel = f->k->fn, .geom = {gx, bx, shared, s ? s->device : 0, 0, false}};
   for (unsigned i = 0; i < f->k->nargs; i++)
     memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
   return enqueue(s, &o);
