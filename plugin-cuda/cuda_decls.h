@@ -242,8 +242,7 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st t4a__CUDA_KERNEL_NODE_PARAMS;
   X(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 95)                                                    \
   X(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 106)                                        \
   X(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 120)                                                       \
-  X(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 14)                                       \
-  X(CU_OCCUPANCY_DEFAULT, 0)
+  X(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 14)
 
 enum {
 #define T4A__DECL_CONST(name, value) T4A__##name = value,
@@ -353,9 +352,8 @@ enum {
     (t4a__CUgraphExec e, t4a__CUgraphNode n, const t4a__CUDA_KERNEL_NODE_PARAMS *p))               \
   X(cuLaunchKernelEx, "cuLaunchKernelEx", 0,                                                       \
     (const t4a__CUlaunchConfig *c, t4a__CUfunction f, void **params, void **extra))                \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                          \
-    "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", 0,                                     \
-    (int *blocks, t4a__CUfunction f, int block, size_t shared, unsigned int flags))                \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 0, \
+    (int *blocks, t4a__CUfunction f, int block, size_t shared))                                    \
   X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 0,                       \
     (int *min_grid, int *block, t4a__CUfunction f, t4a__CUoccupancyB2DSize shared_of_block,        \
      size_t shared, int limit))                                                                    \

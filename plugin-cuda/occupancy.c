@@ -62,12 +62,11 @@ int t4a__occ_blocks(t4a__runtime *rt, t4a__function *f, uint32_t threads, uint32
     *out = o->blocks;
     return T4A_OK;
   }
-  if (!t4a__be.cu.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
-    return lacks("occupancy", "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+  if (!t4a__be.cu.cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    return lacks("occupancy", "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   int n = 0;
   OCC_CALL(rt,
-           t4a__be.cu.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-               &n, f->fn, (int)threads, shared, T4A__CU_OCCUPANCY_DEFAULT),
+           t4a__be.cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f->fn, (int)threads, shared),
            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   o->threads = threads;
   o->shared = shared;

@@ -60,8 +60,7 @@ static uint32_t exec_flags(const t4a__runtime *rt) {
   uint32_t f = 0;
   if (cu->cuLaunchKernelEx && dv->clusters && cu->cuOccupancyMaxPotentialClusterSize)
     f |= T4A_EXEC_CLUSTERS;
-  if (cu->cuLaunchKernelEx && dv->cooperative &&
-      cu->cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
+  if (cu->cuLaunchKernelEx && dv->cooperative && cu->cuOccupancyMaxActiveBlocksPerMultiprocessor)
     f |= T4A_EXEC_COOPERATIVE;
   if (cu->cuStreamBeginCapture && cu->cuStreamEndCapture && cu->cuStreamGetCaptureInfo &&
       cu->cuGraphInstantiateWithFlags && cu->cuGraphLaunch && cu->cuGraphExecDestroy &&

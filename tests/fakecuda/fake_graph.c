@@ -160,8 +160,9 @@ R fake_sym_cuStreamGetCaptureInfo(t4a__CUstream s, unsigned *status, t4a__cuuint
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
   struct fake_capture *c = s->capture;
-  *status = !c ? T4A__CU_STREAM_CAPTURE_STATUS_NONE : c->invalidated ? 2u /* INVALIDATED */
-                                                                     : 1u;
+  *status = !c               ? T4A__CU_STREAM_CAPTURE_STATUS_NONE
+            : c->invalidated ? 2u /* INVALIDATED */
+                             : 1u;
   if (id)
     *id = c ? c->id : 0;
   if (graph)
@@ -254,7 +255,7 @@ R fake_sym_cuGraphLaunch(t4a__CUgraphExec e, t4a__CUstream s) {
   LOCK();
   R r = e->destroyed ? T4A__CUDA_ERROR_INVALID_HANDLE
         : s->capture ? T4A__CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED /* not simulated */
-        : fake_device_fault(s->device);
+                     : fake_device_fault(s->device);
   if (!r) {
     e->pending++;
     replays++;

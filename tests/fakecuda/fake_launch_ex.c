@@ -167,19 +167,17 @@ static int cluster_limit(t4a__CUfunction f) {
   return getenv("FAKE_CUDA_NO_CLUSTERS") ? 1 : f->nonportable ? 16 : 8;
 }
 
-R fake_sym_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, t4a__CUfunction f,
-                                                                int block, size_t shared,
-                                                                unsigned flags) {
-  FAKE_ENTER("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
-  if (!n || !f || block <= 0 || flags > 1)
+R fake_sym_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, t4a__CUfunction f, int block,
+                                                       size_t shared) {
+  FAKE_ENTER("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (!n || !f || block <= 0)
     return T4A__CUDA_ERROR_INVALID_VALUE;
   *n = blocks_per_sm(f, block, shared);
   return OK;
 }
 
 R fake_sym_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, t4a__CUfunction f,
-                                            t4a__CUoccupancyB2DSize cb, size_t shared,
-                                            int limit) {
+                                            t4a__CUoccupancyB2DSize cb, size_t shared, int limit) {
   FAKE_ENTER("cuOccupancyMaxPotentialBlockSize");
   if (!min_grid || !block || !f || limit < 0)
     return T4A__CUDA_ERROR_INVALID_VALUE;
@@ -279,10 +277,10 @@ R fake_sym_cuLaunchKernelEx(const t4a__CUlaunchConfig *c, t4a__CUfunction f, voi
   if (coop && (uint64_t)c->gridDimX * c->gridDimY * c->gridDimZ > (uint64_t)per * SMS)
     return T4A__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   t4a__CUstream s = c->hStream;
-  op o = {.kind = OP_KERNEL,
-          .kernel = f->k->fn,
-          .geom = {c->gridDimX, c->blockDimX, c->sharedMemBytes, s ? s->device : 0, cluster[0],
-                   coop}};
+  op o = {
+      .kind = OP_KERNEL,
+      .kernel = f->k->fn,
+      .geom = {c->gridDimX, c->blockDimX, c->sharedMemBytes, s ? s->device : 0, cluster[0], coop}};
   for (unsigned i = 0; i < f->k->nargs; i++)
     memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
   return fake_enqueue(s, &o);

@@ -77,7 +77,8 @@ static kit kit_make(void) {
   return k;
 }
 
-static const t4a_launch_config CFG = {.struct_size = sizeof CFG, .grid = {7, 1, 1}, .block = {128, 1, 1}};
+static const t4a_launch_config CFG = {
+    .struct_size = sizeof CFG, .grid = {7, 1, 1}, .block = {128, 1, 1}};
 
 /* Enqueues mix(y, x, k, n) (captured when capturing). */
 static void launch_mix(const kit *k, uint64_t y, uint64_t x, uint32_t key, uint64_t n) {
@@ -301,7 +302,8 @@ START_TEST(capture_refuses_what_cannot_be_captured) {
   t4a_witness w2;
   t4a_buffer b2;
   t4a_graph g2;
-  t4a_copy_2d r = {.struct_size = sizeof r, .dst_pitch = 16, .src_pitch = 16, .width = 16, .rows = 4};
+  t4a_copy_2d r = {
+      .struct_size = sizeof r, .dst_pitch = 16, .src_pitch = 16, .width = 16, .rows = 4};
 #define REFUSED(call, name)                                                                        \
   do {                                                                                             \
     RT_EXPECT(call, T4A_EBUSY);                                                                    \
