@@ -194,11 +194,7 @@ int t4a__epoch_state(t4a__runtime *rt, uint64_t seq) {
 
 void t4a__completion_drained(t4a__runtime *rt) {
   t4a__completion *d = &rt->done;
-  /* the stream drained: everything enqueued is done, sealed or not, so
-   * every retirement is due (before the modules and graphs go) */
-  d->completed_seq = d->sealed_seq;
-  t4a__rt_progress(rt);
-  d->completed_seq = t4a__epoch_current(d);
+  d->completed_seq = d->sealed_seq; /* everything sealed is done */
   t4a__rt_progress(rt);
 }
 

@@ -319,12 +319,19 @@ int t4a__slot_graph_release(t4a_runtime h, t4a_graph gh) {
     goto out;
   const t4a__cuda_api *cu = &t4a__be.cu;
   /* the template is not used by replays: it goes now */
-  if (cu->cuGraphDestroy(g->graph) != T4A__CUDA_SUCCESS)
+  t4a__CUresult tr = cu->cuGraphDestroy(g->graph);
+  if (tr != T4A__CUDA_SUCCESS) {
     t4a__keep(g->graph);
+    rc = t4a__cu_fail(tr, "graph_release: cuGraphDestroy failed; the graph is released and its "
+                          "template kept (leaked)");
+  }
   t4a__rt_progress(rt);
   if (g->last_use > rt->done.completed_seq || rt->fault) {
     t4a__retire r = {g->last_use, retired, g->exec, 0, 0};
-    if ((rc = t4a__retire_push(rt, &r)))
+    int pr = t4a__retire_push(rt, &r);
+    if (pr && !rc)
+      rc = pr;
+    if (pr)
       t4a__keep(g->exec); /* cannot be proven idle later: never destroyed */
     else if (rt->fault)
       t4a__rt_progress(rt); /* counts it quarantined */
@@ -337,8 +344,9 @@ int t4a__slot_graph_release(t4a_runtime h, t4a_graph gh) {
     }
     if (r != T4A__CUDA_SUCCESS) {
       t4a__keep(g->exec);
-      rc = t4a__cu_fail(r, "graph_release: cuGraphExecDestroy failed; the graph is released "
-                           "and its executable kept (leaked)");
+      if (!rc)
+        rc = t4a__cu_fail(r, "graph_release: cuGraphExecDestroy failed; the graph is released "
+                             "and its executable kept (leaked)");
     }
   }
   t4a__recorded_free(&g->rec);
