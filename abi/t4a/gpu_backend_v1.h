@@ -80,8 +80,9 @@
  * All GPU work a runtime enqueues (copies, launches, frees) runs on its one
  * stream in the order of the calls that enqueued it. Work submitted by the
  * consumer on the raw stream (see the raw seam) takes its place in that same
- * order. Host-side waits happen only where a slot's contract says so (the
- * staged pageable transfers, witness_wait, runtime_destroy).
+ * order, and so does each replay of a graph (graph_launch). Host-side waits
+ * happen only where a slot's contract says so (the staged pageable
+ * transfers, witness_wait, runtime_destroy).
  *
  * ------------------------------------------------------------------------
  * Threading
@@ -966,8 +967,9 @@ typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t calle
 #define T4A_RAW_RUNTIME_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_runtime, device)
 #define T4A_RAW_SECTION_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_section, runtime_bits)
 
-/* Sizes of what ABI 1.1 added: the table as of 1.1, and the first published
- * size of each struct 1.1 introduced. Frozen likewise. */
+/* Sizes of what ABI 1.1 added: the table as of 1.1, the first published
+ * size of each struct 1.1 introduced, and the 1.1 size of each struct it
+ * grew (device info, runtime options, counters). Frozen likewise. */
 #define T4A_GPU_BACKEND_V1_1_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, graph_release)
 #define T4A_DEVICE_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_device_info, max_pitch)
 #define T4A_COPY_2D_V1_1_SIZE T4A_SIZE_THROUGH(t4a_copy_2d, rows)
