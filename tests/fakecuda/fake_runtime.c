@@ -434,7 +434,7 @@ static void *worker(void *arg) {
 R fake_enqueue(t4a__CUstream s, op *o) {
   if (!s)
     return T4A__CUDA_ERROR_INVALID_HANDLE; /* the plugin never uses the legacy stream */
-  if (s->capture) /* hook: fake_graph.c records it instead */
+  if (s->capture)                          /* hook: fake_graph.c records it instead */
     return fake_capture_op(s, o);
   op *copy = malloc(sizeof *copy);
   if (!copy)
@@ -1052,7 +1052,8 @@ R fake_sym_cuLaunchKernel(t4a__CUfunction f, unsigned gx, unsigned gy, unsigned 
   if (!f || extra || !gx || !gy || !gz || !bx || !by || !bz || (unsigned long)bx * by * bz > 1024 ||
       gy > 65535 || gz > 65535 || (int)shared > f->max_dynamic_shared || (f->k->nargs && !params))
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  op o = {.kind = OP_KERNEL, .kernel = f->k->fn, .geom = {gx, bx, shared, s ? s->device : 0, 0, false}};
+  op o = {
+      .kind = OP_KERNEL, .kernel = f->k->fn, .geom = {gx, bx, shared, s ? s->device : 0, 0, false}};
   for (unsigned i = 0; i < f->k->nargs; i++)
     memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
   return enqueue(s, &o);
