@@ -28,7 +28,7 @@
 
 #define CHAIN 10000
 #define SMALL 100
-#define WORDS 4096
+#define WORDS 4096ull
 
 static const char source[] =
     "extern \"C\" __global__ void t4a_empty() {}\n"

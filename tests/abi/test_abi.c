@@ -121,7 +121,7 @@ _Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_1_SIZE == 48 && sizeof(t4a_runtime_options) == 48,
                "runtime options v1.1 appends stream_priority");
 _Static_assert(offsetof(t4a_runtime_options, stream_priority) == 40, "stream_priority after v1.0");
-_Static_assert(T4A_RUNTIME_COUNTERS_V1_1_SIZE == T4A_RUNTIME_COUNTERS_V1_0_SIZE + 4 * 8 &&
+_Static_assert(T4A_RUNTIME_COUNTERS_V1_1_SIZE == T4A_RUNTIME_COUNTERS_V1_0_SIZE + 32 &&
                    sizeof(t4a_runtime_counters) == T4A_RUNTIME_COUNTERS_V1_1_SIZE,
                "counters v1.1 append four");
 _Static_assert(T4A_LAUNCH_EX_CONFIG_V1_1_SIZE == 56 && sizeof(t4a_launch_ex_config) == 56,

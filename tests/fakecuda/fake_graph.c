@@ -209,7 +209,7 @@ R fake_sym_cuGraphInstantiateWithFlags(t4a__CUgraphExec *out, t4a__CUgraph g,
   size_t n = g->count ? g->count : 1;
   if (e) {
     e->ops = calloc(n, sizeof *e->ops);
-    e->nodes = calloc(n, sizeof *e->nodes);
+    e->nodes = calloc(n, sizeof(struct CUgraphNode_st *));
   }
   if (!e || !e->ops || !e->nodes) {
     if (e) {
@@ -239,8 +239,9 @@ static void exec_free(struct CUgraphExec_st *e) {
 /* The marker after a replay's operations (runs on the stream's worker). */
 static void replay_done(const unsigned char *args, geometry g) {
   (void)g;
-  struct CUgraphExec_st *e;
-  memcpy(&e, args, sizeof e);
+  uintptr_t bits;
+  memcpy(&bits, args, sizeof bits);
+  struct CUgraphExec_st *e = (struct CUgraphExec_st *)bits;
   LOCK();
   bool gone = --e->pending == 0 && e->destroyed;
   UNLOCK();
@@ -268,7 +269,8 @@ R fake_sym_cuGraphLaunch(t4a__CUgraphExec e, t4a__CUstream s) {
     r = fake_enqueue(s, &o);
   }
   op done = {.kind = OP_KERNEL, .kernel = replay_done, .geom = {1, 1, 0, s->device, 0, false}};
-  memcpy(done.args, &e, sizeof e);
+  uintptr_t bits = (uintptr_t)e;
+  memcpy(done.args, &bits, sizeof bits);
   R d = fake_enqueue(s, &done);
   if (d) { /* the marker never runs: count the replay done now */
     LOCK();
