@@ -162,20 +162,19 @@ out:
  * replay names the first one that is not). */
 static int check_live(t4a__runtime *rt, t4a__graph *g) {
   const t4a__recorded *r = &g->rec;
-  void *entry;
+  t4a__function *f;
+  t4a__buffer *b;
+  t4a__host *hb;
   const char *noun = NULL, *how = NULL;
   uint64_t bits = 0;
   for (uint32_t i = 0; i < r->functions.count && !noun; i++)
-    if (t4a__function_get(rt, (t4a_function){r->functions.bits[i]}, "graph_launch",
-                          (t4a__function **)&entry))
+    if (t4a__function_get(rt, (t4a_function){r->functions.bits[i]}, "graph_launch", &f))
       noun = "function", how = "unloaded with its module", bits = r->functions.bits[i];
   for (uint32_t i = 0; i < r->buffers.count && !noun; i++)
-    if (t4a__buffer_get(rt, (t4a_buffer){r->buffers.bits[i]}, "graph_launch",
-                        (t4a__buffer **)&entry))
+    if (t4a__buffer_get(rt, (t4a_buffer){r->buffers.bits[i]}, "graph_launch", &b))
       noun = "buffer", how = "freed", bits = r->buffers.bits[i];
   for (uint32_t i = 0; i < r->hosts.count && !noun; i++)
-    if (t4a__host_get(rt, (t4a_host_buffer){r->hosts.bits[i]}, "graph_launch",
-                      (t4a__host **)&entry))
+    if (t4a__host_get(rt, (t4a_host_buffer){r->hosts.bits[i]}, "graph_launch", &hb))
       noun = "host buffer", how = "freed", bits = r->hosts.bits[i];
   if (!noun)
     return T4A_OK;
