@@ -4,6 +4,7 @@
 #include "tests/runtime/rtutil.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,34 @@ void rt_teardown(void) {
   if (B)
     t4a_gpu_close(B);
   B = NULL;
+}
+
+Suite *rt_suite(const char *name) {
+  static char full[64]; /* Check keeps the pointer; one suite per program */
+#ifdef T4A_TEST_FAKE
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  snprintf(full, sizeof full, "%s-fake", name);
+#else
+  snprintf(full, sizeof full, "%s-gpu", name);
+#endif
+  return suite_create(full);
+}
+
+TCase *rt_tcase(Suite *s, const char *name, double timeout) {
+  TCase *tc = tcase_create(name);
+  tcase_set_timeout(tc, timeout);
+  tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
+  suite_add_tcase(s, tc);
+  return tc;
+}
+
+int rt_run(Suite *s, int min_gpus) {
+#ifdef T4A_TEST_FAKE
+  (void)min_gpus;
+  return t4a_test_run(s);
+#else
+  return t4a_test_gpu_main(s, min_gpus);
+#endif
 }
 
 t4a_runtime rt_create_with(uint64_t staging, uint64_t cache_limit) {

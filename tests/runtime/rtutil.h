@@ -20,6 +20,20 @@ bool rt_on_fake(void);
 void rt_setup(void);
 void rt_teardown(void);
 
+/* A suite named "<name>-fake" or "<name>-gpu" after the lane this program
+ * was built for (T4A_TEST_FAKE); in the fake lane it also points
+ * T4A_CUDA_LIBRARY at the fake driver. */
+Suite *rt_suite(const char *name);
+
+/* A test case of s with the rt_setup/rt_teardown fixture and a timeout in
+ * seconds (scaled by CK_TIMEOUT_MULTIPLIER in the sanitizer lanes). */
+TCase *rt_tcase(Suite *s, const char *name, double timeout);
+
+/* main()'s result: the fake lane runs the suite; the GPU lane runs it when
+ * at least min_gpus GPUs are usable, else skips (or fails under
+ * make check-gpu). */
+int rt_run(Suite *s, int min_gpus);
+
 /* Asserts a status, printing the backend's detail on mismatch. */
 #define RT_EXPECT(call, status)                                                                    \
   do {                                                                                             \
