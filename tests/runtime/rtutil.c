@@ -29,6 +29,12 @@ void rt_setup(void) {
 }
 
 void rt_teardown(void) {
+  if (rt_on_fake()) {
+    const char *(*last)(void);
+    *(void **)&last = rt_driver("fake_cuda_last_violation");
+    ck_assert_msg(rt_fake_violations() == 0, "the fake driver saw %llu violation(s), the last: %s",
+                  (unsigned long long)rt_fake_violations(), last());
+  }
   if (B)
     t4a_gpu_close(B);
   B = NULL;
@@ -127,6 +133,32 @@ static void driver_open(void) {
   *(void **)&drv.get = dlsym(drv.dl, "cuModuleGetFunction");
   *(void **)&drv.launch = dlsym(drv.dl, "cuLaunchKernel");
   ck_assert(drv.load && drv.unload && drv.get && drv.launch);
+}
+
+void *rt_driver(const char *name) {
+  driver_open();
+  void *p = dlsym(drv.dl, name);
+  ck_assert_msg(p != NULL, "the driver lacks %s", name);
+  return p;
+}
+
+static uint64_t fake_count(const char *fn, const char *arg) {
+  if (!rt_on_fake())
+    return UINT64_MAX;
+  uint64_t (*f)(const char *);
+  *(void **)&f = rt_driver(fn);
+  return f(arg);
+}
+
+uint64_t rt_fake_calls(const char *entry) { return fake_count("fake_cuda_calls", entry); }
+uint64_t rt_fake_live(const char *kind) { return fake_count("fake_cuda_live", kind); }
+
+uint64_t rt_fake_violations(void) {
+  if (!rt_on_fake())
+    return UINT64_MAX;
+  uint64_t (*f)(void);
+  *(void **)&f = rt_driver("fake_cuda_violations");
+  return f();
 }
 
 /* Kernels for the raw seam, as PTX the driver compiles at load time (no

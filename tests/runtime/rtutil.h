@@ -17,6 +17,9 @@ extern t4a_device_info DEV;
 /* True when the tests run against the fake driver. */
 bool rt_on_fake(void);
 
+/* The checked fixture: opens the plugin, inits, describes device 0; the
+ * teardown (fake lane) also asserts the fake driver saw no violation (a
+ * misuse CUDA would report or leave undefined, see tests/fakecuda). */
 void rt_setup(void);
 void rt_teardown(void);
 
@@ -78,5 +81,16 @@ void rt_raw_unload(t4a_runtime rt, void *module);
 /* The test kernels as PTX (t4a_spin, t4a_fill_u32, t4a_fault): loadable by
  * the real driver (JIT) and by the fake one. */
 const char *rt_test_ptx(void);
+
+/* An entry point of the driver the tests run against (the fake or
+ * libcuda.so.1), for what the raw seam lets a consumer do itself. */
+void *rt_driver(const char *name);
+
+/* Fake lane only: the fake driver's own counts (see tests/fakecuda):
+ * calls of an entry point, live objects of a kind, violations. On the GPU
+ * lane they return UINT64_MAX: tests check them when rt_on_fake(). */
+uint64_t rt_fake_calls(const char *entry);
+uint64_t rt_fake_live(const char *kind);
+uint64_t rt_fake_violations(void);
 
 #endif
