@@ -109,8 +109,17 @@ START_TEST(device_fault_is_sticky_and_quarantines) {
   t4a_witness w;
   RT_OK(T->seal(a, &w));
   rt_gate_open(&g);
+  /* The wait blocks in the driver (the gate held the work when it began),
+   * which reports the fault first; the status the wait returns, and every
+   * later one, still name the native fault (test_fault_gpu checks it
+   * exactly on the GPU). */
   RT_EXPECT(T->witness_wait(w, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  RT_DETAIL("CUDA_ERROR_ILLEGAL_ADDRESS");
   RT_EXPECT(T->witness_query(w), T4A_EDEVICEFAULT);
+  t4a_error_info e = {.struct_size = sizeof e};
+  RT_OK(T->last_error(&e));
+  ck_assert_int_eq(e.native_code, 700);
+  ck_assert_str_eq(e.native_name, "CUDA_ERROR_ILLEGAL_ADDRESS");
   /* sticky on a, and on b, which shares the device's context */
   RT_EXPECT(T->buffer_alloc(a, 16, &d), T4A_EDEVICEFAULT);
   RT_DETAIL("CUDA_ERROR_ILLEGAL_ADDRESS");

@@ -4,8 +4,12 @@
  * seals cover. Fake and GPU lanes (see test_runtime.c). */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "plugin-cuda/cuda_decls.h"
 
 #include "tests/runtime/rtutil.h"
 
@@ -21,6 +25,7 @@ START_TEST(one_seal_records_one_event) {
   RT_OK(T->buffer_alloc(rt, MiB, &b));
   rt_sync(rt); /* the pageable copies' staging is not what we count */
   t4a_runtime_counters before = rt_counters(rt);
+  uint64_t records = rt_fake_calls("cuEventRecord");
   for (int i = 0; i < 100; i++)
     RT_OK(T->copy_d2d(rt, i & 1 ? a : b, 0, i & 1 ? b : a, 0, MiB));
   t4a_witness w;
@@ -28,11 +33,15 @@ START_TEST(one_seal_records_one_event) {
   RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
   t4a_runtime_counters after = rt_counters(rt);
   ck_assert_uint_eq(after.seal_events_recorded - before.seal_events_recorded, 1);
+  if (rt_on_fake()) /* the counter's claim, against the driver's own count */
+    ck_assert_uint_eq(rt_fake_calls("cuEventRecord") - records, 1);
   ck_assert_uint_eq(after.seals - before.seals, 1);
   /* nothing new: no event, and the witness covers the previous point */
   t4a_witness w2;
   RT_OK(T->seal(rt, &w2));
   ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, after.seal_events_recorded);
+  if (rt_on_fake())
+    ck_assert_uint_eq(rt_fake_calls("cuEventRecord") - records, 1);
   RT_OK(T->witness_query(w2));
   ck_assert_uint_le(rt_counters(rt).events_created, after.events_created);
   RT_OK(T->witness_release(w));
@@ -138,6 +147,78 @@ START_TEST(a_runtime_waits_for_another_runtimes_witness) {
 }
 END_TEST
 
+typedef struct waiter {
+  t4a_witness w;
+  int rc;
+} waiter;
+
+static void *wait_forever(void *arg) {
+  waiter *x = arg;
+  x->rc = T->witness_wait(x->w, T4A_WAIT_FOREVER);
+  return NULL;
+}
+
+typedef struct same_runtime {
+  t4a_runtime rt;
+  uint64_t seed;
+  t4a_buffer d;
+  t4a_host_buffer h;
+  void *p;
+  t4a_witness w;
+  int failures;
+} same_runtime;
+
+static void *calls_on_the_runtime(void *arg) {
+  same_runtime *c = arg;
+  if (T->buffer_alloc(c->rt, 4096, &c->d) || T->host_alloc(c->rt, 4096, 0, &c->h, &c->p))
+    c->failures++;
+  if (c->failures)
+    return NULL;
+  t4a_test_fill_random(c->p, 4096, c->seed);
+  t4a_runtime_counters k = {.struct_size = sizeof k};
+  if (T->copy_h2d_pinned(c->rt, c->d, 0, c->h, 0, 4096) || T->runtime_counters(c->rt, &k) ||
+      k.copies_h2d_pinned != 1 || T->seal(c->rt, &c->w))
+    c->failures++;
+  return NULL;
+}
+
+/* witness_wait blocks without holding its runtime: while one thread waits
+ * (without limit) on a witness held back by a gate, another thread's calls
+ * on the same runtime complete (within a bound: a regression fails here
+ * instead of deadlocking). */
+START_TEST(witness_wait_does_not_hold_the_runtime) {
+  t4a_runtime rt = rt_create();
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  waiter x = {{0}, -1};
+  RT_OK(T->seal(rt, &x.w));
+  rt_thread waiting, calling;
+  rt_thread_start(&waiting, wait_forever, &x);
+  ck_assert_msg(!rt_thread_wait(&waiting, 0.1), "the wait returned early"); /* now blocked */
+  same_runtime c = {.rt = rt, .seed = t4a_test_seed()};
+  rt_thread_start(&calling, calls_on_the_runtime, &c);
+  bool finished = rt_thread_wait(&calling, 10);
+  bool still_waiting = !__atomic_load_n(&waiting.done, __ATOMIC_SEQ_CST);
+  rt_gate_open(&g);
+  rt_thread_join(&waiting);
+  if (!finished)
+    rt_thread_join(&calling);
+  ck_assert_msg(finished, "calls on the runtime waited for witness_wait");
+  ck_assert_int_eq(c.failures, 0);
+  ck_assert(still_waiting);
+  ck_assert_int_eq(x.rc, T4A_OK);
+  RT_OK(T->witness_wait(c.w, T4A_WAIT_FOREVER));
+  unsigned char back[4096];
+  RT_OK(T->copy_d2h(rt, back, c.d, 0, sizeof back));
+  ck_assert(memcmp(back, c.p, sizeof back) == 0);
+  RT_OK(T->witness_release(x.w));
+  RT_OK(T->witness_release(c.w));
+  RT_OK(T->host_free(rt, c.h));
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 /* ---- retirement ------------------------------------------------------------------- */
 
 START_TEST(pinned_buffer_is_not_reused_while_a_copy_is_pending) {
@@ -222,6 +303,58 @@ START_TEST(raw_seam_work_is_ordered_and_sealed) {
 }
 END_TEST
 
+static t4a__CUcontext current_context(void) {
+  t4a__CUresult (*get)(t4a__CUcontext *);
+  *(void **)&get = rt_driver("cuCtxGetCurrent");
+  t4a__CUcontext c = (t4a__CUcontext)(uintptr_t)1;
+  ck_assert_int_eq(get(&c), 0);
+  return c;
+}
+
+static void set_context(t4a__CUcontext c) {
+  t4a__CUresult (*set)(t4a__CUcontext);
+  *(void **)&set = rt_driver("cuCtxSetCurrent");
+  ck_assert_int_eq(set(c), 0);
+}
+
+/* raw_begin makes the runtime's context current and raw_end restores the
+ * previous one, whatever it was (none, or another device's); pairs nest,
+ * last begun first ended. */
+START_TEST(raw_sections_restore_the_context_and_nest) {
+  int32_t count = 0;
+  RT_OK(T->device_count(&count));
+  t4a_runtime a = rt_create(), b = {0};
+  if (count >= 2)
+    RT_OK(T->runtime_create(1, NULL, &b));
+  else
+    b = rt_create();
+  t4a_raw_runtime ra = {.struct_size = sizeof ra}, rb = {.struct_size = sizeof rb};
+  RT_OK(T->raw_runtime(a, &ra));
+  RT_OK(T->raw_runtime(b, &rb));
+  /* from no context */
+  set_context(NULL);
+  t4a_raw_section outer = {.struct_size = sizeof outer}, inner = {.struct_size = sizeof inner};
+  RT_OK(T->raw_begin(a, &outer));
+  ck_assert_ptr_eq(current_context(), ra.context);
+  RT_OK(T->raw_begin(b, &inner));
+  ck_assert_ptr_eq(current_context(), rb.context);
+  RT_OK(T->raw_end(b, &inner));
+  ck_assert_ptr_eq(current_context(), ra.context);
+  RT_OK(T->raw_end(a, &outer));
+  ck_assert_ptr_null(current_context());
+  /* from another context: b's (another device's when there are two) */
+  set_context(rb.context);
+  RT_OK(T->raw_begin(a, &outer));
+  ck_assert_ptr_eq(current_context(), ra.context);
+  RT_OK(T->raw_end(a, &outer));
+  ck_assert_ptr_eq(current_context(), rb.context);
+  ck_assert_uint_eq(rt_counters(a).raw_sections, 2);
+  ck_assert_uint_eq(rt_counters(b).raw_sections, 1);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 int main(void) {
   Suite *s = rt_suite("completion");
   TCase *tc;
@@ -232,9 +365,11 @@ int main(void) {
   tcase_add_test(tc, witness_query_wait_and_timeout);
   tcase_add_test(tc, witness_outlives_its_runtime);
   tcase_add_test(tc, a_runtime_waits_for_another_runtimes_witness);
+  tcase_add_test(tc, witness_wait_does_not_hold_the_runtime);
   tc = rt_tcase(s, "retirement", 60);
   tcase_add_test(tc, pinned_buffer_is_not_reused_while_a_copy_is_pending);
   tc = rt_tcase(s, "raw-seam", 60);
   tcase_add_test(tc, raw_seam_work_is_ordered_and_sealed);
+  tcase_add_test(tc, raw_sections_restore_the_context_and_nest);
   return rt_run(s, 1);
 }

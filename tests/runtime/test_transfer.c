@@ -3,8 +3,10 @@
  * range and argument checks. Fake and GPU lanes (see test_runtime.c). */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/runtime/rtutil.h"
 
@@ -150,6 +152,144 @@ START_TEST(ranges_and_arguments_are_checked) {
 }
 END_TEST
 
+/* ---- what a pageable copy promises ------------------------------------------------ */
+
+/* copy_h2d returns once the source was consumed: overwriting it right
+ * after the call must not change what the device gets, both while the
+ * device write is still held back (a gate) and for a copy several times the
+ * staging bound. */
+START_TEST(h2d_source_is_reusable_on_return) {
+  t4a_runtime rt = rt_create_with(1 * MiB, 0);
+  uint64_t small = 256 * KiB + 3, large = 5 * MiB + 7; /* small fits the staging */
+  unsigned char *src = malloc(large), *want = malloc(large), *back = malloc(large);
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, large, &d));
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  t4a_test_fill_random(want, small, t4a_test_seed());
+  memcpy(src, want, small);
+  RT_OK(T->copy_h2d(rt, d, 0, src, small));
+  memset(src, 0, small); /* the device write has not even started */
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_EXPECT(T->witness_query(w), T4A_ENOTREADY);
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
+  memset(back, 0xee, small);
+  RT_OK(T->copy_d2h(rt, back, d, 0, small));
+  ck_assert(memcmp(back, want, small) == 0);
+  rt_gate_free(&g);
+  t4a_test_fill_random(want, large, t4a_test_seed() + 1);
+  memcpy(src, want, large);
+  RT_OK(T->copy_h2d(rt, d, 0, src, large));
+  t4a_test_fill_random(src, large, t4a_test_seed() + 2); /* new data, at once */
+  memset(back, 0xee, large);
+  RT_OK(T->copy_d2h(rt, back, d, 0, large));
+  ck_assert(memcmp(back, want, large) == 0);
+  /* a source in pinned memory (the runtime's own host buffer) is no
+   * different: consumed on return, even while the device is held back */
+  t4a_host_buffer hb;
+  void *pinned;
+  RT_OK(T->host_alloc(rt, small, 0, &hb, &pinned));
+  t4a_test_fill_random(want, small, t4a_test_seed() + 3);
+  memcpy(pinned, want, small);
+  rt_gate_close(&g, rt);
+  RT_OK(T->copy_h2d(rt, d, 0, pinned, small));
+  memset(pinned, 0, small);
+  rt_gate_open(&g);
+  memset(back, 0xee, small);
+  RT_OK(T->copy_d2h(rt, back, d, 0, small));
+  ck_assert(memcmp(back, want, small) == 0);
+  RT_OK(T->host_free(rt, hb));
+  rt_gate_free(&g);
+  free(src);
+  free(want);
+  free(back);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+typedef struct blocked_copy {
+  t4a_runtime rt;
+  t4a_buffer src;
+  unsigned char *dst;
+  uint64_t n;
+  int rc;
+} blocked_copy;
+
+static void *copy_d2h_thread(void *arg) {
+  blocked_copy *c = arg;
+  c->rc = T->copy_d2h(c->rt, c->dst, c->src, 0, c->n); /* waits behind a's gate */
+  return NULL;
+}
+
+typedef struct other_work {
+  t4a_runtime rt;
+  uint64_t n, seed;
+  int failures;
+} other_work;
+
+/* A round of everything on runtime b: alloc, both pageable copies, a
+ * device-to-device copy, seal and wait, free. */
+static void *other_runtime_round(void *arg) {
+  other_work *o = arg;
+  unsigned char *x = malloc(o->n), *y = malloc(o->n);
+  t4a_test_fill_random(x, o->n, o->seed);
+  memset(y, 0, o->n);
+  t4a_buffer d = {0}, e = {0};
+  t4a_witness w = {0};
+  if (T->buffer_alloc(o->rt, o->n, &d) || T->buffer_alloc(o->rt, o->n, &e) ||
+      T->copy_h2d(o->rt, d, 0, x, o->n) || T->copy_d2d(o->rt, e, 0, d, 0, o->n) ||
+      T->copy_d2h(o->rt, y, e, 0, o->n) || memcmp(x, y, o->n) != 0 || T->seal(o->rt, &w) ||
+      T->witness_wait(w, T4A_WAIT_FOREVER) || T->witness_release(w) || T->buffer_free(o->rt, d) ||
+      T->buffer_free(o->rt, e))
+    o->failures++;
+  free(x);
+  free(y);
+  return NULL;
+}
+
+/* A call blocked on one runtime (a pageable copy_d2h waiting for a gate)
+ * delays calls on the same runtime, never calls on another one: b's round
+ * must end while a's copy is still blocked (within a bound, so that a
+ * regression fails here instead of deadlocking). */
+START_TEST(a_blocked_runtime_never_delays_another) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  uint64_t n = 64 * KiB;
+  unsigned char *want = malloc(n), *got = malloc(n);
+  t4a_test_fill_random(want, n, t4a_test_seed());
+  t4a_buffer src;
+  RT_OK(T->buffer_alloc(a, n, &src));
+  RT_OK(T->copy_h2d(a, src, 0, want, n));
+  rt_gate g;
+  rt_gate_close(&g, a);
+  memset(got, 0xee, n);
+  blocked_copy c = {a, src, got, n, -1};
+  rt_thread blocked, other;
+  rt_thread_start(&blocked, copy_d2h_thread, &c);
+  ck_assert_msg(!rt_thread_wait(&blocked, 0.1), "a's copy did not wait for its gate");
+  other_work o = {b, n, t4a_test_seed() + 1, 0};
+  rt_thread_start(&other, other_runtime_round, &o);
+  bool finished = rt_thread_wait(&other, 10);
+  bool still_blocked = !__atomic_load_n(&blocked.done, __ATOMIC_SEQ_CST);
+  rt_gate_open(&g);
+  rt_thread_join(&blocked);
+  if (!finished)
+    rt_thread_join(&other);
+  ck_assert_msg(finished, "runtime b was delayed by runtime a's blocked copy");
+  ck_assert_int_eq(o.failures, 0);
+  ck_assert(still_blocked);
+  ck_assert_int_eq(c.rc, T4A_OK);
+  ck_assert(memcmp(want, got, n) == 0);
+  rt_gate_free(&g);
+  free(want);
+  free(got);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 int main(void) {
   Suite *s = rt_suite("transfer");
   TCase *tc;
@@ -158,6 +298,9 @@ int main(void) {
   tcase_add_test(tc, large_transfers_through_default_staging);
   tc = rt_tcase(s, "device-to-device", 60);
   tcase_add_test(tc, device_to_device_copies);
+  tc = rt_tcase(s, "pageable-promises", 60);
+  tcase_add_test(tc, h2d_source_is_reusable_on_return);
+  tcase_add_test(tc, a_blocked_runtime_never_delays_another);
   tc = rt_tcase(s, "arguments", 60);
   tcase_add_test(tc, ranges_and_arguments_are_checked);
   return rt_run(s, 1);
