@@ -140,10 +140,14 @@ int t4a__slot_module_unload(t4a_runtime h, t4a_module mh) {
   if (seq > rt->done.completed_seq || rt->fault) {
     t4a__retire r = {seq, retired, m->mod, 0, 0};
     rc = t4a__retire_push(rt, &r);
-  } else {
-    rc = t4a__be.cu.cuModuleUnload(m->mod) == T4A__CUDA_SUCCESS
-             ? T4A_OK
-             : t4a__fail(T4A_EDRIVER, "module_unload: cuModuleUnload failed");
+  } else { /* cuModuleUnload acts on the current context: make it the module's */
+    t4a__CUcontext saved;
+    if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
+      t4a__CUresult r = t4a__be.cu.cuModuleUnload(m->mod);
+      t4a__ctx_leave(rt, saved);
+      if (r != T4A__CUDA_SUCCESS)
+        rc = t4a__rt_cu_fail(rt, r, "module_unload: cuModuleUnload failed");
+    }
   }
   t4a__htable_release(&rt->code.mods, mi);
 out:
