@@ -49,7 +49,7 @@ START_TEST(memset_fills_exactly_its_range) {
   RT_EXPECT(T->memset(rt, b, 0, 0x1ff, 1, 1), T4A_EINVAL); /* pattern too wide */
   RT_EXPECT(T->memset(rt, b, n - 3, 0, 4, 1), T4A_EINVAL);
   RT_EXPECT(T->memset(rt, b, (n / 4 - 1) * 4, 0, 4, 2), T4A_ERANGE); /* runs past the end */
-  RT_EXPECT(T->memset(rt, b, 0, 0, 4, UINT64_MAX / 2), T4A_ERANGE); /* overflow */
+  RT_EXPECT(T->memset(rt, b, 0, 0, 4, UINT64_MAX / 2), T4A_ERANGE);  /* overflow */
   t4a_runtime_counters c = rt_counters(rt);
   RT_OK(T->memset(rt, b, 0, 0, 4, 0)); /* nothing enqueued */
   ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, c.seal_events_recorded);
