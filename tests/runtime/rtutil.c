@@ -20,6 +20,13 @@ bool rt_on_fake(void) {
   return lib && strstr(lib, "fakecuda") != NULL;
 }
 
+uint64_t rt_scaled(uint64_t n) {
+  const char *s = getenv("T4A_TEST_SANITIZER");
+  if (!s || !*s)
+    return n;
+  return n / 16 ? n / 16 : 1;
+}
+
 void rt_setup(void) {
   B = t4a_test_open_cuda(&T);
   int rc = T->init();

@@ -18,6 +18,12 @@ extern t4a_device_info DEV;
 /* True when the tests run against the fake driver. */
 bool rt_on_fake(void);
 
+/* A size or count for a heavy test: n itself, or n / 16 (at least 1) when
+ * the tests run under compute-sanitizer (T4A_TEST_SANITIZER, set by
+ * tests/gpu/sanitize.sh), whose tools slow memory traffic and launches by
+ * one or two orders of magnitude. What a test checks stays the same. */
+uint64_t rt_scaled(uint64_t n);
+
 /* The checked fixture: opens the plugin, inits, describes device 0; the
  * teardown (fake lane) also asserts the fake driver saw no violation (a
  * misuse CUDA would report or leave undefined, see tests/fakecuda). */

@@ -805,16 +805,17 @@ START_TEST(ten_thousand_launches_one_event) {
   t4a_runtime_counters before = rt_counters(rt);
   uint64_t records = rt_fake_calls("cuEventRecord"), launches = rt_fake_calls("cuLaunchKernel");
   t4a_launch_config c = geometry(1, 32, 0);
-  for (int i = 0; i < 10000; i++)
+  const uint64_t count = rt_scaled(10000);
+  for (uint64_t i = 0; i < count; i++)
     RT_OK(T->launch(rt, f, &c, NULL));
   t4a_witness w;
   RT_OK(T->seal(rt, &w));
   RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
   t4a_runtime_counters after = rt_counters(rt);
-  ck_assert_uint_eq(after.launches - before.launches, 10000);
+  ck_assert_uint_eq(after.launches - before.launches, count);
   ck_assert_uint_eq(after.seal_events_recorded - before.seal_events_recorded, 1);
   if (rt_on_fake()) { /* the counters' claims, against the driver's own counts */
-    ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - launches, 10000);
+    ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - launches, count);
     ck_assert_uint_eq(rt_fake_calls("cuEventRecord") - records, 1);
   }
   ck_assert_uint_eq(after.staging_events_recorded, before.staging_events_recorded);

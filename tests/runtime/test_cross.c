@@ -315,8 +315,8 @@ START_TEST(peer_copies_are_exact_both_ways) {
     copy_and_check(T->copy_from_peer, b, a, sizes[i], i, 5, t4a_test_seed() + 100 + i);
   }
   if (!rt_on_fake()) { /* 1 GiB at odd offsets, each way */
-    copy_and_check(T->copy_from_peer, a, b, 1024 * MiB, 7, 13, t4a_test_seed() + 7);
-    copy_and_check(T->copy_from_peer, b, a, 1024 * MiB, 1, 3, t4a_test_seed() + 8);
+    copy_and_check(T->copy_from_peer, a, b, rt_scaled(1024 * MiB), 7, 13, t4a_test_seed() + 7);
+    copy_and_check(T->copy_from_peer, b, a, rt_scaled(1024 * MiB), 1, 3, t4a_test_seed() + 8);
   }
   ck_assert_uint_ge(rt_counters(b).copies_peer, 5);
   RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
