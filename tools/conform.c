@@ -280,9 +280,7 @@ int t4a__cli_conform(const options *o) {
   }
   report r = {.first = true};
   run_phase(&c, T4A__CF_PRE_INIT, &r);
-  c.init_status = c.t->init();
-  if (c.init_status != T4A_OK)
-    t4a__cf_last_error(c.t, c.init_detail, sizeof c.init_detail);
+  t4a__cf_first_init(&c);
   int result = EXIT_USABLE;
   char why[700] = "";
   if (c.init_status != T4A_OK) {

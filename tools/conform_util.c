@@ -17,7 +17,7 @@
 
 /* ---- results ------------------------------------------------------------------------ */
 
-static void vrecord(t4a__cf *c, const char *fmt, va_list ap) {
+__attribute__((format(printf, 2, 0))) static void vrecord(t4a__cf *c, const char *fmt, va_list ap) {
   if (c->failures == 0)
     vsnprintf(c->detail, sizeof c->detail, fmt, ap);
   else if (c->failures <= 4)
