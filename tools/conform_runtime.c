@@ -17,15 +17,15 @@ static t4a_runtime_counters counters(t4a__cf *c, t4a_runtime rt) {
   return k;
 }
 
-/* runtime_create with options it must refuse; a runtime made anyway is
- * released with the check. */
-static void refused(t4a__cf *c, int32_t device, const t4a_runtime_options *o, int want,
+/* runtime_create with arguments it must refuse (with want or also); a
+ * runtime made anyway is released with the check. */
+static void refused(t4a__cf *c, int32_t device, const t4a_runtime_options *o, int want, int also,
                     const char *what) {
   t4a_runtime rt = {0};
   int rc = c->t->runtime_create(device, o, &rt);
   if (rc == T4A_OK && rt.bits)
     t4a__cf_track(c, T4A__CF_RUNTIME, 0, rt.bits, NULL);
-  t4a__cf_expect(c, rc, want, want == T4A_EINVAL ? T4A_ERANGE : want, what);
+  t4a__cf_expect(c, rc, want, also, what);
 }
 
 static void create_destroy(t4a__cf *c) {
@@ -41,24 +41,25 @@ static void create_destroy(t4a__cf *c) {
   if (x.bits)
     t4a__cf_round_trip(c, b, x, 1, 4096);
   CF_EXPECT(t->runtime_create(c->device, NULL, NULL), T4A_EINVAL);
-  refused(c, c->device_count, NULL, T4A_EINVAL, "runtime_create(device_count, ...)");
-  refused(c, -1, NULL, T4A_EINVAL, "runtime_create(-1, ...)");
+  refused(c, c->device_count, NULL, T4A_EINVAL, T4A_ERANGE, "runtime_create(device_count, ...)");
+  refused(c, -1, NULL, T4A_EINVAL, T4A_ERANGE, "runtime_create(-1, ...)");
 }
 
 static void options_rules(t4a__cf *c) {
   t4a_runtime_options o;
   memset(&o, 0, sizeof o);
   o.struct_size = T4A_RUNTIME_OPTIONS_V1_0_SIZE - 1;
-  refused(c, c->device, &o, T4A_EINVAL, "runtime_create(struct_size below v1.0)");
+  refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL, "runtime_create(struct_size below v1.0)");
   o.struct_size = sizeof o;
   o.flags = 1;
-  refused(c, c->device, &o, T4A_EINVAL, "runtime_create(flags = 1: \"must be 0\")");
+  refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL, "runtime_create(flags = 1: \"must be 0\")");
   o.flags = 0;
   o.reserved = 1;
-  refused(c, c->device, &o, T4A_EINVAL, "runtime_create(reserved = 1: \"must be 0\")");
+  refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL, "runtime_create(reserved = 1: \"must be 0\")");
   o.reserved = 0;
   o.staging_bytes = 4096;
-  refused(c, c->device, &o, T4A_EINVAL, "runtime_create(staging_bytes 4 KiB: \"Minimum 64 KiB\")");
+  refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL,
+          "runtime_create(staging_bytes 4 KiB: \"Minimum 64 KiB\")");
   /* a newer caller's bigger struct (zero beyond v1.0) is accepted */
   struct {
     t4a_runtime_options o;
@@ -164,7 +165,9 @@ static void destroy_invalidates(t4a__cf *c) {
   t4a_buffer x = t4a__cf_buffer(c, rt, 1000);
   void *p;
   t4a_host_buffer h = t4a__cf_host(c, rt, 1000, &p);
-  if (!x.bits || !h.bits || !t4a__cf_round_trip(c, rt, x, 0, 1000))
+  t4a__cf_kernels k = {{0}, {0}, {0}};
+  if (!x.bits || !h.bits || !t4a__cf_round_trip(c, rt, x, 0, 1000) ||
+      (c->code.bits && !t4a__cf_kernels_load(c, rt, &k)))
     return;
   t4a_witness w = t4a__cf_seal(c, rt);
   if (!w.bits || !t4a__cf_destroy(c, rt))
@@ -177,6 +180,13 @@ static void destroy_invalidates(t4a__cf *c) {
   CF_EXPECT(t->host_free(rt, h), T4A_EHANDLE);
   CF_EXPECT(t->seal(rt, &w2), T4A_EHANDLE);
   CF_EXPECT(t->runtime_destroy(rt, 0), T4A_EHANDLE);
+  if (c->code.bits) {
+    t4a_function f;
+    t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+    CF_EXPECT(t->function_get(rt, k.module, "t4a_fill_u32", &f), T4A_EHANDLE);
+    CF_EXPECT(t->launch(rt, k.fill, &cfg, NULL), T4A_EHANDLE);
+    CF_EXPECT(t->module_unload(rt, k.module), T4A_EHANDLE);
+  }
   /* "Witnesses it produced stay valid and report ready" */
   CF_EXPECT(t->witness_query(w), T4A_OK);
   CF_EXPECT(t->witness_wait(w, 0), T4A_OK);
