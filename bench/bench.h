@@ -48,10 +48,11 @@ typedef struct bench_case {
   int min_devices;              /* skipped on hosts with fewer GPUs */
 } bench_case;
 
-/* The cases (bench/cases.c, bench/lifecycle_cases.c), each table terminated
+/* The cases (bench/cases.c, bench/lifecycle_cases.c, bench/v11_cases.c), each table terminated
  * by an entry with a NULL name. */
 extern const bench_case bench_cases[];
 extern const bench_case bench_lifecycle_cases[];
+extern const bench_case bench_v11_cases[];
 
 /* Reports that are not paired cases (bench/reports.c); each appends its
  * JSON member (",\n\"name\":...") to json. */
@@ -59,6 +60,7 @@ extern const bench_case bench_lifecycle_cases[];
 void bench_report_host(FILE *json);
 void bench_report_staging_sweep(FILE *json);
 void bench_report_init(FILE *json, const char *self);
+void bench_report_elapsed(FILE *json); /* bench/v11_cases.c */
 
 double bench_now(void);
 void bench_check(int rc, const char *what);

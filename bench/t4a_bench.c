@@ -9,7 +9,7 @@
  * and the target from the issue with whether it was met.
  *
  *   t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]
- *             [--reports host,staging,init | --reports none]
+ *             [--reports host,staging,init,elapsed | --reports none]
  *
  * Without --only, the reports of bench/reports.c follow the cases (all of
  * them unless --reports names some).
@@ -251,7 +251,7 @@ int main(int argc, char **argv) {
       reports = argv[++i];
     else
       die("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N] "
-          "[--reports host,staging,init|none]");
+          "[--reports host,staging,init,elapsed|none]");
   }
   char cache[] = "/tmp/t4a-bench-cache-XXXXXX"; /* a fresh disk cache, not the user's */
   if (!mkdtemp(cache))
@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
          "raw p99", "ratio", "target", "met");
   result res[96];
   int n = 0;
-  static const bench_case *const tables[] = {bench_cases, bench_lifecycle_cases};
+  static const bench_case *const tables[] = {bench_cases, bench_v11_cases, bench_lifecycle_cases};
   for (size_t tb = 0; tb < sizeof tables / sizeof tables[0]; tb++)
     for (const bench_case *c = tables[tb]; c->name && n < 96; c++) {
       if ((only && !strstr(c->name, only)) || E.device_count < c->min_devices)
@@ -304,13 +304,15 @@ int main(int argc, char **argv) {
   }
   fprintf(f, "\n]");
   if (!reports && !only)
-    reports = "host,staging,init";
+    reports = "host,staging,init,elapsed";
   if (reports && strstr(reports, "host"))
     bench_report_host(f);
   if (reports && strstr(reports, "staging"))
     bench_report_staging_sweep(f);
   if (reports && strstr(reports, "init"))
     bench_report_init(f, "/proc/self/exe");
+  if (reports && strstr(reports, "elapsed"))
+    bench_report_elapsed(f);
   fprintf(f, "\n}\n");
   fclose(f);
   bench_check(E.t->compile_cache_clear(T4A_CACHE_DISK), "compile_cache_clear");

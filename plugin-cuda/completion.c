@@ -13,9 +13,45 @@
 
 #include "plugin-cuda/runtime.h"
 
-void t4a__completion_init(t4a__runtime *rt) {
+int t4a__completion_init(t4a__runtime *rt, bool timing) {
   memset(&rt->done, 0, sizeof rt->done);
   rt->done.next_seq = 1;
+  rt->done.timing = timing;
+  if (!timing)
+    return T4A_OK;
+  if (!t4a__be.cu.cuEventElapsedTime)
+    return t4a__fail(T4A_EUNSUPPORTED, "runtime_create: T4A_RUNTIME_TIMING needs "
+                                       "cuEventElapsedTime, which the driver lacks; update it");
+  t4a__event *base = NULL; /* time 0: seal 0, the runtime's creation */
+  int rc = t4a__event_get(rt, rt->ordinal, &base);
+  if (rc)
+    return rc;
+  t4a__CUresult r = t4a__be.cu.cuEventRecord(base->ev, rt->stream);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "runtime_create: recording the timing base event failed");
+  rt->done.time_prev = base;
+  return T4A_OK;
+}
+
+/* A timing runtime's seal completed: its time from the previous one's. */
+static void time_seal(t4a__runtime *rt, t4a__seal *s) {
+  t4a__completion *d = &rt->done;
+  float ms = 0;
+  t4a__CUresult r = d->time_error
+                        ? d->time_error
+                        : t4a__be.cu.cuEventElapsedTime(&ms, d->time_prev->ev, s->event->ev);
+  if (r != T4A__CUDA_SUCCESS || ms < 0) {
+    if (!d->time_error)
+      d->time_error = r ? r : T4A__CUDA_ERROR_UNKNOWN;
+    t4a__event_put(rt, s->event);
+    return;
+  }
+  t4a__event_put(rt, d->time_prev);
+  d->time_prev = s->event; /* kept for the next span */
+  d->time_prev_ns += (uint64_t)((double)ms * 1e6 + 0.5);
+  d->time_prev_seq = s->seq;
+  if (d->on_time)
+    d->on_time(rt, s->seq, d->time_prev_ns);
 }
 
 /* ---- pending seals (a ring) ---------------------------------------------- */
@@ -98,7 +134,10 @@ int t4a__rt_progress(t4a__runtime *rt) {
       break;
     }
     d->completed_seq = s->seq;
-    t4a__event_put(rt, s->event);
+    if (d->timing)
+      time_seal(rt, s);
+    else
+      t4a__event_put(rt, s->event);
     d->pending_head = (d->pending_head + 1) % d->pending_cap;
     d->pending_count--;
   }

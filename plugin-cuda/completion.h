@@ -71,6 +71,17 @@ typedef struct t4a__completion {
   t4a__retire *retire;
   uint32_t retire_count, retire_cap;
   uint64_t quarantined; /* retirements kept after a fault */
+  /* Timing (T4A_RUNTIME_TIMING): the event of the last completed seal (or
+   * the base recorded at creation) is kept, and each seal's time is that
+   * one's plus the GPU time between the two events: short spans, so the
+   * float milliseconds of cuEventElapsedTime lose nothing. */
+  bool timing;
+  t4a__event *time_prev;
+  uint64_t time_prev_ns, time_prev_seq;
+  t4a__CUresult time_error; /* the first failed cuEventElapsedTime, 0 = none */
+  /* Told each completed seal's time (lifecycle.c connects witness.c): data,
+   * not a call up by name. */
+  void (*on_time)(t4a__runtime *rt, uint64_t seq, uint64_t ns);
 } t4a__completion;
 
 /* ---- events.c ------------------------------------------------------------ */
@@ -91,7 +102,8 @@ bool t4a__events_fini(t4a__runtime *rt);
 
 /* ---- completion.c -------------------------------------------------------- */
 
-void t4a__completion_init(t4a__runtime *rt);
+/* Timing runtimes record a base event on the stream (rt's context current). */
+int t4a__completion_init(t4a__runtime *rt, bool timing);
 
 /* Polls pending seals in order, advancing completed_seq, and runs due
  * retirements. A failed event makes rt faulted (its status returned). */

@@ -50,6 +50,21 @@ typedef unsigned int t4a__CUjit_option;
 #define T4A__CUMEMACCESSDESC_FIELDS                                                                \
   struct CUmemLocation_st location;                                                                \
   unsigned int flags; /* CUmemAccess_flags */
+#define T4A__CUDA_MEMCPY2D_FIELDS                                                                  \
+  size_t srcXInBytes, srcY;                                                                        \
+  unsigned int srcMemoryType; /* CUmemorytype */                                                   \
+  const void *srcHost;                                                                             \
+  t4a__CUdeviceptr srcDevice;                                                                      \
+  void *srcArray; /* CUarray */                                                                    \
+  size_t srcPitch;                                                                                 \
+  size_t dstXInBytes, dstY;                                                                        \
+  unsigned int dstMemoryType;                                                                      \
+  void *dstHost;                                                                                   \
+  t4a__CUdeviceptr dstDevice;                                                                      \
+  void *dstArray;                                                                                  \
+  size_t dstPitch;                                                                                 \
+  size_t WidthInBytes;                                                                             \
+  size_t Height;
 
 #ifndef __cuda_cuda_h__
 struct CUuuid_st {
@@ -64,11 +79,15 @@ struct CUmemPoolProps_st {
 struct CUmemAccessDesc_st {
   T4A__CUMEMACCESSDESC_FIELDS
 };
+struct CUDA_MEMCPY2D_st {
+  T4A__CUDA_MEMCPY2D_FIELDS
+};
 #endif
 typedef struct CUuuid_st t4a__CUuuid;
 typedef struct CUmemLocation_st t4a__CUmemLocation;
 typedef struct CUmemPoolProps_st t4a__CUmemPoolProps;
 typedef struct CUmemAccessDesc_st t4a__CUmemAccessDesc;
+typedef struct CUDA_MEMCPY2D_st t4a__CUDA_MEMCPY2D;
 
 /* ---- constants (checked against cuda.h by tests/cpu/test_decls.c) ------ */
 #define T4A__CUDA_DECL_CONSTANTS(X)                                                                \
@@ -100,6 +119,7 @@ typedef struct CUmemAccessDesc_st t4a__CUmemAccessDesc;
   X(CUDA_ERROR_CONTEXT_IS_DESTROYED, 709)                                                          \
   X(CUDA_ERROR_ASSERT, 710)                                                                        \
   X(CUDA_ERROR_TOO_MANY_PEERS, 711)                                                                \
+  X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712)                                                \
   X(CUDA_ERROR_HARDWARE_STACK_ERROR, 714)                                                          \
   X(CUDA_ERROR_ILLEGAL_INSTRUCTION, 715)                                                           \
   X(CUDA_ERROR_MISALIGNED_ADDRESS, 716)                                                            \
@@ -146,7 +166,16 @@ typedef struct CUmemAccessDesc_st t4a__CUmemAccessDesc;
   X(CU_MEM_LOCATION_TYPE_DEVICE, 1)                                                                \
   X(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 3)                                                         \
   X(CU_GET_PROC_ADDRESS_DEFAULT, 0)                                                                \
-  X(CU_GET_PROC_ADDRESS_SUCCESS, 0)
+  X(CU_GET_PROC_ADDRESS_SUCCESS, 0)                                                                \
+  X(CU_DEVICE_ATTRIBUTE_MAX_PITCH, 11)                                                             \
+  X(CU_MEMORYTYPE_HOST, 1)                                                                         \
+  X(CU_MEMORYTYPE_DEVICE, 2)                                                                       \
+  X(CU_MEMHOSTREGISTER_PORTABLE, 1)                                                                \
+  X(CU_MEMHOSTREGISTER_READ_ONLY, 8)                                                               \
+  X(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 5)                                                       \
+  X(CU_MEMPOOL_ATTR_USED_MEM_CURRENT, 7)                                                           \
+  X(CU_MEMPOOL_ATTR_USED_MEM_HIGH, 8)                                                              \
+  X(CU_EVENT_DEFAULT, 0)
 
 enum {
 #define T4A__DECL_CONST(name, value) T4A__##name = value,
@@ -226,7 +255,20 @@ enum {
     (t4a__CUmemoryPool pool, const t4a__CUmemAccessDesc *map, size_t count))                       \
   X(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 0,                                                     \
     (t4a__CUdeviceptr dst, t4a__CUcontext dctx, t4a__CUdeviceptr src, t4a__CUcontext sctx,         \
-     size_t bytes, t4a__CUstream s))
+     size_t bytes, t4a__CUstream s))                                                               \
+  /* ABI 1.1: optional, a slot needing one says T4A_EUNSUPPORTED without it */                     \
+  X(cuMemsetD16Async, "cuMemsetD16Async", 0,                                                       \
+    (t4a__CUdeviceptr dst, unsigned short v, size_t n, t4a__CUstream s))                           \
+  X(cuMemsetD32Async, "cuMemsetD32Async", 0,                                                       \
+    (t4a__CUdeviceptr dst, unsigned int v, size_t n, t4a__CUstream s))                             \
+  X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", 0, (const t4a__CUDA_MEMCPY2D *c, t4a__CUstream s))      \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", 0, (size_t * free, size_t * total))                           \
+  X(cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 0,                                             \
+    (t4a__CUmemoryPool pool, t4a__CUmemPool_attribute a, void *v))                                 \
+  X(cuMemHostRegister, "cuMemHostRegister_v2", 0, (void *p, size_t bytes, unsigned int flags))     \
+  X(cuMemHostUnregister, "cuMemHostUnregister", 0, (void *p))                                      \
+  X(cuEventElapsedTime, "cuEventElapsedTime_v2", 0,                                                \
+    (float *ms, t4a__CUevent start, t4a__CUevent end))
 
 /* Resolved before the others, by dlsym, to bootstrap. */
 typedef t4a__CUresult (*t4a__pfn_cuInit)(unsigned int flags);

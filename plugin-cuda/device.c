@@ -63,6 +63,13 @@ static int describe(int ordinal, t4a__device *dv) {
     return rc;
   i->flags = (pools ? T4A_DEVICE_MEMORY_POOLS : 0u) | (integrated ? T4A_DEVICE_INTEGRATED : 0u) |
              (unified ? T4A_DEVICE_UNIFIED_ADDRESSING : 0u);
+  /* v1.1: a driver that cannot say leaves it 0 (no limit checked here;
+   * the driver still refuses what it cannot do) rather than failing init */
+  int pitch = 0;
+  if (cu->cuDeviceGetAttribute(&pitch, T4A__CU_DEVICE_ATTRIBUTE_MAX_PITCH, dv->dev) ==
+          T4A__CUDA_SUCCESS &&
+      pitch > 0)
+    i->max_pitch = (uint64_t)pitch;
   return T4A_OK;
 }
 

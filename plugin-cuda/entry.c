@@ -9,10 +9,21 @@
 #include "plugin-cuda/slots.h"
 #include "plugin-cuda/witness.h"
 
+/* T4A_TEST_AS_V1_0 builds a test copy that says it is a v1.0 plugin (its
+ * table ends at raw_end): consumers built against a later minor must see
+ * NULL for every slot added since (tests/cpu/test_compat.c). */
+#ifdef T4A_TEST_AS_V1_0
+#define TABLE_SIZE T4A_GPU_BACKEND_V1_0_SIZE
+#define TABLE_MINOR 0
+#else
+#define TABLE_SIZE sizeof(t4a_gpu_backend_v1)
+#define TABLE_MINOR T4A_GPU_BACKEND_ABI_MINOR
+#endif
+
 static const t4a_gpu_backend_v1 table = {
-    .struct_size = sizeof(t4a_gpu_backend_v1),
+    .struct_size = TABLE_SIZE,
     .abi_major = T4A_GPU_BACKEND_ABI_MAJOR,
-    .abi_minor = T4A_GPU_BACKEND_ABI_MINOR,
+    .abi_minor = TABLE_MINOR,
     .name = "cuda",
     .version = PACKAGE_VERSION,
     .last_error = t4a__slot_last_error,
@@ -64,6 +75,17 @@ static const t4a_gpu_backend_v1 table = {
     .buffer_device_address = t4a__slot_buffer_device_address,
     .raw_begin = t4a__slot_raw_begin,
     .raw_end = t4a__slot_raw_end,
+    /* v1.1 */
+    .memset = t4a__slot_memset,
+    .copy_2d_h2d_pinned = t4a__slot_copy_2d_h2d_pinned,
+    .copy_2d_d2h_pinned = t4a__slot_copy_2d_d2h_pinned,
+    .copy_2d_d2d = t4a__slot_copy_2d_d2d,
+    .copy_2d_h2d = t4a__slot_copy_2d_h2d,
+    .copy_2d_d2h = t4a__slot_copy_2d_d2h,
+    .runtime_memory_info = t4a__slot_runtime_memory_info,
+    .host_register = t4a__slot_host_register,
+    .host_unregister = t4a__slot_host_unregister,
+    .witness_elapsed = t4a__slot_witness_elapsed,
 };
 
 __attribute__((visibility("default"))) int t4a_gpu_backend_v1_entry(uint16_t caller_major,

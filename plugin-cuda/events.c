@@ -49,7 +49,8 @@ int t4a__event_get(t4a__runtime *rt, int32_t dev, t4a__event **out) {
   if (r == T4A__CUDA_SUCCESS && saved != ctx)
     r = cu->cuCtxSetCurrent(ctx);
   if (r == T4A__CUDA_SUCCESS)
-    r = cu->cuEventCreate(&e->ev, T4A__CU_EVENT_DISABLE_TIMING);
+    r = cu->cuEventCreate(&e->ev,
+                          rt->done.timing ? T4A__CU_EVENT_DEFAULT : T4A__CU_EVENT_DISABLE_TIMING);
   if (saved && saved != ctx)
     cu->cuCtxSetCurrent(saved);
   if (r != T4A__CUDA_SUCCESS) {

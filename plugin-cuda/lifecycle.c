@@ -37,11 +37,12 @@ static int normalise_options(const t4a_runtime_options *in, t4a_runtime_options 
     int rc = t4a__check_struct(in, T4A_RUNTIME_OPTIONS_V1_0_SIZE, "t4a_runtime_options");
     if (rc)
       return rc;
-    if (in->flags || in->reserved)
+    if ((in->flags & ~T4A_RUNTIME_TIMING) || in->reserved)
       return t4a__fail(T4A_EINVAL,
-                       "t4a_runtime_options: flags (0x%x) and reserved (0x%x) must be "
-                       "0 in ABI 1.0; clear them",
-                       in->flags, in->reserved);
+                       "t4a_runtime_options: unknown flags 0x%x or reserved 0x%x; use "
+                       "T4A_RUNTIME_TIMING or 0, and clear reserved",
+                       in->flags & ~T4A_RUNTIME_TIMING, in->reserved);
+    o->flags = in->flags;
     o->staging_bytes = in->staging_bytes;
     o->pool_release_threshold = in->pool_release_threshold;
     o->cache_limit_bytes = in->cache_limit_bytes;
@@ -154,8 +155,13 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
     goto fail_enter;
   }
   t4a__pinned_init(rt);
-  t4a__completion_init(rt);
   t4a__modules_init(rt);
+  if ((rc = t4a__completion_init(rt, (o.flags & T4A_RUNTIME_TIMING) != 0))) {
+    if (warm)
+      t4a__staging_release(&sp.stage);
+    goto fail_memory;
+  }
+  rt->done.on_time = t4a__witness_time; /* completion tells witnesses seal times */
   if ((rc = t4a__staging_init(rt, warm ? &sp.stage : NULL)))
     goto fail_memory;
   t4a__ctx_leave(rt, saved);

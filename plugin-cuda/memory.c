@@ -384,3 +384,105 @@ t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) 
   memset(m, 0, sizeof *m);
   return kept;
 }
+
+/* ---- v1.1: memset and memory info --------------------------------------------- */
+
+int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pattern,
+                     uint32_t element_size, uint64_t count) {
+  if (element_size != 1 && element_size != 2 && element_size != 4)
+    return t4a__fail(T4A_EINVAL, "memset: element_size %u; use 1, 2 or 4", element_size);
+  if (offset % element_size)
+    return t4a__fail(T4A_EINVAL,
+                     "memset: offset %llu is not a multiple of element_size %u; align it",
+                     (unsigned long long)offset, element_size);
+  if (element_size < 4 && (pattern >> (8 * element_size)))
+    return t4a__fail(T4A_EINVAL,
+                     "memset: pattern 0x%x does not fit in %u byte(s); pass the "
+                     "element's value",
+                     pattern, element_size);
+  uint64_t bytes;
+  if (!t4a__mul_u64(count, element_size, &bytes))
+    return t4a__fail(T4A_ERANGE, "memset: %llu elements of %u bytes overflow; fill less",
+                     (unsigned long long)count, element_size);
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  int rc = t4a__rt_lock(h, "memset", &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, bh, "memset", &b)))
+    goto out;
+  if (!t4a__range_ok(offset, bytes, b->size)) {
+    rc = t4a__fail(T4A_ERANGE,
+                   "memset: range [%llu, +%llu) exceeds the buffer's %llu bytes; check the "
+                   "offset and count",
+                   (unsigned long long)offset, (unsigned long long)bytes,
+                   (unsigned long long)b->size);
+    goto out;
+  }
+  if (!count)
+    goto out;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if ((element_size == 2 && !cu->cuMemsetD16Async) ||
+      (element_size == 4 && !cu->cuMemsetD32Async)) {
+    rc = t4a__fail(T4A_EUNSUPPORTED, "memset: the driver lacks cuMemsetD%uAsync; update it",
+                   element_size * 8);
+    goto out;
+  }
+  /* a block starts 256-byte aligned and offset is a multiple of the
+   * element: the address is aligned as the driver requires */
+  t4a__CUdeviceptr p = b->ptr + offset;
+  t4a__CUresult r =
+      element_size == 1 ? cu->cuMemsetD8Async(p, (unsigned char)pattern, (size_t)count, rt->stream)
+      : element_size == 2
+          ? cu->cuMemsetD16Async(p, (unsigned short)pattern, (size_t)count, rt->stream)
+          : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
+  if (r != T4A__CUDA_SUCCESS)
+    rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
+  else
+    t4a__rt_dirty(rt);
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_runtime_memory_info(t4a_runtime h, t4a_memory_info *out) {
+  int rc = t4a__check_struct(out, T4A_MEMORY_INFO_V1_1_SIZE, "t4a_memory_info");
+  t4a__runtime *rt;
+  if (rc || (rc = t4a__rt_lock(h, "runtime_memory_info", &rt)))
+    return rc;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a_memory_info m = {.struct_size = sizeof m};
+  if (!cu->cuMemGetInfo || !cu->cuMemPoolGetAttribute) {
+    rc = t4a__fail(T4A_EUNSUPPORTED, "runtime_memory_info: the driver lacks cuMemGetInfo or "
+                                     "cuMemPoolGetAttribute; update it");
+    goto out;
+  }
+  t4a__CUcontext saved;
+  if ((rc = t4a__ctx_enter(rt, &saved))) /* cuMemGetInfo answers for the current context */
+    goto out;
+  size_t free_b = 0, total_b = 0;
+  t4a__CUresult r = cu->cuMemGetInfo(&free_b, &total_b);
+  if (r == T4A__CUDA_SUCCESS)
+    r = cu->cuMemPoolGetAttribute(rt->mem.pool, T4A__CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                                  &m.pool_reserved);
+  if (r == T4A__CUDA_SUCCESS)
+    r = cu->cuMemPoolGetAttribute(rt->mem.pool, T4A__CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                                  &m.pool_used);
+  if (r == T4A__CUDA_SUCCESS)
+    r = cu->cuMemPoolGetAttribute(rt->mem.pool, T4A__CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                                  &m.pool_high_water);
+  t4a__ctx_leave(rt, saved);
+  if (r != T4A__CUDA_SUCCESS) {
+    rc = t4a__rt_cu_fail(rt, r, "runtime_memory_info: querying the device or pool failed");
+    goto out;
+  }
+  m.device_free = free_b;
+  m.device_total = total_b;
+  m.cache_bytes = rt->mem.cache_bytes;
+  m.staging_bytes = rt->stage.bytes;
+out:
+  t4a__rt_unlock(rt);
+  if (rc == T4A_OK)
+    t4a__fill_struct(out, &m, sizeof m);
+  return rc;
+}

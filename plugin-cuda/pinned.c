@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
@@ -127,6 +128,11 @@ int t4a__slot_host_free(t4a_runtime h, t4a_host_buffer hbh) {
     return rc;
   if ((rc = t4a__host_get(rt, hbh, "host_free", &hb)))
     goto out;
+  if (hb->registered) {
+    rc = t4a__fail(T4A_EINVAL, "host_free: the host buffer is registered consumer memory; "
+                               "release it with host_unregister");
+    goto out;
+  }
   t4a__rt_progress(rt);
   if (hb->last_use > rt->done.completed_seq) {
     t4a__retire r = {hb->last_use, retired, hb->ptr, hb->cap, hb->flags};
@@ -153,8 +159,134 @@ void t4a__pinned_fini(t4a__runtime *rt, bool idle) {
     return;
   for (uint32_t i = 0; i < p->hosts.count; i++) {
     const t4a__host *hb = t4a__htable_at(&p->hosts, i);
-    if (hb->h.live)
+    if (hb->h.live && hb->registered)
+      t4a__released(rt, cu->cuMemHostUnregister(hb->ptr), hb->ptr, "cuMemHostUnregister");
+    else if (hb->h.live)
       t4a__released(rt, cu->cuMemFreeHost(hb->ptr), hb->ptr, "cuMemFreeHost");
   }
   t4a__htable_fini(&p->hosts);
+}
+
+/* ---- v1.1: the consumer's memory, registered ---------------------------------- */
+
+int t4a__host_check_writable(const t4a__host *hb, const char *what) {
+  if (hb->registered && (hb->flags & T4A_HOST_REGISTER_READ_ONLY))
+    return t4a__fail(T4A_EINVAL,
+                     "%s: the host buffer was registered read-only; the device "
+                     "cannot write it (register it without "
+                     "T4A_HOST_REGISTER_READ_ONLY)",
+                     what);
+  return T4A_OK;
+}
+
+#define REGISTER_FLAGS_KNOWN T4A_HOST_REGISTER_READ_ONLY
+
+/* A registered block whose work completed: unpinned (never cached). */
+static void unregistered(t4a__runtime *rt, const t4a__retire *r, bool final) {
+  t4a__CUresult res = t4a__be.cu.cuMemHostUnregister(r->ptr);
+  if (final)
+    t4a__released(rt, res, r->ptr, "cuMemHostUnregister");
+  else if (res != T4A__CUDA_SUCCESS)
+    t4a__keep(r->ptr);
+}
+
+int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t flags,
+                            t4a_host_buffer *out) {
+  if (!out || !ptr)
+    return t4a__fail(T4A_EINVAL, "host_register: ptr and out must not be NULL; pass the "
+                                 "memory and a pointer");
+  out->bits = 0;
+  uint64_t end;
+  if (!bytes || !t4a__add_u64((uint64_t)(uintptr_t)ptr, bytes, &end))
+    return t4a__fail(T4A_EINVAL,
+                     "host_register: %llu bytes at %p; register 1 byte or more "
+                     "of addressable memory",
+                     (unsigned long long)bytes, ptr);
+  if (flags & ~REGISTER_FLAGS_KNOWN)
+    return t4a__fail(T4A_EINVAL,
+                     "host_register: unknown flags 0x%x; use 0 or T4A_HOST_REGISTER_READ_ONLY",
+                     flags & ~REGISTER_FLAGS_KNOWN);
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if (!cu->cuMemHostRegister || !cu->cuMemHostUnregister)
+    return t4a__fail(T4A_EUNSUPPORTED, "host_register: the driver lacks cuMemHostRegister; "
+                                       "update it");
+  t4a__runtime *rt;
+  int rc = t4a__rt_lock(h, "host_register", &rt);
+  if (rc)
+    return rc;
+  uint64_t start = (uint64_t)(uintptr_t)ptr;
+  for (uint32_t i = 0; i < rt->pin.hosts.count; i++) {
+    const t4a__host *o = t4a__htable_at(&rt->pin.hosts, i);
+    uint64_t os = (uint64_t)(uintptr_t)o->ptr;
+    if (o->h.live && o->registered && start < os + o->size && os < end) {
+      rc = t4a__fail(T4A_EINVAL,
+                     "host_register: [%p, +%llu) overlaps the registered [%p, +%llu); "
+                     "unregister that first or register a disjoint range",
+                     ptr, (unsigned long long)bytes, o->ptr, (unsigned long long)o->size);
+      goto out;
+    }
+  }
+  unsigned cu_flags =
+      T4A__CU_MEMHOSTREGISTER_PORTABLE |
+      ((flags & T4A_HOST_REGISTER_READ_ONLY) ? T4A__CU_MEMHOSTREGISTER_READ_ONLY : 0u);
+  t4a__CUcontext saved;
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
+  t4a__CUresult r = cu->cuMemHostRegister(ptr, (size_t)bytes, cu_flags);
+  t4a__ctx_leave(rt, saved);
+  if (r == T4A__CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+    rc = t4a__fail_native(T4A_EINVAL, r, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+                          "host_register: [%p, +%llu) is already registered (by another "
+                          "runtime or CUDA code of the process); register each range once",
+                          ptr, (unsigned long long)bytes);
+    goto out;
+  }
+  if (r != T4A__CUDA_SUCCESS) {
+    rc = t4a__rt_cu_fail(rt, r, "host_register: cuMemHostRegister of %llu bytes failed",
+                         (unsigned long long)bytes);
+    goto out;
+  }
+  uint32_t i = 0;
+  if ((rc = t4a__htable_take(&rt->pin.hosts, "host_register", &i))) {
+    cu->cuMemHostUnregister(ptr);
+    goto out;
+  }
+  t4a__host *hb = t4a__htable_at(&rt->pin.hosts, i);
+  hb->flags = flags;
+  hb->registered = true;
+  hb->size = bytes;
+  hb->ptr = ptr;
+  rt->c.live_host_buffers++;
+  out->bits = t4a__htable_publish(&rt->pin.hosts, i, &t4a__host_kind, rt->index);
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_host_unregister(t4a_runtime h, t4a_host_buffer hbh) {
+  t4a__runtime *rt;
+  t4a__host *hb;
+  int rc = t4a__rt_lock_any(h, "host_unregister", &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__host_get(rt, hbh, "host_unregister", &hb)))
+    goto out;
+  if (!hb->registered) {
+    rc = t4a__fail(T4A_EINVAL, "host_unregister: the host buffer came from host_alloc; "
+                               "release it with host_free");
+    goto out;
+  }
+  t4a__rt_progress(rt);
+  t4a__retire r = {hb->last_use, unregistered, hb->ptr, hb->size, 0};
+  if (hb->last_use > rt->done.completed_seq) {
+    if ((rc = t4a__retire_push(rt, &r)))
+      goto out;
+  } else {
+    unregistered(rt, &r, false);
+  }
+  t4a__htable_release(&rt->pin.hosts, t4a__h_index(hbh.bits));
+  rt->c.live_host_buffers--;
+out:
+  t4a__rt_unlock(rt);
+  return rc;
 }

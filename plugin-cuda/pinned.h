@@ -13,7 +13,8 @@ typedef struct t4a__runtime t4a__runtime;
 
 typedef struct t4a__host {
   t4a__hslot h;
-  uint32_t flags;
+  uint32_t flags;  /* host_alloc's T4A_HOST_*, or host_register's T4A_HOST_REGISTER_* */
+  bool registered; /* the consumer's memory, pinned by host_register */
   uint64_t size, cap;
   void *ptr;
   uint64_t last_use; /* epoch of the last copy using it, 0 = none */
@@ -46,5 +47,8 @@ void t4a__pinned_fini(t4a__runtime *rt, bool idle);
 
 /* Validates a host buffer handle of rt. */
 int t4a__host_get(t4a__runtime *rt, t4a_host_buffer h, const char *what, t4a__host **out);
+
+/* T4A_EINVAL when the device may not write hb (registered read-only). */
+int t4a__host_check_writable(const t4a__host *hb, const char *what);
 
 #endif

@@ -84,6 +84,28 @@ int t4a__slot_function_set_max_dynamic_shared(t4a_runtime rt, t4a_function f, ui
 int t4a__slot_launch(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
 int t4a__slot_raw_function(t4a_runtime rt, t4a_function f, void **cufunction);
 
+/* memory.c (v1.1) */
+int t4a__slot_memset(t4a_runtime rt, t4a_buffer buf, uint64_t offset, uint32_t pattern,
+                     uint32_t element_size, uint64_t count);
+int t4a__slot_runtime_memory_info(t4a_runtime rt, t4a_memory_info *out);
+
+/* copy2d.c (v1.1) */
+int t4a__slot_copy_2d_h2d_pinned(t4a_runtime rt, t4a_buffer dst, t4a_host_buffer src,
+                                 const t4a_copy_2d *g);
+int t4a__slot_copy_2d_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, t4a_buffer src,
+                                 const t4a_copy_2d *g);
+int t4a__slot_copy_2d_d2d(t4a_runtime rt, t4a_buffer dst, t4a_buffer src, const t4a_copy_2d *g);
+int t4a__slot_copy_2d_h2d(t4a_runtime rt, t4a_buffer dst, const void *src, const t4a_copy_2d *g);
+int t4a__slot_copy_2d_d2h(t4a_runtime rt, void *dst, t4a_buffer src, const t4a_copy_2d *g);
+
+/* pinned.c (v1.1) */
+int t4a__slot_host_register(t4a_runtime rt, void *ptr, uint64_t bytes, uint32_t flags,
+                            t4a_host_buffer *out);
+int t4a__slot_host_unregister(t4a_runtime rt, t4a_host_buffer hb);
+
+/* witness.c (v1.1) */
+int t4a__slot_witness_elapsed(t4a_witness start, t4a_witness end, uint64_t *ns);
+
 /* raw.c */
 int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);
 int t4a__slot_raw_begin(t4a_runtime rt, t4a_raw_section *section);

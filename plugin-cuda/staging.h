@@ -48,6 +48,17 @@ void t4a__staging_release(t4a__staging *s);
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes);
 int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes);
 
+/* A rectangle of rows (ABI 1.1's 2D copies): width bytes per row. */
+typedef struct t4a__rect {
+  uint64_t width, rows, dst_pitch, src_pitch;
+} t4a__rect;
+
+/* Pageable rectangles through the staging: whole rows are packed into
+ * chunks and moved with one 2D DMA per chunk (rows wider than a chunk go
+ * row by row through the 1D path); rt's context is current. */
+int t4a__staged_h2d_2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *src, const t4a__rect *r);
+int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const t4a__rect *r);
+
 /* From src's device memory to dst's through dst's staging chunks, without
  * peer access: src's DMA into a chunk (in src's stream order), dst's DMA out
  * of it after an event edge (in dst's order). Returns once the data left the

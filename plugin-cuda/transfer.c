@@ -45,6 +45,7 @@ static int pinned_copy(t4a_runtime h, bool to_device, t4a_buffer bh, uint64_t bo
   if (rc)
     return rc;
   if ((rc = t4a__host_get(rt, hh, what, &hb)) ||
+      (!to_device && (rc = t4a__host_check_writable(hb, what))) ||
       (rc = range(what, to_device ? "source" : "destination", hoff, n, hb->size)) || !n)
     goto out;
   t4a__CUcontext saved;

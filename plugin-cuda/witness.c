@@ -23,7 +23,9 @@ typedef struct wslot {
   uint32_t refs;
   uint32_t rt_index, rt_gen;
   uint64_t seq;
-  int final; /* status once the runtime is gone; 1 = runtime alive */
+  int final;              /* status once the runtime is gone; 1 = runtime alive */
+  bool timed, time_known; /* of a T4A_RUNTIME_TIMING runtime; its time is known */
+  uint64_t time_ns;       /* when its seal completed, since the runtime's creation */
 } wslot;
 
 static const t4a__hkind witness_kind = {
@@ -50,6 +52,13 @@ static int wnew(t4a__runtime *rt, uint64_t seq, t4a_witness *out) {
     s->rt_gen = rt->gen;
     s->seq = seq;
     s->final = 1;
+    s->timed = rt->done.timing;
+    /* a seal with nothing new covers the previous point, whose time may be
+     * known already (seq 0, before any work, is the creation: time 0) */
+    if (s->timed && (seq == rt->done.time_prev_seq)) {
+      s->time_known = true;
+      s->time_ns = rt->done.time_prev_ns;
+    }
     out->bits = t4a__htable_publish(&wtable, i, &witness_kind, 0);
   }
   pthread_mutex_unlock(&wlock);
@@ -62,6 +71,18 @@ void t4a__witness_finalise(t4a__runtime *rt, int status) {
     wslot *s = t4a__htable_at(&wtable, i);
     if (s->h.live && s->final == 1 && s->rt_index == rt->index && s->rt_gen == rt->gen)
       s->final = s->seq <= rt->done.completed_seq ? T4A_OK : status;
+  }
+  pthread_mutex_unlock(&wlock);
+}
+
+void t4a__witness_time(t4a__runtime *rt, uint64_t seq, uint64_t ns) {
+  pthread_mutex_lock(&wlock);
+  for (uint32_t i = 0; i < wtable.count; i++) {
+    wslot *s = t4a__htable_at(&wtable, i);
+    if (s->h.live && s->seq == seq && s->rt_index == rt->index && s->rt_gen == rt->gen) {
+      s->time_known = true;
+      s->time_ns = ns;
+    }
   }
   pthread_mutex_unlock(&wlock);
 }
@@ -278,4 +299,65 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
     t4a__rt_unlock(src);
   }
   return rc;
+}
+
+/* ---- v1.1: time between witnesses ----------------------------------------------- */
+
+typedef struct wtime {
+  uint32_t rt_index, rt_gen;
+  bool timed, known;
+  uint64_t ns;
+} wtime;
+
+static int wtime_read(t4a_witness w, wtime *out) {
+  pthread_mutex_lock(&wlock);
+  wslot *s;
+  int rc = wget(w, "witness_elapsed", &s);
+  if (rc == T4A_OK)
+    *out = (wtime){s->rt_index, s->rt_gen, s->timed, s->time_known, s->time_ns};
+  pthread_mutex_unlock(&wlock);
+  return rc;
+}
+
+/* Makes w's runtime look at its completed seals (which times them). */
+static int wtime_progress(t4a_witness w) {
+  wref ref;
+  t4a__runtime *rt;
+  int rc = wlock_runtime(w, "witness_elapsed", &ref, &rt);
+  if (!rt)
+    return rc;
+  rc = t4a__epoch_state(rt, ref.seq);
+  t4a__CUresult err = rt->done.time_error;
+  t4a__rt_unlock(rt);
+  if (rc == T4A_OK && err)
+    return t4a__cu_fail(err, "witness_elapsed: timing the runtime's seals failed");
+  return rc;
+}
+
+int t4a__slot_witness_elapsed(t4a_witness start, t4a_witness end, uint64_t *ns) {
+  if (!ns)
+    return t4a__fail(T4A_EINVAL, "witness_elapsed: ns is NULL; pass a pointer");
+  wtime a, b;
+  int rc;
+  if ((rc = wtime_read(start, &a)) || (rc = wtime_read(end, &b)))
+    return rc;
+  if (a.rt_index != b.rt_index || a.rt_gen != b.rt_gen)
+    return t4a__fail(T4A_EINVAL, "witness_elapsed: the witnesses come from two runtimes; time "
+                                 "spans within one runtime");
+  if (!a.timed)
+    return t4a__fail(T4A_EUNSUPPORTED, "witness_elapsed: the runtime was created without "
+                                       "T4A_RUNTIME_TIMING; set it in t4a_runtime_options.flags");
+  if ((!a.known && (rc = wtime_progress(start))) || (!b.known && (rc = wtime_progress(end))))
+    return rc;
+  if ((rc = wtime_read(start, &a)) || (rc = wtime_read(end, &b)))
+    return rc;
+  if (!a.known || !b.known)
+    return T4A_ENOTREADY; /* completed in the stream, not yet timed: later */
+  if (b.ns < a.ns)
+    return t4a__fail(T4A_EINVAL,
+                     "witness_elapsed: end completed %llu ns before start; pass "
+                     "them in order",
+                     (unsigned long long)(a.ns - b.ns));
+  *ns = b.ns - a.ns;
+  return T4A_OK;
 }

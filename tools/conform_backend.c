@@ -189,6 +189,20 @@ static void sweep_handles(sweep *s) {
   NI(raw_function, rt, f, &p);
   NI(raw_begin, rt, &sec);
   NI(raw_end, rt, &sec);
+  /* v1.1 */
+  t4a_copy_2d g = {.struct_size = sizeof g, .dst_pitch = 1, .src_pitch = 1, .width = 1, .rows = 1};
+  t4a_memory_info mi = {.struct_size = sizeof mi};
+  uint64_t ns = 0;
+  NI(memset, rt, b, 0, 0, 1, 1);
+  NI(copy_2d_h2d_pinned, rt, b, hb, &g);
+  NI(copy_2d_d2h_pinned, rt, hb, b, &g);
+  NI(copy_2d_d2d, rt, b, b, &g);
+  NI(copy_2d_h2d, rt, b, &byte, &g);
+  NI(copy_2d_d2h, rt, &byte, b, &g);
+  NI(runtime_memory_info, rt, &mi);
+  NI(host_register, rt, &byte, 1, 0, &ho);
+  NI(host_unregister, rt, hb);
+  NI(witness_elapsed, w, w, &ns);
 }
 
 /* The artifact slots. artifact_from_bytes and the compile cache slots fall

@@ -51,8 +51,8 @@ static void options_rules(t4a__cf *c) {
   o.struct_size = T4A_RUNTIME_OPTIONS_V1_0_SIZE - 1;
   refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL, "runtime_create(struct_size below v1.0)");
   o.struct_size = sizeof o;
-  o.flags = 1;
-  refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL, "runtime_create(flags = 1: \"must be 0\")");
+  o.flags = 0x80000000u; /* no T4A_RUNTIME_* bit (v1.1 has TIMING; ABI 1.0 none) */
+  refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL, "runtime_create(an unknown flag)");
   o.flags = 0;
   o.reserved = 1;
   refused(c, c->device, &o, T4A_EINVAL, T4A_EINVAL, "runtime_create(reserved = 1: \"must be 0\")");
@@ -384,8 +384,9 @@ const t4a__cf_check t4a__cf_runtime_checks[] = {
      "runtime_create: returns a new runtime; runtime_destroy: the handle becomes stale", MEM, DEV,
      create_destroy},
     {"runtime.options",
-     "t4a_runtime_options: flags and reserved must be 0; staging minimum 64 KiB, allocated once, "
-     "never exceeded; a bigger struct_size is accepted, a smaller one is T4A_EINVAL",
+     "t4a_runtime_options: flags are T4A_RUNTIME_* (0 in ABI 1.0), reserved must be 0; staging "
+     "minimum 64 KiB, allocated once, never exceeded; a bigger struct_size is accepted, a "
+     "smaller one is T4A_EINVAL",
      MEM, DEV, options_rules},
     {"runtime.counters",
      "runtime_counters: snapshot of the runtime's counters; runtimes never share counters",

@@ -102,7 +102,7 @@ extern "C" {
 
 /* ABI version of this header. */
 #define T4A_GPU_BACKEND_ABI_MAJOR 1
-#define T4A_GPU_BACKEND_ABI_MINOR 0
+#define T4A_GPU_BACKEND_ABI_MINOR 1
 
 /* The one symbol every v1 plugin exports. */
 #define T4A_GPU_BACKEND_V1_ENTRY_NAME "t4a_gpu_backend_v1_entry"
@@ -241,6 +241,8 @@ typedef struct t4a_device_info {
   int32_t max_shared_per_block;       /* bytes, without opt-in */
   int32_t max_shared_per_block_optin; /* bytes, with opt-in */
   int32_t warp_size;
+  /* -- v1.1 -- */
+  uint64_t max_pitch; /* largest row pitch of a 2D copy, bytes (v1.1) */
 } t4a_device_info;
 
 typedef struct t4a_compiler_info {
@@ -255,7 +257,7 @@ typedef struct t4a_compiler_info {
 /* Runtime creation options. NULL means all defaults. */
 typedef struct t4a_runtime_options {
   uint32_t struct_size;
-  uint32_t flags; /* must be 0 */
+  uint32_t flags; /* T4A_RUNTIME_* (v1.1); 0 in ABI 1.0 */
   /* Bytes of pinned staging for pageable transfers (allocated once at
    * creation, never exceeded). 0 = default (64 MiB). Minimum 64 KiB. */
   uint64_t staging_bytes;
@@ -271,6 +273,9 @@ typedef struct t4a_runtime_options {
   uint32_t copy_threads;
   uint32_t reserved; /* must be 0 */
 } t4a_runtime_options;
+
+/* Bits of t4a_runtime_options.flags (v1.1). */
+#define T4A_RUNTIME_TIMING 0x1u /* completion events record time: witness_elapsed */
 
 /* Per-runtime counters, monotonic unless marked "current". */
 typedef struct t4a_runtime_counters {
@@ -400,6 +405,36 @@ typedef struct t4a_raw_section {
   void *saved_context;
   uint64_t runtime_bits;
 } t4a_raw_section;
+
+/* A rectangle copy (v1.1): `rows` rows of `width` bytes; row r starts at
+ * byte offset + r * pitch of its side. Pitches are at least width (when
+ * rows > 1) and at most the device's max_pitch. */
+typedef struct t4a_copy_2d {
+  uint32_t struct_size;
+  uint32_t reserved; /* must be 0 */
+  uint64_t dst_offset; /* bytes from the start of the destination to its first row */
+  uint64_t dst_pitch;  /* bytes from one destination row to the next */
+  uint64_t src_offset;
+  uint64_t src_pitch;
+  uint64_t width; /* bytes per row */
+  uint64_t rows;
+} t4a_copy_2d;
+
+/* Memory of a runtime and its device (v1.1). */
+typedef struct t4a_memory_info {
+  uint32_t struct_size;
+  uint32_t reserved;
+  uint64_t device_free;  /* the device's free memory now, as the driver says (all processes) */
+  uint64_t device_total; /* the device's memory */
+  uint64_t pool_reserved;   /* device memory the runtime's pool holds */
+  uint64_t pool_used;       /* of it, allocated (live buffers and cached blocks) */
+  uint64_t pool_high_water; /* most pool_used ever (since creation) */
+  uint64_t cache_bytes;     /* of pool_used, freed blocks in the runtime's cache */
+  uint64_t staging_bytes;   /* pinned host memory of the runtime's staging */
+} t4a_memory_info;
+
+/* Bits of host_register's flags (v1.1). */
+#define T4A_HOST_REGISTER_READ_ONLY 0x1u /* the device only reads it: H2D copies only */
 
 /* ------------------------------------------------------------------------
  * The function table.
@@ -679,6 +714,61 @@ struct t4a_gpu_backend_v1 {
    * but a seal only covers it if it records an event for other work. */
   int (*raw_begin)(t4a_runtime rt, t4a_raw_section *section);
   int (*raw_end)(t4a_runtime rt, const t4a_raw_section *section);
+
+  /* -- memory (v1.1) -----------------------------------------------------
+   * memset: fills `count` elements of `element_size` bytes (1, 2 or 4)
+   * from byte `offset` of buf with the low element_size bytes of
+   * `pattern`, on the runtime's stream in call order. offset must be a
+   * multiple of element_size and the range must lie in the buffer
+   * (T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing. */
+  int (*memset)(t4a_runtime rt, t4a_buffer buf, uint64_t offset, uint32_t pattern,
+                uint32_t element_size, uint64_t count);
+
+  /* copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+   * copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+   * src to dst, on the stream in call order, as the 1D copy of the same
+   * kind does: the pinned ones are asynchronous (the host buffer must not
+   * be touched until a witness covering the copy is ready); the pageable
+   * ones go through the bounded staging (copy_2d_h2d returns once src was
+   * consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+   * one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+   * row is bounds-checked: T4A_ERANGE names the first row out of range. A
+   * pitch below width (rows > 1) or above the device's max_pitch is
+   * T4A_EINVAL. rows or width 0 enqueue nothing. */
+  int (*copy_2d_h2d_pinned)(t4a_runtime rt, t4a_buffer dst, t4a_host_buffer src,
+                            const t4a_copy_2d *g);
+  int (*copy_2d_d2h_pinned)(t4a_runtime rt, t4a_host_buffer dst, t4a_buffer src,
+                            const t4a_copy_2d *g);
+  int (*copy_2d_d2d)(t4a_runtime rt, t4a_buffer dst, t4a_buffer src, const t4a_copy_2d *g);
+  int (*copy_2d_h2d)(t4a_runtime rt, t4a_buffer dst, const void *src, const t4a_copy_2d *g);
+  int (*copy_2d_d2h)(t4a_runtime rt, void *dst, t4a_buffer src, const t4a_copy_2d *g);
+
+  /* runtime_memory_info: the device's free and total memory and the
+   * runtime's pool, cache and staging (see t4a_memory_info). */
+  int (*runtime_memory_info)(t4a_runtime rt, t4a_memory_info *out);
+
+  /* host_register: pins the consumer's host memory [ptr, ptr + bytes) and
+   * returns it as a host buffer every pinned copy accepts (offsets from
+   * ptr). The consumer keeps owning the memory and must not free it
+   * before host_unregister. A range overlapping another registered one of
+   * this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the
+   * device only reads it: a copy into it is T4A_EINVAL. host_free refuses
+   * a registered buffer (use host_unregister). */
+  int (*host_register)(t4a_runtime rt, void *ptr, uint64_t bytes, uint32_t flags,
+                       t4a_host_buffer *out);
+
+  /* host_unregister: the handle is stale at once; the memory is unpinned
+   * only after all enqueued work that uses it completed (as host_free). */
+  int (*host_unregister)(t4a_runtime rt, t4a_host_buffer hb);
+
+  /* -- completion (v1.1) ------------------------------------------------
+   * witness_elapsed: *ns = GPU time from start's completion point to
+   * end's, as the completion events recorded it (negative spans are
+   * T4A_EINVAL). Both witnesses must come from one runtime created with
+   * T4A_RUNTIME_TIMING (else T4A_EUNSUPPORTED; from two runtimes:
+   * T4A_EINVAL); T4A_ENOTREADY until both completed; valid after the
+   * runtime is destroyed. */
+  int (*witness_elapsed)(t4a_witness start, t4a_witness end, uint64_t *ns);
 };
 
 /* True when `table` is non-null and its struct_size covers `slot`. */
@@ -716,6 +806,13 @@ typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t calle
 #define T4A_LAUNCH_CONFIG_V1_0_SIZE T4A_SIZE_THROUGH(t4a_launch_config, shared_bytes)
 #define T4A_RAW_RUNTIME_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_runtime, device)
 #define T4A_RAW_SECTION_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_section, runtime_bits)
+
+/* Sizes of what ABI 1.1 added: the table as of 1.1, and the first published
+ * size of each struct 1.1 introduced. Frozen likewise. */
+#define T4A_GPU_BACKEND_V1_1_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, witness_elapsed)
+#define T4A_DEVICE_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_device_info, max_pitch)
+#define T4A_COPY_2D_V1_1_SIZE T4A_SIZE_THROUGH(t4a_copy_2d, rows)
+#define T4A_MEMORY_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_memory_info, staging_bytes)
 
 #ifdef __cplusplus
 }

@@ -105,7 +105,7 @@ STRUCTS = []  # every struct class in header order (handles, info structs, the t
 T4A_GPU_BACKEND_ABI_MAJOR = 1
 _export('T4A_GPU_BACKEND_ABI_MAJOR')
 
-T4A_GPU_BACKEND_ABI_MINOR = 0
+T4A_GPU_BACKEND_ABI_MINOR = 1
 _export('T4A_GPU_BACKEND_ABI_MINOR')
 
 # The one symbol every v1 plugin exports.
@@ -268,6 +268,10 @@ class t4a_device_info(Structure):
         # bytes, with opt-in
         ('max_shared_per_block_optin', c_int32),
         ('warp_size', c_int32),
+        # -- v1.1 --
+        #
+        # largest row pitch of a 2D copy, bytes (v1.1)
+        ('max_pitch', c_uint64),
     ]
 
 
@@ -298,7 +302,7 @@ class t4a_runtime_options(Structure):
     """Runtime creation options. NULL means all defaults."""
     _fields_ = [
         ('struct_size', c_uint32),
-        # must be 0
+        # T4A_RUNTIME_* (v1.1); 0 in ABI 1.0
         ('flags', c_uint32),
         # Bytes of pinned staging for pageable transfers (allocated once at
         # creation, never exceeded). 0 = default (64 MiB). Minimum 64 KiB.
@@ -320,6 +324,12 @@ class t4a_runtime_options(Structure):
 
 STRUCTS.append(t4a_runtime_options)
 _export('t4a_runtime_options')
+
+# Bits of t4a_runtime_options.flags (v1.1).
+#
+# completion events record time: witness_elapsed
+T4A_RUNTIME_TIMING = 1
+_export('T4A_RUNTIME_TIMING')
 
 
 class t4a_runtime_counters(Structure):
@@ -535,6 +545,63 @@ class t4a_raw_section(Structure):
 
 STRUCTS.append(t4a_raw_section)
 _export('t4a_raw_section')
+
+
+class t4a_copy_2d(Structure):
+    """A rectangle copy (v1.1): `rows` rows of `width` bytes; row r starts at
+    byte offset + r * pitch of its side. Pitches are at least width (when
+    rows > 1) and at most the device's max_pitch.
+    """
+    _fields_ = [
+        ('struct_size', c_uint32),
+        # must be 0
+        ('reserved', c_uint32),
+        # bytes from the start of the destination to its first row
+        ('dst_offset', c_uint64),
+        # bytes from one destination row to the next
+        ('dst_pitch', c_uint64),
+        ('src_offset', c_uint64),
+        ('src_pitch', c_uint64),
+        # bytes per row
+        ('width', c_uint64),
+        ('rows', c_uint64),
+    ]
+
+
+STRUCTS.append(t4a_copy_2d)
+_export('t4a_copy_2d')
+
+
+class t4a_memory_info(Structure):
+    """Memory of a runtime and its device (v1.1)."""
+    _fields_ = [
+        ('struct_size', c_uint32),
+        ('reserved', c_uint32),
+        # the device's free memory now, as the driver says (all processes)
+        ('device_free', c_uint64),
+        # the device's memory
+        ('device_total', c_uint64),
+        # device memory the runtime's pool holds
+        ('pool_reserved', c_uint64),
+        # of it, allocated (live buffers and cached blocks)
+        ('pool_used', c_uint64),
+        # most pool_used ever (since creation)
+        ('pool_high_water', c_uint64),
+        # of pool_used, freed blocks in the runtime's cache
+        ('cache_bytes', c_uint64),
+        # pinned host memory of the runtime's staging
+        ('staging_bytes', c_uint64),
+    ]
+
+
+STRUCTS.append(t4a_memory_info)
+_export('t4a_memory_info')
+
+# Bits of host_register's flags (v1.1).
+#
+# the device only reads it: H2D copies only
+T4A_HOST_REGISTER_READ_ONLY = 1
+_export('T4A_HOST_REGISTER_READ_ONLY')
 
 
 class t4a_gpu_backend_v1(Structure):
@@ -875,6 +942,128 @@ class t4a_gpu_backend_v1(Structure):
         # on the raw stream outside a raw_begin/raw_end pair is still ordered,
         # but a seal only covers it if it records an event for other work.
         ('raw_end', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_raw_section))),
+        # -- memory (v1.1)
+        # memset: fills `count` elements of `element_size` bytes (1, 2 or 4)
+        # from byte `offset` of buf with the low element_size bytes of
+        # `pattern`, on the runtime's stream in call order. offset must be a
+        # multiple of element_size and the range must lie in the buffer
+        # (T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing.
+        ('memset', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_buffer,
+            c_uint64,
+            c_uint32,
+            c_uint32,
+            c_uint64,
+        )),
+        # copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+        # copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+        # src to dst, on the stream in call order, as the 1D copy of the same
+        # kind does: the pinned ones are asynchronous (the host buffer must not
+        # be touched until a witness covering the copy is ready); the pageable
+        # ones go through the bounded staging (copy_2d_h2d returns once src was
+        # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # row is bounds-checked: T4A_ERANGE names the first row out of range. A
+        # pitch below width (rows > 1) or above the device's max_pitch is
+        # T4A_EINVAL. rows or width 0 enqueue nothing.
+        ('copy_2d_h2d_pinned', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_buffer,
+            t4a_host_buffer,
+            POINTER(t4a_copy_2d),
+        )),
+        # copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+        # copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+        # src to dst, on the stream in call order, as the 1D copy of the same
+        # kind does: the pinned ones are asynchronous (the host buffer must not
+        # be touched until a witness covering the copy is ready); the pageable
+        # ones go through the bounded staging (copy_2d_h2d returns once src was
+        # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # row is bounds-checked: T4A_ERANGE names the first row out of range. A
+        # pitch below width (rows > 1) or above the device's max_pitch is
+        # T4A_EINVAL. rows or width 0 enqueue nothing.
+        ('copy_2d_d2h_pinned', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_host_buffer,
+            t4a_buffer,
+            POINTER(t4a_copy_2d),
+        )),
+        # copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+        # copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+        # src to dst, on the stream in call order, as the 1D copy of the same
+        # kind does: the pinned ones are asynchronous (the host buffer must not
+        # be touched until a witness covering the copy is ready); the pageable
+        # ones go through the bounded staging (copy_2d_h2d returns once src was
+        # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # row is bounds-checked: T4A_ERANGE names the first row out of range. A
+        # pitch below width (rows > 1) or above the device's max_pitch is
+        # T4A_EINVAL. rows or width 0 enqueue nothing.
+        ('copy_2d_d2d', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_buffer,
+            t4a_buffer,
+            POINTER(t4a_copy_2d),
+        )),
+        # copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+        # copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+        # src to dst, on the stream in call order, as the 1D copy of the same
+        # kind does: the pinned ones are asynchronous (the host buffer must not
+        # be touched until a witness covering the copy is ready); the pageable
+        # ones go through the bounded staging (copy_2d_h2d returns once src was
+        # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # row is bounds-checked: T4A_ERANGE names the first row out of range. A
+        # pitch below width (rows > 1) or above the device's max_pitch is
+        # T4A_EINVAL. rows or width 0 enqueue nothing.
+        ('copy_2d_h2d', CFUNCTYPE(c_int, t4a_runtime, t4a_buffer, c_void_p, POINTER(t4a_copy_2d))),
+        # copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+        # copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+        # src to dst, on the stream in call order, as the 1D copy of the same
+        # kind does: the pinned ones are asynchronous (the host buffer must not
+        # be touched until a witness covering the copy is ready); the pageable
+        # ones go through the bounded staging (copy_2d_h2d returns once src was
+        # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # row is bounds-checked: T4A_ERANGE names the first row out of range. A
+        # pitch below width (rows > 1) or above the device's max_pitch is
+        # T4A_EINVAL. rows or width 0 enqueue nothing.
+        ('copy_2d_d2h', CFUNCTYPE(c_int, t4a_runtime, c_void_p, t4a_buffer, POINTER(t4a_copy_2d))),
+        # runtime_memory_info: the device's free and total memory and the
+        # runtime's pool, cache and staging (see t4a_memory_info).
+        ('runtime_memory_info', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_memory_info))),
+        # host_register: pins the consumer's host memory [ptr, ptr + bytes) and
+        # returns it as a host buffer every pinned copy accepts (offsets from
+        # ptr). The consumer keeps owning the memory and must not free it
+        # before host_unregister. A range overlapping another registered one of
+        # this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the
+        # device only reads it: a copy into it is T4A_EINVAL. host_free refuses
+        # a registered buffer (use host_unregister).
+        ('host_register', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            c_void_p,
+            c_uint64,
+            c_uint32,
+            POINTER(t4a_host_buffer),
+        )),
+        # host_unregister: the handle is stale at once; the memory is unpinned
+        # only after all enqueued work that uses it completed (as host_free).
+        ('host_unregister', CFUNCTYPE(c_int, t4a_runtime, t4a_host_buffer)),
+        # -- completion (v1.1)
+        # witness_elapsed: *ns = GPU time from start's completion point to
+        # end's, as the completion events recorded it (negative spans are
+        # T4A_EINVAL). Both witnesses must come from one runtime created with
+        # T4A_RUNTIME_TIMING (else T4A_EUNSUPPORTED; from two runtimes:
+        # T4A_EINVAL); T4A_ENOTREADY until both completed; valid after the
+        # runtime is destroyed.
+        ('witness_elapsed', CFUNCTYPE(c_int, t4a_witness, t4a_witness, POINTER(c_uint64))),
     ]
 
 
@@ -940,6 +1129,10 @@ FROZEN_SIZES = {
     't4a_launch_config': ('T4A_LAUNCH_CONFIG_V1_0_SIZE', 'shared_bytes'),
     't4a_raw_runtime': ('T4A_RAW_RUNTIME_V1_0_SIZE', 'device'),
     't4a_raw_section': ('T4A_RAW_SECTION_V1_0_SIZE', 'runtime_bits'),
+    't4a_gpu_backend_v1': ('T4A_GPU_BACKEND_V1_1_SIZE', 'witness_elapsed'),
+    't4a_device_info': ('T4A_DEVICE_INFO_V1_1_SIZE', 'max_pitch'),
+    't4a_copy_2d': ('T4A_COPY_2D_V1_1_SIZE', 'rows'),
+    't4a_memory_info': ('T4A_MEMORY_INFO_V1_1_SIZE', 'staging_bytes'),
 }
 # Sizes of the v1.0 versions of the table and of the growing structs: a
 # callee rejects a struct_size below these with T4A_EINVAL. Frozen: a later
@@ -958,6 +1151,12 @@ T4A_FUNCTION_ATTRIBUTES_V1_0_SIZE = size_through(t4a_function_attributes, 'binar
 T4A_LAUNCH_CONFIG_V1_0_SIZE = size_through(t4a_launch_config, 'shared_bytes')
 T4A_RAW_RUNTIME_V1_0_SIZE = size_through(t4a_raw_runtime, 'device')
 T4A_RAW_SECTION_V1_0_SIZE = size_through(t4a_raw_section, 'runtime_bits')
+# Sizes of what ABI 1.1 added: the table as of 1.1, and the first published
+# size of each struct 1.1 introduced. Frozen likewise.
+T4A_GPU_BACKEND_V1_1_SIZE = size_through(t4a_gpu_backend_v1, 'witness_elapsed')
+T4A_DEVICE_INFO_V1_1_SIZE = size_through(t4a_device_info, 'max_pitch')
+T4A_COPY_2D_V1_1_SIZE = size_through(t4a_copy_2d, 'rows')
+T4A_MEMORY_INFO_V1_1_SIZE = size_through(t4a_memory_info, 'staging_bytes')
 _export('size_through', 'FROZEN_SIZES', *[v[0] for v in FROZEN_SIZES.values()])
 
 # The loader library's functions: (name, restype, argtypes, parameter names,
@@ -1264,5 +1463,92 @@ SLOT_DOCS = {
         'event covering it. Pairs nest per thread in LIFO order. Work enqueued\n'
         'on the raw stream outside a raw_begin/raw_end pair is still ordered,\n'
         'but a seal only covers it if it records an event for other work.'),
+    'memset': (
+        'memset: fills `count` elements of `element_size` bytes (1, 2 or 4)\n'
+        'from byte `offset` of buf with the low element_size bytes of\n'
+        "`pattern`, on the runtime's stream in call order. offset must be a\n"
+        'multiple of element_size and the range must lie in the buffer\n'
+        '(T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing.'),
+    'copy_2d_h2d_pinned': (
+        'copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /\n'
+        'copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from\n'
+        'src to dst, on the stream in call order, as the 1D copy of the same\n'
+        'kind does: the pinned ones are asynchronous (the host buffer must not\n'
+        'be touched until a witness covering the copy is ready); the pageable\n'
+        'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
+        'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
+        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
+        "pitch below width (rows > 1) or above the device's max_pitch is\n"
+        'T4A_EINVAL. rows or width 0 enqueue nothing.'),
+    'copy_2d_d2h_pinned': (
+        'copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /\n'
+        'copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from\n'
+        'src to dst, on the stream in call order, as the 1D copy of the same\n'
+        'kind does: the pinned ones are asynchronous (the host buffer must not\n'
+        'be touched until a witness covering the copy is ready); the pageable\n'
+        'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
+        'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
+        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
+        "pitch below width (rows > 1) or above the device's max_pitch is\n"
+        'T4A_EINVAL. rows or width 0 enqueue nothing.'),
+    'copy_2d_d2d': (
+        'copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /\n'
+        'copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from\n'
+        'src to dst, on the stream in call order, as the 1D copy of the same\n'
+        'kind does: the pinned ones are asynchronous (the host buffer must not\n'
+        'be touched until a witness covering the copy is ready); the pageable\n'
+        'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
+        'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
+        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
+        "pitch below width (rows > 1) or above the device's max_pitch is\n"
+        'T4A_EINVAL. rows or width 0 enqueue nothing.'),
+    'copy_2d_h2d': (
+        'copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /\n'
+        'copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from\n'
+        'src to dst, on the stream in call order, as the 1D copy of the same\n'
+        'kind does: the pinned ones are asynchronous (the host buffer must not\n'
+        'be touched until a witness covering the copy is ready); the pageable\n'
+        'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
+        'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
+        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
+        "pitch below width (rows > 1) or above the device's max_pitch is\n"
+        'T4A_EINVAL. rows or width 0 enqueue nothing.'),
+    'copy_2d_d2h': (
+        'copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /\n'
+        'copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from\n'
+        'src to dst, on the stream in call order, as the 1D copy of the same\n'
+        'kind does: the pinned ones are asynchronous (the host buffer must not\n'
+        'be touched until a witness covering the copy is ready); the pageable\n'
+        'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
+        'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
+        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
+        "pitch below width (rows > 1) or above the device's max_pitch is\n"
+        'T4A_EINVAL. rows or width 0 enqueue nothing.'),
+    'runtime_memory_info': (
+        "runtime_memory_info: the device's free and total memory and the\n"
+        "runtime's pool, cache and staging (see t4a_memory_info)."),
+    'host_register': (
+        "host_register: pins the consumer's host memory [ptr, ptr + bytes) and\n"
+        'returns it as a host buffer every pinned copy accepts (offsets from\n'
+        'ptr). The consumer keeps owning the memory and must not free it\n'
+        'before host_unregister. A range overlapping another registered one of\n'
+        'this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the\n'
+        'device only reads it: a copy into it is T4A_EINVAL. host_free refuses\n'
+        'a registered buffer (use host_unregister).'),
+    'host_unregister': (
+        'host_unregister: the handle is stale at once; the memory is unpinned\n'
+        'only after all enqueued work that uses it completed (as host_free).'),
+    'witness_elapsed': (
+        "witness_elapsed: *ns = GPU time from start's completion point to\n"
+        "end's, as the completion events recorded it (negative spans are\n"
+        'T4A_EINVAL). Both witnesses must come from one runtime created with\n'
+        'T4A_RUNTIME_TIMING (else T4A_EUNSUPPORTED; from two runtimes:\n'
+        'T4A_EINVAL); T4A_ENOTREADY until both completed; valid after the\n'
+        'runtime is destroyed.'),
 }
 _export('SLOT_DOCS')

@@ -377,7 +377,7 @@ impl Status {
 /// ABI version of this header.
 pub const T4A_GPU_BACKEND_ABI_MAJOR: c_int = 1;
 
-pub const T4A_GPU_BACKEND_ABI_MINOR: c_int = 0;
+pub const T4A_GPU_BACKEND_ABI_MINOR: c_int = 1;
 
 /// The one symbol every v1 plugin exports.
 pub const T4A_GPU_BACKEND_V1_ENTRY_NAME: &str = "t4a_gpu_backend_v1_entry";
@@ -541,6 +541,10 @@ pub struct t4a_device_info {
     /// bytes, with opt-in
     pub max_shared_per_block_optin: i32,
     pub warp_size: i32,
+    /// -- v1.1 --
+    ///
+    /// largest row pitch of a 2D copy, bytes (v1.1)
+    pub max_pitch: u64,
 }
 
 impl Default for t4a_device_info {
@@ -607,7 +611,7 @@ impl t4a_compiler_info {
 #[derive(Clone, Copy, Debug)]
 pub struct t4a_runtime_options {
     pub struct_size: u32,
-    /// must be 0
+    /// T4A_RUNTIME_* (v1.1); 0 in ABI 1.0
     pub flags: u32,
     /// Bytes of pinned staging for pageable transfers (allocated once at
     /// creation, never exceeded). 0 = default (64 MiB). Minimum 64 KiB.
@@ -647,6 +651,11 @@ impl t4a_runtime_options {
         }
     }
 }
+
+/// Bits of t4a_runtime_options.flags (v1.1).
+///
+/// completion events record time: witness_elapsed
+pub const T4A_RUNTIME_TIMING: u32 = 1;
 
 /// Per-runtime counters, monotonic unless marked "current".
 #[repr(C)]
@@ -1001,6 +1010,97 @@ impl t4a_raw_section {
     }
 }
 
+/// A rectangle copy (v1.1): `rows` rows of `width` bytes; row r starts at
+/// byte offset + r * pitch of its side. Pitches are at least width (when
+/// rows > 1) and at most the device's max_pitch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_copy_2d {
+    pub struct_size: u32,
+    /// must be 0
+    pub reserved: u32,
+    /// bytes from the start of the destination to its first row
+    pub dst_offset: u64,
+    /// bytes from one destination row to the next
+    pub dst_pitch: u64,
+    pub src_offset: u64,
+    pub src_pitch: u64,
+    /// bytes per row
+    pub width: u64,
+    pub rows: u64,
+}
+
+impl Default for t4a_copy_2d {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_copy_2d {
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// Memory of a runtime and its device (v1.1).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_memory_info {
+    pub struct_size: u32,
+    pub reserved: u32,
+    /// the device's free memory now, as the driver says (all processes)
+    pub device_free: u64,
+    /// the device's memory
+    pub device_total: u64,
+    /// device memory the runtime's pool holds
+    pub pool_reserved: u64,
+    /// of it, allocated (live buffers and cached blocks)
+    pub pool_used: u64,
+    /// most pool_used ever (since creation)
+    pub pool_high_water: u64,
+    /// of pool_used, freed blocks in the runtime's cache
+    pub cache_bytes: u64,
+    /// pinned host memory of the runtime's staging
+    pub staging_bytes: u64,
+}
+
+impl Default for t4a_memory_info {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_memory_info {
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// Bits of host_register's flags (v1.1).
+///
+/// the device only reads it: H2D copies only
+pub const T4A_HOST_REGISTER_READ_ONLY: u32 = 1;
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct t4a_gpu_backend_v1 {
@@ -1243,6 +1343,95 @@ pub struct t4a_gpu_backend_v1 {
     /// on the raw stream outside a raw_begin/raw_end pair is still ordered,
     /// but a seal only covers it if it records an event for other work.
     pub raw_end: Option<unsafe extern "C" fn(rt: t4a_runtime, section: *const t4a_raw_section) -> c_int>,
+    // -- memory (v1.1)
+    /// memset: fills `count` elements of `element_size` bytes (1, 2 or 4)
+    /// from byte `offset` of buf with the low element_size bytes of
+    /// `pattern`, on the runtime's stream in call order. offset must be a
+    /// multiple of element_size and the range must lie in the buffer
+    /// (T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing.
+    pub memset: Option<unsafe extern "C" fn(rt: t4a_runtime, buf: t4a_buffer, offset: u64, pattern: u32, element_size: u32, count: u64) -> c_int>,
+    /// copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+    /// copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+    /// src to dst, on the stream in call order, as the 1D copy of the same
+    /// kind does: the pinned ones are asynchronous (the host buffer must not
+    /// be touched until a witness covering the copy is ready); the pageable
+    /// ones go through the bounded staging (copy_2d_h2d returns once src was
+    /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
+    /// pitch below width (rows > 1) or above the device's max_pitch is
+    /// T4A_EINVAL. rows or width 0 enqueue nothing.
+    pub copy_2d_h2d_pinned: Option<unsafe extern "C" fn(rt: t4a_runtime, dst: t4a_buffer, src: t4a_host_buffer, g: *const t4a_copy_2d) -> c_int>,
+    /// copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+    /// copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+    /// src to dst, on the stream in call order, as the 1D copy of the same
+    /// kind does: the pinned ones are asynchronous (the host buffer must not
+    /// be touched until a witness covering the copy is ready); the pageable
+    /// ones go through the bounded staging (copy_2d_h2d returns once src was
+    /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
+    /// pitch below width (rows > 1) or above the device's max_pitch is
+    /// T4A_EINVAL. rows or width 0 enqueue nothing.
+    pub copy_2d_d2h_pinned: Option<unsafe extern "C" fn(rt: t4a_runtime, dst: t4a_host_buffer, src: t4a_buffer, g: *const t4a_copy_2d) -> c_int>,
+    /// copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+    /// copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+    /// src to dst, on the stream in call order, as the 1D copy of the same
+    /// kind does: the pinned ones are asynchronous (the host buffer must not
+    /// be touched until a witness covering the copy is ready); the pageable
+    /// ones go through the bounded staging (copy_2d_h2d returns once src was
+    /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
+    /// pitch below width (rows > 1) or above the device's max_pitch is
+    /// T4A_EINVAL. rows or width 0 enqueue nothing.
+    pub copy_2d_d2d: Option<unsafe extern "C" fn(rt: t4a_runtime, dst: t4a_buffer, src: t4a_buffer, g: *const t4a_copy_2d) -> c_int>,
+    /// copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+    /// copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+    /// src to dst, on the stream in call order, as the 1D copy of the same
+    /// kind does: the pinned ones are asynchronous (the host buffer must not
+    /// be touched until a witness covering the copy is ready); the pageable
+    /// ones go through the bounded staging (copy_2d_h2d returns once src was
+    /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
+    /// pitch below width (rows > 1) or above the device's max_pitch is
+    /// T4A_EINVAL. rows or width 0 enqueue nothing.
+    pub copy_2d_h2d: Option<unsafe extern "C" fn(rt: t4a_runtime, dst: t4a_buffer, src: *const c_void, g: *const t4a_copy_2d) -> c_int>,
+    /// copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
+    /// copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
+    /// src to dst, on the stream in call order, as the 1D copy of the same
+    /// kind does: the pinned ones are asynchronous (the host buffer must not
+    /// be touched until a witness covering the copy is ready); the pageable
+    /// ones go through the bounded staging (copy_2d_h2d returns once src was
+    /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
+    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
+    /// pitch below width (rows > 1) or above the device's max_pitch is
+    /// T4A_EINVAL. rows or width 0 enqueue nothing.
+    pub copy_2d_d2h: Option<unsafe extern "C" fn(rt: t4a_runtime, dst: *mut c_void, src: t4a_buffer, g: *const t4a_copy_2d) -> c_int>,
+    /// runtime_memory_info: the device's free and total memory and the
+    /// runtime's pool, cache and staging (see t4a_memory_info).
+    pub runtime_memory_info: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_memory_info) -> c_int>,
+    /// host_register: pins the consumer's host memory [ptr, ptr + bytes) and
+    /// returns it as a host buffer every pinned copy accepts (offsets from
+    /// ptr). The consumer keeps owning the memory and must not free it
+    /// before host_unregister. A range overlapping another registered one of
+    /// this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the
+    /// device only reads it: a copy into it is T4A_EINVAL. host_free refuses
+    /// a registered buffer (use host_unregister).
+    pub host_register: Option<unsafe extern "C" fn(rt: t4a_runtime, ptr: *mut c_void, bytes: u64, flags: u32, out: *mut t4a_host_buffer) -> c_int>,
+    /// host_unregister: the handle is stale at once; the memory is unpinned
+    /// only after all enqueued work that uses it completed (as host_free).
+    pub host_unregister: Option<unsafe extern "C" fn(rt: t4a_runtime, hb: t4a_host_buffer) -> c_int>,
+    // -- completion (v1.1)
+    /// witness_elapsed: *ns = GPU time from start's completion point to
+    /// end's, as the completion events recorded it (negative spans are
+    /// T4A_EINVAL). Both witnesses must come from one runtime created with
+    /// T4A_RUNTIME_TIMING (else T4A_EUNSUPPORTED; from two runtimes:
+    /// T4A_EINVAL); T4A_ENOTREADY until both completed; valid after the
+    /// runtime is destroyed.
+    pub witness_elapsed: Option<unsafe extern "C" fn(start: t4a_witness, end: t4a_witness, ns: *mut u64) -> c_int>,
 }
 
 impl Default for t4a_gpu_backend_v1 {
@@ -1321,6 +1510,16 @@ impl t4a_gpu_backend_v1 {
         ("raw_function", 400),
         ("raw_begin", 408),
         ("raw_end", 416),
+        ("memset", 424),
+        ("copy_2d_h2d_pinned", 432),
+        ("copy_2d_d2h_pinned", 440),
+        ("copy_2d_d2d", 448),
+        ("copy_2d_h2d", 456),
+        ("copy_2d_d2h", 464),
+        ("runtime_memory_info", 472),
+        ("host_register", 480),
+        ("host_unregister", 488),
+        ("witness_elapsed", 496),
     ];
 }
 
@@ -1390,6 +1589,24 @@ pub const T4A_RAW_RUNTIME_V1_0_SIZE: usize = 28;
 ///
 /// `T4A_SIZE_THROUGH(t4a_raw_section, runtime_bits)` (LP64).
 pub const T4A_RAW_SECTION_V1_0_SIZE: usize = 24;
+
+/// Sizes of what ABI 1.1 added: the table as of 1.1, and the first published
+/// size of each struct 1.1 introduced. Frozen likewise.
+///
+/// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, witness_elapsed)` (LP64).
+pub const T4A_GPU_BACKEND_V1_1_SIZE: usize = 496;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_device_info, max_pitch)` (LP64).
+pub const T4A_DEVICE_INFO_V1_1_SIZE: usize = 384;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_copy_2d, rows)` (LP64).
+pub const T4A_COPY_2D_V1_1_SIZE: usize = 56;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_memory_info, staging_bytes)` (LP64).
+pub const T4A_MEMORY_INFO_V1_1_SIZE: usize = 64;
 
 /// An open backend (opaque, reference counted).
 #[repr(C)]
@@ -1476,7 +1693,7 @@ const _: () = {
     assert!(size_of::<t4a_function>() == 8 && align_of::<t4a_function>() == 8);
     assert!(size_of::<t4a_error_info>() == 32 && align_of::<t4a_error_info>() == 8);
     assert!(size_of::<t4a_backend_info>() == 336 && align_of::<t4a_backend_info>() == 4);
-    assert!(size_of::<t4a_device_info>() == 376 && align_of::<t4a_device_info>() == 8);
+    assert!(size_of::<t4a_device_info>() == 384 && align_of::<t4a_device_info>() == 8);
     assert!(size_of::<t4a_compiler_info>() == 528 && align_of::<t4a_compiler_info>() == 4);
     assert!(size_of::<t4a_runtime_options>() == 40 && align_of::<t4a_runtime_options>() == 8);
     assert!(size_of::<t4a_runtime_counters>() == 224 && align_of::<t4a_runtime_counters>() == 8);
@@ -1487,7 +1704,9 @@ const _: () = {
     assert!(size_of::<t4a_launch_config>() == 32 && align_of::<t4a_launch_config>() == 4);
     assert!(size_of::<t4a_raw_runtime>() == 32 && align_of::<t4a_raw_runtime>() == 8);
     assert!(size_of::<t4a_raw_section>() == 24 && align_of::<t4a_raw_section>() == 8);
-    assert!(size_of::<t4a_gpu_backend_v1>() == 416 && align_of::<t4a_gpu_backend_v1>() == 8);
+    assert!(size_of::<t4a_copy_2d>() == 56 && align_of::<t4a_copy_2d>() == 8);
+    assert!(size_of::<t4a_memory_info>() == 64 && align_of::<t4a_memory_info>() == 8);
+    assert!(size_of::<t4a_gpu_backend_v1>() == 496 && align_of::<t4a_gpu_backend_v1>() == 8);
     assert!(size_of::<t4a_gpu_backend_entry>() == 4160 && align_of::<t4a_gpu_backend_entry>() == 1);
     // A slot must be exactly a nullable C function pointer.
     assert!(

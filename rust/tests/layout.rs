@@ -95,6 +95,7 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_device_info, max_shared_per_block);
     field!(got, t4a_device_info, max_shared_per_block_optin);
     field!(got, t4a_device_info, warp_size);
+    field!(got, t4a_device_info, max_pitch);
     got.push(("struct t4a_compiler_info".into(), format!("{} {}", size_of::<t4a_compiler_info>(), std::mem::align_of::<t4a_compiler_info>())));
     field!(got, t4a_compiler_info, struct_size);
     field!(got, t4a_compiler_info, status);
@@ -195,6 +196,25 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_raw_section, reserved);
     field!(got, t4a_raw_section, saved_context);
     field!(got, t4a_raw_section, runtime_bits);
+    got.push(("struct t4a_copy_2d".into(), format!("{} {}", size_of::<t4a_copy_2d>(), std::mem::align_of::<t4a_copy_2d>())));
+    field!(got, t4a_copy_2d, struct_size);
+    field!(got, t4a_copy_2d, reserved);
+    field!(got, t4a_copy_2d, dst_offset);
+    field!(got, t4a_copy_2d, dst_pitch);
+    field!(got, t4a_copy_2d, src_offset);
+    field!(got, t4a_copy_2d, src_pitch);
+    field!(got, t4a_copy_2d, width);
+    field!(got, t4a_copy_2d, rows);
+    got.push(("struct t4a_memory_info".into(), format!("{} {}", size_of::<t4a_memory_info>(), std::mem::align_of::<t4a_memory_info>())));
+    field!(got, t4a_memory_info, struct_size);
+    field!(got, t4a_memory_info, reserved);
+    field!(got, t4a_memory_info, device_free);
+    field!(got, t4a_memory_info, device_total);
+    field!(got, t4a_memory_info, pool_reserved);
+    field!(got, t4a_memory_info, pool_used);
+    field!(got, t4a_memory_info, pool_high_water);
+    field!(got, t4a_memory_info, cache_bytes);
+    field!(got, t4a_memory_info, staging_bytes);
     got.push(("struct t4a_gpu_backend_v1".into(), format!("{} {}", size_of::<t4a_gpu_backend_v1>(), std::mem::align_of::<t4a_gpu_backend_v1>())));
     field!(got, t4a_gpu_backend_v1, struct_size);
     field!(got, t4a_gpu_backend_v1, abi_major);
@@ -250,6 +270,16 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_gpu_backend_v1, raw_function);
     field!(got, t4a_gpu_backend_v1, raw_begin);
     field!(got, t4a_gpu_backend_v1, raw_end);
+    field!(got, t4a_gpu_backend_v1, memset);
+    field!(got, t4a_gpu_backend_v1, copy_2d_h2d_pinned);
+    field!(got, t4a_gpu_backend_v1, copy_2d_d2h_pinned);
+    field!(got, t4a_gpu_backend_v1, copy_2d_d2d);
+    field!(got, t4a_gpu_backend_v1, copy_2d_h2d);
+    field!(got, t4a_gpu_backend_v1, copy_2d_d2h);
+    field!(got, t4a_gpu_backend_v1, runtime_memory_info);
+    field!(got, t4a_gpu_backend_v1, host_register);
+    field!(got, t4a_gpu_backend_v1, host_unregister);
+    field!(got, t4a_gpu_backend_v1, witness_elapsed);
     got.push(("struct t4a_gpu_backend_entry".into(), format!("{} {}", size_of::<t4a_gpu_backend_entry>(), std::mem::align_of::<t4a_gpu_backend_entry>())));
     field!(got, t4a_gpu_backend_entry, name);
     field!(got, t4a_gpu_backend_entry, path);
@@ -268,7 +298,7 @@ fn every_struct_and_field_matches_c() {
         }
     }
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
-    assert_eq!(got.len(), 204, "structs and fields checked");
+    assert_eq!(got.len(), 234, "structs and fields checked");
 }
 
 #[test]
@@ -305,6 +335,7 @@ fn every_constant_matches_c() {
         ("T4A_DEVICE_MEMORY_POOLS", T4A_DEVICE_MEMORY_POOLS as i128),
         ("T4A_DEVICE_INTEGRATED", T4A_DEVICE_INTEGRATED as i128),
         ("T4A_DEVICE_UNIFIED_ADDRESSING", T4A_DEVICE_UNIFIED_ADDRESSING as i128),
+        ("T4A_RUNTIME_TIMING", T4A_RUNTIME_TIMING as i128),
         ("T4A_HOST_WRITE_COMBINED", T4A_HOST_WRITE_COMBINED as i128),
         ("T4A_ARTIFACT_PTX", T4A_ARTIFACT_PTX as i128),
         ("T4A_ARTIFACT_CUBIN", T4A_ARTIFACT_CUBIN as i128),
@@ -313,6 +344,7 @@ fn every_constant_matches_c() {
         ("T4A_COMPILE_NO_CACHE", T4A_COMPILE_NO_CACHE as i128),
         ("T4A_CACHE_MEMORY", T4A_CACHE_MEMORY as i128),
         ("T4A_CACHE_DISK", T4A_CACHE_DISK as i128),
+        ("T4A_HOST_REGISTER_READ_ONLY", T4A_HOST_REGISTER_READ_ONLY as i128),
         ("T4A_GPU_BACKEND_V1_0_SIZE", T4A_GPU_BACKEND_V1_0_SIZE as i128),
         ("T4A_ERROR_INFO_V1_0_SIZE", T4A_ERROR_INFO_V1_0_SIZE as i128),
         ("T4A_BACKEND_INFO_V1_0_SIZE", T4A_BACKEND_INFO_V1_0_SIZE as i128),
@@ -327,6 +359,10 @@ fn every_constant_matches_c() {
         ("T4A_LAUNCH_CONFIG_V1_0_SIZE", T4A_LAUNCH_CONFIG_V1_0_SIZE as i128),
         ("T4A_RAW_RUNTIME_V1_0_SIZE", T4A_RAW_RUNTIME_V1_0_SIZE as i128),
         ("T4A_RAW_SECTION_V1_0_SIZE", T4A_RAW_SECTION_V1_0_SIZE as i128),
+        ("T4A_GPU_BACKEND_V1_1_SIZE", T4A_GPU_BACKEND_V1_1_SIZE as i128),
+        ("T4A_DEVICE_INFO_V1_1_SIZE", T4A_DEVICE_INFO_V1_1_SIZE as i128),
+        ("T4A_COPY_2D_V1_1_SIZE", T4A_COPY_2D_V1_1_SIZE as i128),
+        ("T4A_MEMORY_INFO_V1_1_SIZE", T4A_MEMORY_INFO_V1_1_SIZE as i128),
     ];
     for (name, value) in &got {
         let want = c.get(&format!("const {name}"));

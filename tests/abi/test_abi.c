@@ -73,15 +73,38 @@ _Static_assert(offsetof(t4a_gpu_backend_v1, name) == 8, "name at 8");
                  #slot " follows " #prev);
 V1_0_SLOTS(FOLLOWS)
 
-/* v1.0 ends at raw_end; the frozen size constants agree with the structs. */
-_Static_assert(T4A_GPU_BACKEND_V1_0_SIZE == sizeof(t4a_gpu_backend_v1),
-               "the v1.0 table is the whole struct in ABI 1.0");
-_Static_assert(sizeof(t4a_gpu_backend_v1) == 8 + 2 * sizeof(void *) + 49 * sizeof(void *),
-               "v1.0 table: header + name/version + 49 slots");
+/* v1.0 ends at raw_end: its frozen size is header + name/version + 49
+ * slots, whatever later minors append. */
+_Static_assert(T4A_GPU_BACKEND_V1_0_SIZE == 8 + 2 * sizeof(void *) + 49 * sizeof(void *),
+               "v1.0 table: header + name/version + 49 slots, frozen");
+
+/* v1.1 appends ten slots after raw_end, in this order. */
+#define V1_1_SLOTS(X)                                                                              \
+  X(memset, raw_end)                                                                               \
+  X(copy_2d_h2d_pinned, memset)                                                                    \
+  X(copy_2d_d2h_pinned, copy_2d_h2d_pinned)                                                        \
+  X(copy_2d_d2d, copy_2d_d2h_pinned)                                                               \
+  X(copy_2d_h2d, copy_2d_d2d)                                                                      \
+  X(copy_2d_d2h, copy_2d_h2d)                                                                      \
+  X(runtime_memory_info, copy_2d_d2h)                                                              \
+  X(host_register, runtime_memory_info)                                                            \
+  X(host_unregister, host_register)                                                                \
+  X(witness_elapsed, host_unregister)
+V1_1_SLOTS(FOLLOWS)
+_Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + 10 * sizeof(void *),
+               "v1.1 table: v1.0 + 10 slots, frozen");
+_Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_1_SIZE,
+               "the v1.1 table is the whole struct in ABI 1.1");
+_Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 1, "this header is ABI 1.1");
 _Static_assert(sizeof(t4a_runtime) == 8 && sizeof(t4a_buffer) == 8 && sizeof(t4a_witness) == 8,
                "handles are one 64-bit value");
 _Static_assert(offsetof(t4a_device_info, struct_size) == 0, "info structs start with size");
-_Static_assert(T4A_DEVICE_INFO_V1_0_SIZE == sizeof(t4a_device_info), "device info v1.0");
+_Static_assert(T4A_DEVICE_INFO_V1_0_SIZE == 376, "device info v1.0 is 376 bytes, frozen");
+_Static_assert(T4A_DEVICE_INFO_V1_1_SIZE == 384 && sizeof(t4a_device_info) == 384,
+               "device info v1.1 appends max_pitch");
+_Static_assert(T4A_COPY_2D_V1_1_SIZE == 56 && sizeof(t4a_copy_2d) == 56, "copy_2d v1.1");
+_Static_assert(T4A_MEMORY_INFO_V1_1_SIZE == 64 && sizeof(t4a_memory_info) == 64,
+               "memory info v1.1");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 bytes");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 8, "options layout");
 _Static_assert(T4A_LAUNCH_CONFIG_V1_0_SIZE == 32, "launch config v1.0 is 32 bytes");

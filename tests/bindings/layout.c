@@ -65,6 +65,7 @@ int main(void) {
   FIELD(t4a_device_info, max_shared_per_block);
   FIELD(t4a_device_info, max_shared_per_block_optin);
   FIELD(t4a_device_info, warp_size);
+  FIELD(t4a_device_info, max_pitch);
   STRUCT(t4a_compiler_info);
   FIELD(t4a_compiler_info, struct_size);
   FIELD(t4a_compiler_info, status);
@@ -165,6 +166,25 @@ int main(void) {
   FIELD(t4a_raw_section, reserved);
   FIELD(t4a_raw_section, saved_context);
   FIELD(t4a_raw_section, runtime_bits);
+  STRUCT(t4a_copy_2d);
+  FIELD(t4a_copy_2d, struct_size);
+  FIELD(t4a_copy_2d, reserved);
+  FIELD(t4a_copy_2d, dst_offset);
+  FIELD(t4a_copy_2d, dst_pitch);
+  FIELD(t4a_copy_2d, src_offset);
+  FIELD(t4a_copy_2d, src_pitch);
+  FIELD(t4a_copy_2d, width);
+  FIELD(t4a_copy_2d, rows);
+  STRUCT(t4a_memory_info);
+  FIELD(t4a_memory_info, struct_size);
+  FIELD(t4a_memory_info, reserved);
+  FIELD(t4a_memory_info, device_free);
+  FIELD(t4a_memory_info, device_total);
+  FIELD(t4a_memory_info, pool_reserved);
+  FIELD(t4a_memory_info, pool_used);
+  FIELD(t4a_memory_info, pool_high_water);
+  FIELD(t4a_memory_info, cache_bytes);
+  FIELD(t4a_memory_info, staging_bytes);
   STRUCT(t4a_gpu_backend_v1);
   FIELD(t4a_gpu_backend_v1, struct_size);
   FIELD(t4a_gpu_backend_v1, abi_major);
@@ -220,6 +240,16 @@ int main(void) {
   FIELD(t4a_gpu_backend_v1, raw_function);
   FIELD(t4a_gpu_backend_v1, raw_begin);
   FIELD(t4a_gpu_backend_v1, raw_end);
+  FIELD(t4a_gpu_backend_v1, memset);
+  FIELD(t4a_gpu_backend_v1, copy_2d_h2d_pinned);
+  FIELD(t4a_gpu_backend_v1, copy_2d_d2h_pinned);
+  FIELD(t4a_gpu_backend_v1, copy_2d_d2d);
+  FIELD(t4a_gpu_backend_v1, copy_2d_h2d);
+  FIELD(t4a_gpu_backend_v1, copy_2d_d2h);
+  FIELD(t4a_gpu_backend_v1, runtime_memory_info);
+  FIELD(t4a_gpu_backend_v1, host_register);
+  FIELD(t4a_gpu_backend_v1, host_unregister);
+  FIELD(t4a_gpu_backend_v1, witness_elapsed);
   STRUCT(t4a_gpu_backend_entry);
   FIELD(t4a_gpu_backend_entry, name);
   FIELD(t4a_gpu_backend_entry, path);
@@ -253,6 +283,7 @@ int main(void) {
   CONST(T4A_DEVICE_MEMORY_POOLS);
   CONST(T4A_DEVICE_INTEGRATED);
   CONST(T4A_DEVICE_UNIFIED_ADDRESSING);
+  CONST(T4A_RUNTIME_TIMING);
   CONST(T4A_HOST_WRITE_COMBINED);
   CONST(T4A_ARTIFACT_PTX);
   CONST(T4A_ARTIFACT_CUBIN);
@@ -261,6 +292,7 @@ int main(void) {
   CONST(T4A_COMPILE_NO_CACHE);
   CONST(T4A_CACHE_MEMORY);
   CONST(T4A_CACHE_DISK);
+  CONST(T4A_HOST_REGISTER_READ_ONLY);
   UCONST(T4A_GPU_BACKEND_V1_0_SIZE);
   UCONST(T4A_ERROR_INFO_V1_0_SIZE);
   UCONST(T4A_BACKEND_INFO_V1_0_SIZE);
@@ -275,5 +307,9 @@ int main(void) {
   UCONST(T4A_LAUNCH_CONFIG_V1_0_SIZE);
   UCONST(T4A_RAW_RUNTIME_V1_0_SIZE);
   UCONST(T4A_RAW_SECTION_V1_0_SIZE);
+  UCONST(T4A_GPU_BACKEND_V1_1_SIZE);
+  UCONST(T4A_DEVICE_INFO_V1_1_SIZE);
+  UCONST(T4A_COPY_2D_V1_1_SIZE);
+  UCONST(T4A_MEMORY_INFO_V1_1_SIZE);
   return 0;
 }

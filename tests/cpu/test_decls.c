@@ -31,6 +31,9 @@ struct ours_pool_props {
 struct ours_access_desc {
   T4A__CUMEMACCESSDESC_FIELDS
 };
+struct ours_memcpy2d {
+  T4A__CUDA_MEMCPY2D_FIELDS
+};
 #define SAME_LAYOUT(ours, theirs, field)                                                           \
   _Static_assert(offsetof(ours, field) == offsetof(theirs, field), #field " offset");
 _Static_assert(sizeof(struct ours_pool_props) == sizeof(CUmemPoolProps), "CUmemPoolProps size");
@@ -47,6 +50,23 @@ SAME_LAYOUT(struct ours_location, CUmemLocation, id)
 _Static_assert(sizeof(struct ours_access_desc) == sizeof(CUmemAccessDesc), "access desc size");
 SAME_LAYOUT(struct ours_access_desc, CUmemAccessDesc, location)
 SAME_LAYOUT(struct ours_access_desc, CUmemAccessDesc, flags)
+_Static_assert(sizeof(struct ours_memcpy2d) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D size");
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, srcXInBytes)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, srcY)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, srcMemoryType)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, srcHost)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, srcDevice)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, srcArray)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, srcPitch)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstXInBytes)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstY)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstMemoryType)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstHost)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstDevice)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstArray)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstPitch)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, WidthInBytes)
+SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, Height)
 _Static_assert(sizeof(struct ours_uuid) == sizeof(CUuuid), "CUuuid size");
 SAME_LAYOUT(struct ours_uuid, CUuuid, bytes)
 _Static_assert(sizeof(t4a__CUdeviceptr) == sizeof(CUdeviceptr), "CUdeviceptr size");

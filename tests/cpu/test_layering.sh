@@ -39,7 +39,7 @@ check() { # group name, objects...
   rm -f "${TMPDIR:-/tmp}/t4a-tsort.$$"
 }
 
-check plugin-cuda "$b"/plugin-cuda/.libs/libt4a_cuda_la-*.o
+check plugin-cuda "$b"/plugin-cuda/.libs/libt4a_cuda_core_la-*.o "$b"/plugin-cuda/.libs/libt4a_cuda_la-*.o
 check loader "$b"/loader/.libs/libt4a_gpu_core_la-*.o
 check t4a-gpu "$b"/tools/t4a_gpu-*.o
 

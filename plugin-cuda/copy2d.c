@@ -1,0 +1,222 @@
+/* plugin-cuda/copy2d.c -- rectangle copies (ABI 1.1): rows of `width` bytes
+ * at a pitch on each side, pinned (cuMemcpy2DAsync), within a runtime, and
+ * pageable through the bounded staging (staging.c packs the rows). Every
+ * row is bounds-checked with overflow-safe arithmetic before the driver
+ * sees it. */
+#include "config.h"
+
+#include "common/checked.h"
+#include "plugin-cuda/runtime.h"
+#include "plugin-cuda/slots.h"
+
+/* One side of a rectangle: where it starts, its pitch, and the bytes it may
+ * span (UINT64_MAX for pageable memory, whose extent the consumer owns). */
+typedef struct side {
+  const char *name;
+  uint64_t offset, pitch, size;
+} side;
+
+/* Checks one side: pitch against width and the device, every row within
+ * the size (naming the first row out of range), no overflow. */
+static int side_ok(const char *what, const side *s, const t4a_copy_2d *g, uint64_t max_pitch) {
+  if (g->rows > 1 && s->pitch < g->width)
+    return t4a__fail(T4A_EINVAL,
+                     "%s: the %s pitch %llu is below the width %llu, so rows would overlap; "
+                     "pass a pitch of at least the width",
+                     what, s->name, (unsigned long long)s->pitch, (unsigned long long)g->width);
+  if (max_pitch && g->rows > 1 && s->pitch > max_pitch)
+    return t4a__fail(T4A_EINVAL,
+                     "%s: the %s pitch %llu exceeds the device's max_pitch %llu; copy fewer "
+                     "rows at a time or use 1D copies",
+                     what, s->name, (unsigned long long)s->pitch, (unsigned long long)max_pitch);
+  uint64_t last, end;
+  if (!t4a__mul_u64(g->rows - 1, s->pitch, &last) || !t4a__add_u64(last, s->offset, &last) ||
+      !t4a__add_u64(last, g->width, &end) || end > s->size) {
+    /* the first row out of range: rows are ordered, so solve for it */
+    uint64_t row = 0, room;
+    if (t4a__add_u64(s->offset, g->width, &room) && room <= s->size && s->pitch)
+      row = (s->size - room) / s->pitch + 1;
+    return t4a__fail(T4A_ERANGE,
+                     "%s: %s row %llu (of %llu, at offset %llu + row x %llu) lies past the "
+                     "%s's end; check the offset, pitch, width and rows",
+                     what, s->name, (unsigned long long)row, (unsigned long long)g->rows,
+                     (unsigned long long)s->offset, (unsigned long long)s->pitch, s->name);
+  }
+  return T4A_OK;
+}
+
+/* The request's struct and both sides; T4A_OK with *empty set when the
+ * rectangle has no bytes (nothing to enqueue). */
+static int rect_ok(const char *what, const t4a__runtime *rt, const t4a_copy_2d *g, uint64_t dsize,
+                   uint64_t ssize, bool *empty) {
+  int rc = t4a__check_struct(g, T4A_COPY_2D_V1_1_SIZE, "t4a_copy_2d");
+  if (rc)
+    return rc;
+  if (g->reserved)
+    return t4a__fail(T4A_EINVAL, "%s: t4a_copy_2d.reserved must be 0; clear it", what);
+  *empty = !g->rows || !g->width;
+  if (*empty)
+    return T4A_OK;
+  uint64_t max_pitch = t4a__be.devices[rt->ordinal].info.max_pitch;
+  side d = {"destination", g->dst_offset, g->dst_pitch, dsize};
+  side s = {"source", g->src_offset, g->src_pitch, ssize};
+  if ((rc = side_ok(what, &d, g, max_pitch)) || (rc = side_ok(what, &s, g, max_pitch)))
+    return rc;
+  return T4A_OK;
+}
+
+/* One cuMemcpy2DAsync between host (pinned) or device memory. */
+static int dma_2d(t4a__runtime *rt, const char *what, const t4a_copy_2d *g, void *dhost,
+                  t4a__CUdeviceptr ddev, const void *shost, t4a__CUdeviceptr sdev) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if (!cu->cuMemcpy2DAsync)
+    return t4a__fail(T4A_EUNSUPPORTED, "%s: the driver lacks cuMemcpy2DAsync; update it", what);
+  t4a__CUDA_MEMCPY2D c = {0};
+  c.srcMemoryType = shost ? T4A__CU_MEMORYTYPE_HOST : T4A__CU_MEMORYTYPE_DEVICE;
+  c.srcHost = shost;
+  c.srcDevice = sdev;
+  c.srcPitch = (size_t)g->src_pitch;
+  c.dstMemoryType = dhost ? T4A__CU_MEMORYTYPE_HOST : T4A__CU_MEMORYTYPE_DEVICE;
+  c.dstHost = dhost;
+  c.dstDevice = ddev;
+  c.dstPitch = (size_t)g->dst_pitch;
+  c.WidthInBytes = (size_t)g->width;
+  c.Height = (size_t)g->rows;
+  if (g->rows == 1) /* one row: any pitch will do, and the driver wants it >= width */
+    c.srcPitch = c.dstPitch = c.WidthInBytes;
+  t4a__CUresult r = cu->cuMemcpy2DAsync(&c, rt->stream);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "%s of %llu rows of %llu bytes failed", what,
+                           (unsigned long long)g->rows, (unsigned long long)g->width);
+  return T4A_OK;
+}
+
+static uint64_t area(const t4a_copy_2d *g) { return g->rows * g->width; /* rect_ok bounded it */ }
+
+static int pinned_2d(t4a_runtime h, bool to_device, t4a_buffer bh, t4a_host_buffer hh,
+                     const t4a_copy_2d *g) {
+  const char *what = to_device ? "copy_2d_h2d_pinned" : "copy_2d_d2h_pinned";
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  t4a__host *hb;
+  bool empty = false;
+  int rc = t4a__rt_lock(h, what, &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, bh, what, &b)) || (rc = t4a__host_get(rt, hh, what, &hb)) ||
+      (!to_device && (rc = t4a__host_check_writable(hb, what))) ||
+      (rc = rect_ok(what, rt, g, to_device ? b->size : hb->size, to_device ? hb->size : b->size,
+                    &empty)) ||
+      empty)
+    goto out;
+  char *host = hb->ptr;
+  rc = to_device ? dma_2d(rt, what, g, NULL, b->ptr + g->dst_offset, host + g->src_offset, 0)
+                 : dma_2d(rt, what, g, host + g->dst_offset, 0, NULL, b->ptr + g->src_offset);
+  if (rc)
+    goto out;
+  hb->last_use = rt->done.next_seq;
+  t4a__rt_dirty(rt);
+  if (to_device) {
+    rt->c.copies_h2d_pinned++;
+    rt->c.bytes_h2d += area(g);
+  } else {
+    rt->c.copies_d2h_pinned++;
+    rt->c.bytes_d2h += area(g);
+  }
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_copy_2d_h2d_pinned(t4a_runtime rt, t4a_buffer dst, t4a_host_buffer src,
+                                 const t4a_copy_2d *g) {
+  return pinned_2d(rt, true, dst, src, g);
+}
+
+int t4a__slot_copy_2d_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, t4a_buffer src,
+                                 const t4a_copy_2d *g) {
+  return pinned_2d(rt, false, src, dst, g);
+}
+
+/* Whether two rectangles of one buffer may share a byte: their spans
+ * [first byte, last byte] overlap (conservative, like copy_d2d's rule). */
+static bool spans_overlap(const t4a_copy_2d *g) {
+  uint64_t dlast = g->dst_offset + (g->rows - 1) * g->dst_pitch + g->width;
+  uint64_t slast = g->src_offset + (g->rows - 1) * g->src_pitch + g->width;
+  return g->src_offset < dlast && g->dst_offset < slast;
+}
+
+int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t4a_copy_2d *g) {
+  const char *what = "copy_2d_d2d";
+  t4a__runtime *rt;
+  t4a__buffer *d, *s;
+  bool empty = false;
+  int rc = t4a__rt_lock(h, what, &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, dst, what, &d)) || (rc = t4a__buffer_get(rt, src, what, &s)) ||
+      (rc = rect_ok(what, rt, g, d->size, s->size, &empty)) || empty)
+    goto out;
+  if (d == s && spans_overlap(g)) {
+    rc = t4a__fail(T4A_EINVAL, "copy_2d_d2d: the source and destination rectangles of one "
+                               "buffer overlap; copy through a temporary buffer");
+    goto out;
+  }
+  if ((rc = dma_2d(rt, what, g, NULL, d->ptr + g->dst_offset, NULL, s->ptr + g->src_offset)))
+    goto out;
+  t4a__rt_dirty(rt);
+  rt->c.copies_d2d++;
+  rt->c.bytes_d2d += area(g);
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+/* Pageable rectangles through the staging, with rt's context current. */
+static int pageable_2d(t4a_runtime h, bool to_device, t4a_buffer bh, void *host,
+                       const t4a_copy_2d *g) {
+  const char *what = to_device ? "copy_2d_h2d" : "copy_2d_d2h";
+  if (!host)
+    return t4a__fail(T4A_EINVAL, "%s: the host pointer is NULL; pass the host %s", what,
+                     to_device ? "source" : "destination");
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  bool empty = false;
+  int rc = t4a__rt_lock(h, what, &rt);
+  if (rc)
+    return rc;
+  if ((rc = t4a__buffer_get(rt, bh, what, &b)) ||
+      (rc = rect_ok(what, rt, g, to_device ? b->size : UINT64_MAX, to_device ? UINT64_MAX : b->size,
+                    &empty)) ||
+      empty)
+    goto out;
+  t4a__CUcontext saved;
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
+  t4a__rect r = {g->width, g->rows, g->dst_pitch, g->src_pitch};
+  rc = to_device
+           ? t4a__staged_h2d_2d(rt, b->ptr + g->dst_offset, (const char *)host + g->src_offset, &r)
+           : t4a__staged_d2h_2d(rt, (char *)host + g->dst_offset, b->ptr + g->src_offset, &r);
+  t4a__ctx_leave(rt, saved);
+  if (rc)
+    goto out;
+  t4a__rt_dirty(rt);
+  if (to_device) {
+    rt->c.copies_h2d_pageable++;
+    rt->c.bytes_h2d += area(g);
+  } else {
+    rt->c.copies_d2h_pageable++;
+    rt->c.bytes_d2h += area(g);
+  }
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_copy_2d_h2d(t4a_runtime rt, t4a_buffer dst, const void *src, const t4a_copy_2d *g) {
+  return pageable_2d(rt, true, dst, (void *)(uintptr_t)src, g);
+}
+
+int t4a__slot_copy_2d_d2h(t4a_runtime rt, void *dst, t4a_buffer src, const t4a_copy_2d *g) {
+  return pageable_2d(rt, false, src, dst, g);
+}

@@ -1,0 +1,724 @@
+/*
+ * t4a/gpu_backend_v1.h -- the t4a GPU backend ABI, version 1.
+ *
+ * This header is the contract between a GPU backend plugin (for example
+ * libt4a_cuda.so) and its consumers (tensor libraries, C/C++ programs, Python
+ * through ctypes, Rust through FFI; the Python and Rust bindings are generated
+ * from this header by bindgen/t4a_bindgen.py). It is self-contained: it
+ * needs only <stdint.h>, <stddef.h> and <stdbool.h>, compiles as C99 and as
+ * C++, and names no CUDA type. Raw driver objects cross it as opaque pointers
+ * or fixed-width integers.
+ *
+ * ------------------------------------------------------------------------
+ * Versioning
+ * ------------------------------------------------------------------------
+ * A plugin exports exactly one symbol, T4A_GPU_BACKEND_V1_ENTRY_NAME, of type
+ * t4a_gpu_backend_v1_entry_fn. The caller passes the ABI version it was
+ * compiled against; the plugin answers with a pointer to its function table
+ * or refuses with T4A_EABI when the majors differ. Any minor is accepted in
+ * both directions:
+ *   - The table begins with its own struct_size, abi_major and abi_minor.
+ *     struct_size counts the bytes up to the end of the last field the
+ *     producer knows. Fields are only ever appended (in a new minor); none
+ *     is removed, reordered or retyped within a major.
+ *   - A reader touches a slot only when struct_size covers it: use
+ *     T4A_GPU_BACKEND_V1_HAS(table, slot). A NULL slot means "unsupported".
+ *   - Argument and info structs that may grow carry their own struct_size as
+ *     their first field, set by the caller to sizeof(the struct it was
+ *     compiled with). A callee accepts any struct_size at least as large as
+ *     the struct's first published (v1.0) size, reads only the fields that
+ *     size covers (fields beyond it take their documented defaults), and
+ *     rejects a smaller one with T4A_EINVAL. It never aborts. Info structs
+ *     filled by the callee get at most struct_size bytes written; on return
+ *     their struct_size holds the number of bytes the callee filled.
+ *
+ * ------------------------------------------------------------------------
+ * Status codes and errors
+ * ------------------------------------------------------------------------
+ * Every action slot returns int: T4A_OK (0) on success, a negative
+ * T4A_E* code on failure. Codes come from one list, T4A_STATUS_MAP, which
+ * also yields their names and messages (t4a_status_name/_message below).
+ * After a failing call, last_error() on the same thread returns a detail
+ * string "<what failed>; <what to do>" plus the native (driver/compiler)
+ * code and name when there is one. A failed call leaves the backend and the
+ * runtime usable unless the status is T4A_EDEVICEFAULT, which is sticky.
+ *
+ * ------------------------------------------------------------------------
+ * Objects, ownership and lifetime
+ * ------------------------------------------------------------------------
+ * Handles are small structs holding a 64-bit value; all-zero is the null
+ * handle. A handle carries a type tag, a slot index and a generation, so a
+ * stale (freed/destroyed), foreign (another runtime's) or forged handle is
+ * rejected with T4A_EHANDLE, never dereferenced.
+ *
+ *   backend     -- process-wide, initialised by init(); lives until the
+ *                  plugin is unloaded.
+ *   runtime     -- one device, one stream, one memory pool, one block cache,
+ *                  one pinned staging area, one set of counters. Created by
+ *                  runtime_create, released by runtime_destroy. Runtimes never
+ *                  share streams, pools, caches or counters, even on one GPU.
+ *   buffer      -- device memory owned by one runtime.
+ *   host buffer -- page-locked host memory owned by one runtime.
+ *   witness     -- a reference-counted completion token returned by seal;
+ *                  valid until its last release, even after its runtime is
+ *                  destroyed.
+ *   artifact    -- compiled or loaded GPU code owned by the backend,
+ *                  reference counted, shared by runtimes that load it.
+ *   module      -- an artifact loaded into one runtime.
+ *   function    -- a kernel of a module; invalid once its module unloads.
+ *
+ * Destroying a runtime invalidates every buffer, host buffer, module and
+ * function it owns (their handles become stale) after its outstanding work
+ * completed; witnesses it produced stay valid.
+ *
+ * ------------------------------------------------------------------------
+ * Ordering
+ * ------------------------------------------------------------------------
+ * All GPU work a runtime enqueues (copies, launches, frees) runs on its one
+ * stream in the order of the calls that enqueued it. Work submitted by the
+ * consumer on the raw stream (see the raw seam) takes its place in that same
+ * order. Host-side waits happen only where a slot's contract says so (the
+ * staged pageable transfers, witness_wait, runtime_destroy).
+ *
+ * ------------------------------------------------------------------------
+ * Threading
+ * ------------------------------------------------------------------------
+ * Every slot is thread-safe unless its comment says otherwise. Calls on one
+ * runtime are serialised by that runtime (a blocking call such as a pageable
+ * device-to-host copy delays other calls on the same runtime, never calls on
+ * other runtimes). witness_wait does not hold its runtime while it blocks.
+ * last_error is per thread.
+ */
+#ifndef T4A_GPU_BACKEND_V1_H
+#define T4A_GPU_BACKEND_V1_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version of this header. */
+#define T4A_GPU_BACKEND_ABI_MAJOR 1
+#define T4A_GPU_BACKEND_ABI_MINOR 0
+
+/* The one symbol every v1 plugin exports. */
+#define T4A_GPU_BACKEND_V1_ENTRY_NAME "t4a_gpu_backend_v1_entry"
+
+/* ------------------------------------------------------------------------
+ * Status codes: X(NAME, value, message). 0 is success; every error is < 0.
+ * Values are part of the ABI: never renumbered, only appended.
+ * ------------------------------------------------------------------------ */
+#define T4A_STATUS_MAP(X)                                                                          \
+  X(OK, 0, "success")                                                                              \
+  X(EINVAL, -1, "invalid argument")                                                                \
+  X(EHANDLE, -2, "invalid, stale or foreign handle")                                               \
+  X(ENOMEM, -3, "out of memory")                                                                   \
+  X(ENODRIVER, -4, "no GPU driver library")                                                        \
+  X(ESTUBDRIVER, -5, "stub GPU driver library")                                                    \
+  X(ENODEVICE, -6, "no GPU device")                                                                \
+  X(EDRIVEROLD, -7, "GPU driver too old")                                                          \
+  X(EDRIVERMISMATCH, -8, "insufficient or mismatched GPU driver")                                  \
+  X(ENOCOMPILER, -9, "run-time compiler unavailable")                                              \
+  X(ECOMPILE, -10, "compile error")                                                                \
+  X(ENOTFOUND, -11, "symbol or function not found")                                                \
+  X(ENOTREADY, -12, "not ready")                                                                   \
+  X(ETIMEOUT, -13, "timed out")                                                                    \
+  X(EUNSUPPORTED, -14, "unsupported")                                                              \
+  X(EABI, -15, "ABI version mismatch")                                                             \
+  X(EBUSY, -16, "busy")                                                                            \
+  X(EDEVICEFAULT, -17, "device fault (sticky)")                                                    \
+  X(ENOBACKEND, -18, "backend not found")                                                          \
+  X(EDRIVER, -19, "GPU driver error")                                                              \
+  X(ERANGE, -20, "offset or length out of bounds")                                                 \
+  X(EFOREIGNDEVICE, -21, "buffer belongs to another device")                                       \
+  X(ENOTINIT, -22, "backend not initialised")                                                      \
+  X(EINTERNAL, -23, "internal error")
+
+enum t4a_status {
+#define T4A__STATUS_ENUM(name, value, msg) T4A_##name = value,
+  T4A_STATUS_MAP(T4A__STATUS_ENUM)
+#undef T4A__STATUS_ENUM
+};
+
+/* Name of a status ("T4A_EINVAL"), or "T4A_UNKNOWN" for a value not in the
+ * list. Never NULL; the string is static. */
+static inline const char *t4a_status_name(int status) {
+  switch (status) {
+#define T4A__STATUS_NAME(name, value, msg)                                                         \
+  case value: return "T4A_" #name;
+    T4A_STATUS_MAP(T4A__STATUS_NAME)
+#undef T4A__STATUS_NAME
+  default: return "T4A_UNKNOWN";
+  }
+}
+
+/* One-line message of a status ("invalid argument"). Never NULL; static. */
+static inline const char *t4a_status_message(int status) {
+  switch (status) {
+#define T4A__STATUS_MSG(name, value, msg)                                                          \
+  case value: return msg;
+    T4A_STATUS_MAP(T4A__STATUS_MSG)
+#undef T4A__STATUS_MSG
+  default: return "unknown status";
+  }
+}
+
+/* ------------------------------------------------------------------------
+ * Handles
+ * ------------------------------------------------------------------------ */
+typedef struct t4a_runtime {
+  uint64_t bits;
+} t4a_runtime;
+typedef struct t4a_buffer {
+  uint64_t bits;
+} t4a_buffer;
+typedef struct t4a_host_buffer {
+  uint64_t bits;
+} t4a_host_buffer;
+typedef struct t4a_witness {
+  uint64_t bits;
+} t4a_witness;
+typedef struct t4a_artifact {
+  uint64_t bits;
+} t4a_artifact;
+typedef struct t4a_module {
+  uint64_t bits;
+} t4a_module;
+typedef struct t4a_function {
+  uint64_t bits;
+} t4a_function;
+
+/* Timeout value meaning "wait without limit". */
+#define T4A_WAIT_FOREVER UINT64_MAX
+
+/* ------------------------------------------------------------------------
+ * Argument and info structs. Each begins with struct_size (see Versioning).
+ * ------------------------------------------------------------------------ */
+
+/* Detail of the calling thread's most recent failure in this backend. The
+ * strings stay valid until the thread's next call into the backend. */
+typedef struct t4a_error_info {
+  uint32_t struct_size;
+  int32_t status;          /* the T4A_E* status returned */
+  int64_t native_code;     /* CUresult / nvrtcResult etc.; 0 when none */
+  const char *native_name; /* "CUDA_ERROR_OUT_OF_MEMORY"; "" when none */
+  const char *message;     /* "<what failed>; <what to do>"; "" when none */
+} t4a_error_info;
+
+typedef struct t4a_backend_info {
+  uint32_t struct_size;
+  uint16_t abi_major; /* the plugin's ABI version */
+  uint16_t abi_minor;
+  char name[32];          /* "cuda" */
+  char version[32];       /* plugin version, "0.1.0" */
+  int32_t driver_version; /* e.g. 12080 for CUDA 12.8; 0 when unknown */
+  int32_t device_count;   /* 0 before a successful init */
+  char driver_path[256];  /* file the driver library was loaded from */
+} t4a_backend_info;
+
+/* Bits of t4a_device_info.flags. */
+#define T4A_DEVICE_MEMORY_POOLS 0x1u /* stream-ordered pools supported */
+#define T4A_DEVICE_INTEGRATED 0x2u   /* shares memory with the host */
+#define T4A_DEVICE_UNIFIED_ADDRESSING 0x4u
+
+typedef struct t4a_device_info {
+  uint32_t struct_size;
+  int32_t ordinal;
+  char name[256];
+  uint8_t uuid[16];
+  int32_t cc_major; /* compute capability */
+  int32_t cc_minor;
+  uint64_t total_memory; /* bytes */
+  char pci_bus_id[32];   /* "0000:3b:00.0" */
+  int32_t multiprocessors;
+  uint32_t flags; /* T4A_DEVICE_* */
+  int32_t max_threads_per_block;
+  int32_t max_block_dim[3];
+  int32_t max_grid_dim[3];
+  int32_t max_shared_per_block;       /* bytes, without opt-in */
+  int32_t max_shared_per_block_optin; /* bytes, with opt-in */
+  int32_t warp_size;
+} t4a_device_info;
+
+typedef struct t4a_compiler_info {
+  uint32_t struct_size;
+  int32_t status;        /* T4A_OK when the compiler is available */
+  int32_t version_major; /* nvrtcVersion; 0 when unavailable */
+  int32_t version_minor;
+  char path[256];   /* file it was loaded from, or "" */
+  char reason[256]; /* why it is unavailable, or "" */
+} t4a_compiler_info;
+
+/* Runtime creation options. NULL means all defaults. */
+typedef struct t4a_runtime_options {
+  uint32_t struct_size;
+  uint32_t flags; /* must be 0 */
+  /* Bytes of pinned staging for pageable transfers (allocated once at
+   * creation, never exceeded). 0 = default (64 MiB). Minimum 64 KiB. */
+  uint64_t staging_bytes;
+  /* Bytes the memory pool keeps reserved across synchronisations.
+   * 0 = default (UINT64_MAX: never give memory back implicitly). */
+  uint64_t pool_release_threshold;
+  /* Upper bound on bytes held in the host-side cache of freed device
+   * blocks. 0 = default (1 GiB); UINT64_MAX = unbounded. */
+  uint64_t cache_limit_bytes;
+  /* Host threads used for the memcpy of large pageable transfers.
+   * 0 = default (the larger of min(8, online CPUs) and min(16, half the
+   * online CPUs)); 1 = only the calling thread. */
+  uint32_t copy_threads;
+  uint32_t reserved; /* must be 0 */
+} t4a_runtime_options;
+
+/* Per-runtime counters, monotonic unless marked "current". */
+typedef struct t4a_runtime_counters {
+  uint32_t struct_size;
+  uint32_t reserved;
+  uint64_t launches;
+  uint64_t copies_h2d_pinned;
+  uint64_t copies_d2h_pinned;
+  uint64_t copies_h2d_pageable;
+  uint64_t copies_d2h_pageable;
+  uint64_t copies_d2d;
+  uint64_t copies_cross_runtime;
+  uint64_t copies_peer;
+  uint64_t copies_via_host;
+  uint64_t bytes_h2d;
+  uint64_t bytes_d2h;
+  uint64_t bytes_d2d; /* in-runtime, cross-runtime and peer */
+  uint64_t seals;
+  uint64_t seal_events_recorded; /* completion events: at most one per seal */
+  uint64_t staging_events_recorded;
+  uint64_t events_created;      /* driver events created (pooled) */
+  uint64_t pending_retirements; /* current */
+  uint64_t quarantined;         /* current */
+  uint64_t staging_bytes;       /* the bound */
+  uint64_t staging_peak_bytes;  /* most staging ever in use at once */
+  uint64_t cache_hits;
+  uint64_t cache_misses;
+  uint64_t driver_allocations; /* device allocations made by the driver */
+  uint64_t driver_frees;
+  uint64_t live_buffers;      /* current */
+  uint64_t live_host_buffers; /* current */
+  uint64_t raw_sections;      /* raw_begin/raw_end pairs */
+} t4a_runtime_counters;
+
+/* Host-side cache of freed device blocks of one runtime. */
+typedef struct t4a_cache_stats {
+  uint32_t struct_size;
+  uint32_t reserved;
+  uint64_t entries; /* blocks held */
+  uint64_t bytes;   /* bytes held */
+  uint64_t hits;
+  uint64_t misses;
+  uint64_t limit_bytes;
+  uint64_t pinned_entries; /* pinned host blocks held for reuse */
+  uint64_t pinned_bytes;
+} t4a_cache_stats;
+
+/* Bits of host_alloc's flags. */
+#define T4A_HOST_WRITE_COMBINED 0x1u /* fast H2D, very slow host reads */
+
+/* Artifact kinds. */
+typedef enum t4a_artifact_kind {
+  T4A_ARTIFACT_PTX = 1,
+  T4A_ARTIFACT_CUBIN = 2,
+  T4A_ARTIFACT_FATBIN = 3
+} t4a_artifact_kind;
+
+/* NVRTC compile request. */
+typedef struct t4a_compile_options {
+  uint32_t struct_size;
+  uint32_t flags;             /* T4A_COMPILE_* */
+  const char *source;         /* CUDA C, non-empty */
+  uint64_t source_size;       /* bytes of source; 0 = NUL-terminated. A NUL byte
+                                 inside source_size bytes is refused (T4A_EINVAL). */
+  const char *name;           /* file name for diagnostics; NULL = "t4a.cu" */
+  const char *const *options; /* NVRTC options, e.g. "-default-device" */
+  uint32_t option_count;
+  /* Target: the architecture of this device (init required). -1: the
+   * options name it ("-arch=sm_90" / "--gpu-architecture=compute_90"), and
+   * compiling needs no driver or GPU. */
+  int32_t device_ordinal;
+} t4a_compile_options;
+
+#define T4A_COMPILE_PTX 0x1u      /* produce PTX instead of CUBIN */
+#define T4A_COMPILE_NO_CACHE 0x2u /* bypass the memory and disk caches */
+
+typedef struct t4a_compile_cache_stats {
+  uint32_t struct_size;
+  uint32_t reserved;
+  uint64_t memory_entries;
+  uint64_t memory_hits;
+  uint64_t disk_entries;
+  uint64_t disk_bytes;
+  uint64_t disk_hits;
+  uint64_t disk_rejected; /* entries ignored: corrupt, truncated, foreign,
+                             not a regular file, not this user's alone
+                             (owner, group/other write, hard links), or
+                             larger than the limit */
+  uint64_t misses;        /* compiles performed */
+  uint64_t disk_limit_bytes;
+} t4a_compile_cache_stats;
+
+#define T4A_CACHE_MEMORY 0x1u
+#define T4A_CACHE_DISK 0x2u
+
+typedef struct t4a_function_attributes {
+  uint32_t struct_size;
+  int32_t max_threads_per_block;
+  int32_t num_registers;
+  int32_t static_shared_bytes;
+  int32_t max_dynamic_shared_bytes;
+  int32_t local_bytes;
+  int32_t ptx_version;
+  int32_t binary_version;
+} t4a_function_attributes;
+
+typedef struct t4a_launch_config {
+  uint32_t struct_size;
+  uint32_t grid[3];      /* blocks; every dimension >= 1 */
+  uint32_t block[3];     /* threads; every dimension >= 1 */
+  uint32_t shared_bytes; /* dynamic shared memory per block */
+} t4a_launch_config;
+
+/* The raw seam: the driver objects behind a runtime. */
+typedef struct t4a_raw_runtime {
+  uint32_t struct_size;
+  int32_t device_ordinal;
+  void *context;  /* CUcontext: the device's primary context */
+  void *stream;   /* CUstream: the runtime's stream */
+  int32_t device; /* CUdevice */
+} t4a_raw_runtime;
+
+/* Saved context state for raw_begin/raw_end. Opaque to the consumer. */
+typedef struct t4a_raw_section {
+  uint32_t struct_size;
+  uint32_t reserved;
+  void *saved_context;
+  uint64_t runtime_bits;
+} t4a_raw_section;
+
+/* ------------------------------------------------------------------------
+ * The function table.
+ * ------------------------------------------------------------------------ */
+typedef struct t4a_gpu_backend_v1 t4a_gpu_backend_v1;
+
+struct t4a_gpu_backend_v1 {
+  /* -- header (v1.0) ---------------------------------------------------- */
+  uint32_t struct_size; /* bytes the producer knows, see Versioning */
+  uint16_t abi_major;   /* T4A_GPU_BACKEND_ABI_MAJOR of the producer */
+  uint16_t abi_minor;
+  const char *name;    /* short backend name, "cuda"; static */
+  const char *version; /* plugin version string; static */
+
+  /* -- errors (v1.0, required) ------------------------------------------
+   * last_error: fills *info with the calling thread's most recent failure
+   * in this backend (status T4A_OK and empty strings when none). Pure; any
+   * thread; never fails except T4A_EINVAL for NULL or a too-small info. */
+  int (*last_error)(t4a_error_info *info);
+
+  /* -- backend (v1.0, required) -----------------------------------------
+   * init: loads and initialises the driver. Idempotent and thread-safe:
+   * concurrent callers see one initialisation. After a failure it returns
+   * the same status and detail at once (no retry storm, nothing leaked);
+   * the failure is final for the life of the loaded plugin. Returns
+   * T4A_ENODRIVER, T4A_ESTUBDRIVER, T4A_ENODEVICE, T4A_EDRIVEROLD,
+   * T4A_EDRIVERMISMATCH or T4A_EDRIVER with a detail naming the cause.
+   * Every other slot except last_error and get_info returns T4A_ENOTINIT
+   * until init succeeded. */
+  int (*init)(void);
+
+  /* get_info: backend name, version and driver facts. Callable before
+   * init (driver fields are then 0/empty). */
+  int (*get_info)(t4a_backend_info *info);
+
+  /* device_count: number of devices the driver exposes (>= 1 after init). */
+  int (*device_count)(int32_t *count);
+
+  /* device_info: facts of device `ordinal` (0 .. count-1). */
+  int (*device_info)(int32_t ordinal, t4a_device_info *info);
+
+  /* compiler_info: whether the run-time compiler can be loaded, its
+   * version, or why not. Loads the compiler library if not yet loaded;
+   * does not fail when it is missing (info->status says so). */
+  int (*compiler_info)(t4a_compiler_info *info);
+
+  /* peer_access_supported: *supported = whether device `src` can read and
+   * write device `dst`'s memory directly (direction src -> dst). */
+  int (*peer_access_supported)(int32_t src, int32_t dst, bool *supported);
+
+  /* -- runtime (v1.0) ---------------------------------------------------
+   * runtime_create: retains the device's primary context, creates one
+   * non-blocking stream, one memory pool and the pinned staging area, and
+   * returns a new runtime. opts may be NULL (defaults). */
+  int (*runtime_create)(int32_t device_ordinal, const t4a_runtime_options *opts, t4a_runtime *out);
+
+  /* runtime_destroy: waits up to timeout_ns for the runtime's outstanding
+   * work, then releases everything it owns exactly once: buffers, host
+   * buffers, modules and functions the consumer still holds become stale.
+   * Witnesses it produced stay valid and report ready (or the fault).
+   * On T4A_ETIMEOUT nothing is released and the runtime stays usable; call
+   * again. After a device fault it releases what can be proven idle and
+   * quarantines (leaks, counted) the rest; the handle becomes stale in
+   * either case and T4A_EDEVICEFAULT is returned. Must not race with other
+   * calls on the same runtime (they may see T4A_EHANDLE). */
+  int (*runtime_destroy)(t4a_runtime rt, uint64_t timeout_ns);
+
+  /* runtime_counters: snapshot of the runtime's counters. */
+  int (*runtime_counters)(t4a_runtime rt, t4a_runtime_counters *out);
+
+  /* -- device memory (v1.0) ---------------------------------------------
+   * buffer_alloc: stream-ordered allocation of `bytes` (0 is valid) from
+   * the runtime's pool, served from the runtime's cache of freed blocks
+   * when possible (no driver call). The memory is usable by work enqueued
+   * on the runtime's stream after this call; its content is undefined.
+   * On exhaustion the cache is trimmed and the allocation retried once,
+   * then T4A_ENOMEM (the runtime stays usable). */
+  int (*buffer_alloc)(t4a_runtime rt, uint64_t bytes, t4a_buffer *out);
+
+  /* buffer_free: stream-ordered free: the handle is stale at once; the
+   * block is reused only by work ordered after everything already
+   * enqueued that may use it (including other runtimes' copies from it). */
+  int (*buffer_free)(t4a_runtime rt, t4a_buffer buf);
+
+  /* buffer_size: the size requested at allocation. */
+  int (*buffer_size)(t4a_runtime rt, t4a_buffer buf, uint64_t *bytes);
+
+  /* cache_trim: returns cached free blocks to the pool until at most
+   * keep_bytes remain cached, and trims the pool. Touches only this
+   * runtime. */
+  int (*cache_trim)(t4a_runtime rt, uint64_t keep_bytes);
+
+  /* cache_stats: statistics of the runtime's block cache. */
+  int (*cache_stats)(t4a_runtime rt, t4a_cache_stats *out);
+
+  /* -- pinned host memory (v1.0) ----------------------------------------
+   * host_alloc: page-locked host memory of `bytes` (> 0), portable across
+   * contexts, write-combined only with T4A_HOST_WRITE_COMBINED. *ptr is
+   * the host address, valid until host_free. */
+  int (*host_alloc)(t4a_runtime rt, uint64_t bytes, uint32_t flags, t4a_host_buffer *out,
+                    void **ptr);
+
+  /* host_free: the handle is stale at once; the memory is reused or
+   * released only after all enqueued work that uses it completed (it is
+   * retired behind the next seal covering that work). */
+  int (*host_free)(t4a_runtime rt, t4a_host_buffer hb);
+
+  /* -- transfers (v1.0); all on the runtime's stream, in call order -----
+   * Every offset+length is bounds-checked (T4A_ERANGE). Length 0 is a
+   * valid no-op that enqueues nothing.
+   *
+   * copy_h2d_pinned / copy_d2h_pinned: asynchronous; the host buffer must
+   * not be touched by the host until a witness covering the copy is ready. */
+  int (*copy_h2d_pinned)(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset, t4a_host_buffer src,
+                         uint64_t src_offset, uint64_t bytes);
+  int (*copy_d2h_pinned)(t4a_runtime rt, t4a_host_buffer dst, uint64_t dst_offset, t4a_buffer src,
+                         uint64_t src_offset, uint64_t bytes);
+
+  /* copy_h2d: from pageable host memory through the runtime's bounded
+   * staging. Returns once `src` has been consumed (may be reused); the
+   * device write completes in stream order. */
+  int (*copy_h2d)(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset, const void *src,
+                  uint64_t bytes);
+
+  /* copy_d2h: into pageable host memory through the staging. Returns once
+   * `dst` holds the data (it waits for the work ahead of it). */
+  int (*copy_d2h)(t4a_runtime rt, void *dst, t4a_buffer src, uint64_t src_offset, uint64_t bytes);
+
+  /* copy_d2d: within one runtime (regions may be in the same buffer but
+   * must not overlap: T4A_EINVAL). */
+  int (*copy_d2d)(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset, t4a_buffer src,
+                  uint64_t src_offset, uint64_t bytes);
+
+  /* copy_from_runtime: from a buffer of runtime `src_rt` into a buffer of
+   * `dst_rt`, both on the same device (else T4A_EFOREIGNDEVICE). Runs on
+   * dst_rt's stream after all work src_rt enqueued before this call (GPU-
+   * side wait, no host block). src's block is not reused by src_rt before
+   * the copy completed. */
+  int (*copy_from_runtime)(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                           t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset, uint64_t bytes);
+
+  /* copy_from_peer: like copy_from_runtime for runtimes on two different
+   * devices, through direct peer access (enabled once per device pair).
+   * T4A_EUNSUPPORTED with the reason when peer access is impossible; there
+   * is no silent fallback. */
+  int (*copy_from_peer)(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset, t4a_runtime src_rt,
+                        t4a_buffer src, uint64_t src_offset, uint64_t bytes);
+
+  /* copy_from_peer_via_host: the explicit, slower route between devices
+   * without peer access: through both runtimes' staging. Returns once the
+   * data has left src (the device write completes in dst_rt's order). */
+  int (*copy_from_peer_via_host)(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
+                                 t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
+                                 uint64_t bytes);
+
+  /* -- completion (v1.0) -------------------------------------------------
+   * seal: returns a witness covering all work enqueued on the runtime so
+   * far. Records at most one completion event; when nothing was enqueued
+   * since the previous seal it records none and the witness covers the
+   * previous point. The caller owns one reference to *out. */
+  int (*seal)(t4a_runtime rt, t4a_witness *out);
+
+  /* witness_query: T4A_OK when the covered work completed, T4A_ENOTREADY
+   * when not yet, T4A_EDEVICEFAULT when it failed. Never blocks. */
+  int (*witness_query)(t4a_witness w);
+
+  /* witness_wait: spins briefly, then blocks until ready, failed, or
+   * timeout_ns elapsed (T4A_ETIMEOUT). T4A_WAIT_FOREVER waits without limit.
+   * Does not hold the runtime while blocking. */
+  int (*witness_wait)(t4a_witness w, uint64_t timeout_ns);
+
+  /* witness_retain / witness_release: reference counting. The last
+   * release frees the witness; using it afterwards is T4A_EHANDLE. */
+  int (*witness_retain)(t4a_witness w);
+  int (*witness_release)(t4a_witness w);
+
+  /* runtime_wait_witness: work rt enqueues after this call starts only
+   * after w's work completed (GPU-side wait, the host does not block).
+   * w may come from any runtime of this backend, on any device. */
+  int (*runtime_wait_witness)(t4a_runtime rt, t4a_witness w);
+
+  /* -- code (v1.0) -------------------------------------------------------
+   * artifact_compile: CUDA C -> CUBIN for the target device's architecture
+   * (or PTX with T4A_COMPILE_PTX) through NVRTC, served from the memory and
+   * disk caches when possible. On T4A_ECOMPILE the artifact is still
+   * returned (*out non-null) so its log can be read; release it.
+   * The caches are keyed by the request: source, name (it is __FILE__),
+   * options, target, output kind, NVRTC and driver versions. Files NVRTC
+   * reads while compiling are not in the key (NVRTC cannot report which it
+   * read), so a compile that could read one is never cached, in memory or
+   * on disk: an option naming include directories, pre-included or
+   * precompiled headers (-I, --include-path, -include, --pre-include,
+   * -isystem, any *pch* option), or a source that mentions "include"
+   * anywhere except in a line `#include <relative/name>` (such a line, with
+   * no include directory given, can only reach NVRTC's built-in headers),
+   * mentions import or embed, or uses __DATE__, __TIME__ or __TIMESTAMP__.
+   * #include "x.h" is never cached: NVRTC looks for it next to `name`, in
+   * the current directory for a bare name. The check errs towards
+   * compiling (a comment saying "include" costs caching); T4A_LOG=info
+   * names each such compile. Self-contained sources are cached. */
+  int (*artifact_compile)(const t4a_compile_options *opts, t4a_artifact *out);
+
+  /* artifact_from_bytes: wraps consumer-provided PTX text, CUBIN or fatbin
+   * bytes (copied). */
+  int (*artifact_from_bytes)(t4a_artifact_kind kind, const void *data, uint64_t size,
+                             const char *name, t4a_artifact *out);
+
+  /* artifact_log: the compile log (NUL-terminated, possibly empty), valid
+   * until the artifact's release. */
+  int (*artifact_log)(t4a_artifact a, const char **log, uint64_t *length);
+
+  /* artifact_data: the artifact's code bytes and kind, valid until release. */
+  int (*artifact_data)(t4a_artifact a, t4a_artifact_kind *kind, const void **data, uint64_t *size);
+
+  /* artifact_release: drops the caller's reference. Modules loaded from it
+   * stay loaded. */
+  int (*artifact_release)(t4a_artifact a);
+
+  /* compile_cache_stats / compile_cache_clear: the compiled-artifact
+   * caches shared by the whole backend. compile_cache_stats fills entries,
+   * hits, bytes and rejected disk entries.
+   * compile_cache_clear empties the memory cache (T4A_CACHE_MEMORY), the
+   * disk cache (T4A_CACHE_DISK) or both; artifacts already returned stay
+   * valid. Any other bit is T4A_EINVAL. */
+  int (*compile_cache_stats)(t4a_compile_cache_stats *out);
+  int (*compile_cache_clear)(uint32_t which);
+
+  /* module_load: loads the artifact into rt (rt owns the module). */
+  int (*module_load)(t4a_runtime rt, t4a_artifact a, t4a_module *out);
+
+  /* module_unload: waits for nothing; the module is unloaded after the
+   * runtime's enqueued work completed. Its functions become stale. Other
+   * runtimes' modules of the same artifact are untouched. */
+  int (*module_unload)(t4a_runtime rt, t4a_module m);
+
+  /* function_get: kernel by name (T4A_ENOTFOUND naming the symbol). */
+  int (*function_get)(t4a_runtime rt, t4a_module m, const char *name, t4a_function *out);
+
+  /* function_attributes: the attributes of f as the driver reports them:
+   * max_threads_per_block (launch limit of f on this device), num_registers
+   * (per thread), static_shared_bytes, max_dynamic_shared_bytes (the
+   * current limit, see function_set_max_dynamic_shared), local_bytes (per
+   * thread), and the ptx_version and binary_version it was built for
+   * (major * 10 + minor). */
+  int (*function_attributes)(t4a_runtime rt, t4a_function f, t4a_function_attributes *out);
+
+  /* function_set_max_dynamic_shared: opt in to more dynamic shared memory
+   * than the default 48 KiB, up to the device's opt-in limit. */
+  int (*function_set_max_dynamic_shared)(t4a_runtime rt, t4a_function f, uint32_t bytes);
+
+  /* launch: enqueues f on rt's stream. args is an array of pointers to the
+   * kernel's arguments, as cuLaunchKernel takes them (a buffer argument is
+   * a pointer to the uint64_t from buffer_device_address). Geometry is
+   * checked against the device's limits before the driver sees it
+   * (T4A_EINVAL naming the bad value). */
+  int (*launch)(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
+
+  /* -- raw seam (v1.0) ---------------------------------------------------
+   * raw_runtime: the runtime's CUcontext, CUstream and device. Valid until
+   * runtime_destroy. The consumer may enqueue work on the stream but must
+   * not destroy it, change its flags, or synchronise other runtimes on it.
+   */
+  int (*raw_runtime)(t4a_runtime rt, t4a_raw_runtime *out);
+
+  /* buffer_device_address: the buffer's CUdeviceptr; valid until the
+   * buffer is freed (then only for work already enqueued). */
+  int (*buffer_device_address)(t4a_runtime rt, t4a_buffer buf, uint64_t *address);
+
+  /* raw_function: the CUfunction behind f; valid until its module unloads. */
+  int (*raw_function)(t4a_runtime rt, t4a_function f, void **cufunction);
+
+  /* raw_begin: makes rt's context current on the calling thread, saving
+   * the previous one in *section. raw_end: restores it and notes that the
+   * consumer enqueued work on the raw stream, so the next seal records an
+   * event covering it. Pairs nest per thread in LIFO order. Work enqueued
+   * on the raw stream outside a raw_begin/raw_end pair is still ordered,
+   * but a seal only covers it if it records an event for other work. */
+  int (*raw_begin)(t4a_runtime rt, t4a_raw_section *section);
+  int (*raw_end)(t4a_runtime rt, const t4a_raw_section *section);
+};
+
+/* True when `table` is non-null and its struct_size covers `slot`. */
+#define T4A_GPU_BACKEND_V1_HAS(table, slot)                                                        \
+  ((table) != NULL &&                                                                              \
+   (table)->struct_size >= offsetof(t4a_gpu_backend_v1, slot) + sizeof((table)->slot))
+
+/* The plugin entry point. `caller_major`/`caller_minor` are the ABI the
+ * caller was compiled against. On success *table points to the plugin's
+ * static table (valid until the plugin is unloaded) and T4A_OK is returned.
+ * A different major gets T4A_EABI (and *table NULL). It may be called more
+ * than once per load, from several threads at once, and may call back into
+ * the loader. */
+typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t caller_minor,
+                                           const t4a_gpu_backend_v1 **table);
+
+/* Bytes from the start of `type` to the end of `field`. */
+#define T4A_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Sizes of the v1.0 versions of the table and of the growing structs: a
+ * callee rejects a struct_size below these with T4A_EINVAL. Frozen: a later
+ * minor appends fields but never changes these values. */
+#define T4A_GPU_BACKEND_V1_0_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, raw_end)
+#define T4A_ERROR_INFO_V1_0_SIZE T4A_SIZE_THROUGH(t4a_error_info, message)
+#define T4A_BACKEND_INFO_V1_0_SIZE T4A_SIZE_THROUGH(t4a_backend_info, driver_path)
+#define T4A_DEVICE_INFO_V1_0_SIZE T4A_SIZE_THROUGH(t4a_device_info, warp_size)
+#define T4A_COMPILER_INFO_V1_0_SIZE T4A_SIZE_THROUGH(t4a_compiler_info, reason)
+#define T4A_RUNTIME_OPTIONS_V1_0_SIZE T4A_SIZE_THROUGH(t4a_runtime_options, reserved)
+#define T4A_RUNTIME_COUNTERS_V1_0_SIZE T4A_SIZE_THROUGH(t4a_runtime_counters, raw_sections)
+#define T4A_CACHE_STATS_V1_0_SIZE T4A_SIZE_THROUGH(t4a_cache_stats, pinned_bytes)
+#define T4A_COMPILE_OPTIONS_V1_0_SIZE T4A_SIZE_THROUGH(t4a_compile_options, device_ordinal)
+#define T4A_COMPILE_CACHE_STATS_V1_0_SIZE                                                          \
+  T4A_SIZE_THROUGH(t4a_compile_cache_stats, disk_limit_bytes)
+#define T4A_FUNCTION_ATTRIBUTES_V1_0_SIZE T4A_SIZE_THROUGH(t4a_function_attributes, binary_version)
+#define T4A_LAUNCH_CONFIG_V1_0_SIZE T4A_SIZE_THROUGH(t4a_launch_config, shared_bytes)
+#define T4A_RAW_RUNTIME_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_runtime, device)
+#define T4A_RAW_SECTION_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_section, runtime_bits)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* T4A_GPU_BACKEND_V1_H */
