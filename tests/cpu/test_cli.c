@@ -95,7 +95,7 @@ START_TEST(usage_errors) {
   ck_assert_int_eq(run("selftest --device"), 2);
   ASSERT_OUT("--device needs a value");
   ck_assert_int_eq(run("info --device 0"), 2);
-  ASSERT_OUT("only selftest takes it");
+  ASSERT_OUT("only selftest and conform take it");
   ck_assert_int_eq(run("bench --json"), 2);
   ck_assert_int_eq(run("help"), 0);
   ASSERT_OUT("usage: t4a-gpu info");

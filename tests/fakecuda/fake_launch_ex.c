@@ -1,7 +1,8 @@
 /* tests/fakecuda/fake_launch_ex.c -- the fake driver's extended launches
  * (cuLaunchKernelEx with cluster, cooperative and priority attributes),
  * its occupancy calculator, stream priorities, and the kernels that need
- * them, run on the CPU like fake_runtime.c's.
+ * them, run on the CPU like fake_kernels.c's (every pointer checked with
+ * fake_touch).
  *
  * The device it describes: 4 multiprocessors of 2048 threads, 32 blocks and
  * 228 KiB of shared memory each (1 KiB reserved per block), clusters of at
@@ -14,7 +15,7 @@
  *   FAKE_CUDA_NO_CLUSTERS       the device has no clusters (pre-Hopper)
  *   FAKE_CUDA_NO_COOPERATIVE    ... and no cooperative launches
  *
- * Kernels (x dimension only, as the fake's geometry is):
+ * Kernels (over the grid's x dimension; clusters of cluster.x blocks):
  *   t4a_mix_u32(uint32_t *y, const uint32_t *x, uint32_t k, uint64_t n):
  *       y[i] = (y[i] ^ x[i]) * 2654435761 + k
  *   t4a_cluster_rotate(const uint32_t *in, uint32_t *out): each block puts
@@ -33,100 +34,75 @@
 
 #include "tests/fakecuda/fake_internal.h"
 
-#define OK T4A__CUDA_SUCCESS
-#define SMS 4
-#define LOCK() pthread_mutex_lock(&fake_G)
-#define UNLOCK() pthread_mutex_unlock(&fake_G)
-
-#define FAKE_DECLARE(name, sym, req, params) EXPORT R fake_sym_##name params __asm__(sym);
-T4A__CUDA_FUNCS(FAKE_DECLARE)
-#undef FAKE_DECLARE
+#define SMS 4 /* multiprocessors, as fake_cuda.c reports */
 
 /* ---- kernels ---------------------------------------------------------------------- */
 
-static void k_mix(const unsigned char *a, geometry g) {
-  uint32_t *y, k;
+static void k_mix(const unsigned char *a, kctx *k) {
+  uint32_t *y, key;
   const uint32_t *x;
   uint64_t n;
   memcpy(&y, a, 8);
   memcpy(&x, a + 8, 8);
-  memcpy(&k, a + 16, 4);
+  memcpy(&key, a + 16, 4);
   memcpy(&n, a + 24, 8);
-  if (!kernel_may_touch(y, n * 4, g.device) || !kernel_may_touch(x, n * 4, g.device))
+  if (!fake_touch(k, y, n * 4) || !fake_touch(k, x, n * 4))
     return;
   for (uint64_t i = 0; i < n; i++)
-    y[i] = (y[i] ^ x[i]) * 2654435761u + k;
+    y[i] = (y[i] ^ x[i]) * 2654435761u + key;
 }
 
-static void k_cluster_rotate(const unsigned char *a, geometry g) {
+static void k_cluster_rotate(const unsigned char *a, kctx *k) {
   const uint32_t *in;
   uint32_t *out;
   memcpy(&in, a, 8);
   memcpy(&out, a + 8, 8);
-  uint64_t n = (uint64_t)g.grid * g.block;
-  if (!kernel_may_touch(in, n * 4, g.device) || !kernel_may_touch(out, n * 4, g.device))
+  uint64_t grid = k->g.grid[0], block = k->g.block[0], n = grid * block;
+  if (!fake_touch(k, in, n * 4) || !fake_touch(k, out, n * 4))
     return;
-  unsigned size = g.cluster ? g.cluster : 1; /* without clusters: each block its own */
-  for (uint64_t b = 0; b < g.grid; b++) {
+  unsigned size = k->g.cluster[0] ? k->g.cluster[0] : 1; /* without clusters: each block its own */
+  for (uint64_t b = 0; b < grid; b++) {
     unsigned rank = (unsigned)(b % size), next = (rank + 1) % size;
     uint64_t peer = b - rank + next;
-    for (uint64_t t = 0; t < g.block; t++)
-      out[b * g.block + t] = (in[peer * g.block + t] * 2u + next) ^ (rank << 24);
+    for (uint64_t t = 0; t < block; t++)
+      out[b * block + t] = (in[peer * block + t] * 2u + next) ^ (rank << 24);
   }
 }
 
-static void k_grid_sum(const unsigned char *a, geometry g) {
+static void k_grid_sum(const unsigned char *a, kctx *k) {
   const uint32_t *in;
   uint32_t *scratch, *out;
-  uint64_t n;
+  uint64_t n, grid = k->g.grid[0];
   memcpy(&in, a, 8);
   memcpy(&scratch, a + 8, 8);
   memcpy(&out, a + 16, 8);
   memcpy(&n, a + 24, 8);
-  if (!kernel_may_touch(in, n * 4, g.device) ||
-      !kernel_may_touch(scratch, (g.grid + 1) * 4ull, g.device) ||
-      !kernel_may_touch(out, g.grid * 4ull, g.device))
+  if (!fake_touch(k, in, n * 4) || !fake_touch(k, scratch, (grid + 1) * 4) ||
+      !fake_touch(k, out, grid * 4))
     return;
   uint32_t *count = scratch, *partial = scratch + 1;
-  uint64_t chunk = (n + g.grid - 1) / g.grid;
+  uint64_t chunk = (n + grid - 1) / grid;
   uint32_t total = 0;
-  for (uint64_t b = 0; b < g.grid; b++) {
-    uint32_t s = 0;
+  for (uint64_t b = 0; b < grid; b++) {
+    uint32_t sum = 0;
     for (uint64_t i = b * chunk; i < (b + 1) * chunk && i < n; i++)
-      s += in[i];
-    partial[b] = s;
-    total += s;
+      sum += in[i];
+    partial[b] = sum;
+    total += sum;
   }
-  *count += g.grid;
-  for (uint64_t b = 0; b < g.grid; b++)
-    out[b] = g.cooperative ? total : 0xdeadbeefu;
+  *count += (uint32_t)grid;
+  for (uint64_t b = 0; b < grid; b++)
+    out[b] = k->g.cooperative ? total : 0xdeadbeefu;
 }
 
-static const kdesc ext_kernels[] = {
-    {"t4a_mix_u32", k_mix, 4, {0, 8, 16, 24}, {8, 8, 4, 8}},
-    {"t4a_cluster_rotate", k_cluster_rotate, 2, {0, 8}, {8, 8}},
-    {"t4a_grid_sum", k_grid_sum, 4, {0, 8, 16, 24}, {8, 8, 8, 8}},
+/* name, function, arguments (offsets, sizes), pointer arguments, max
+ * threads per block (0: the device's), static shared bytes (the CUDA C's) */
+const kdesc fake_ext_kernels[] = {
+    {"t4a_mix_u32", k_mix, 4, {0, 8, 16, 24}, {8, 8, 4, 8}, 0x3, 0, 0},
+    {"t4a_cluster_rotate", k_cluster_rotate, 2, {0, 8}, {8, 8}, 0x3, 0, 4096},
+    {"t4a_grid_sum", k_grid_sum, 4, {0, 8, 16, 24}, {8, 8, 8, 8}, 0x7, 0, 4},
 };
-
-void fake_ext_kernels_scan(t4a__CUmodule m, const char *text, size_t size, bool ptx) {
-  for (size_t k = 0; k < sizeof ext_kernels / sizeof ext_kernels[0]; k++) {
-    size_t n = strlen(ext_kernels[k].name);
-    bool found = false;
-    for (const char *p = text; !found && p + n <= text + size;) {
-      const char *hit = memmem(p, (size_t)(text + size - p), ext_kernels[k].name, n);
-      if (!hit)
-        break;
-      int after = hit + n < text + size ? hit[n] : 0;
-      /* as fake_runtime.c: PTX ".entry NAME(", binaries the NUL-terminated name */
-      found = ptx ? hit >= text + 7 && strncmp(hit - 7, ".entry ", 7) == 0 &&
-                        (after == '(' || after == ' ' || after == '\n')
-                  : after == '\0' && (hit == text || hit[-1] == '\0');
-      p = hit + n;
-    }
-    if (found && m->nfuncs < 8)
-      m->funcs[m->nfuncs++] = (struct CUfunc_st){&ext_kernels[k], m, 48 * 1024, false};
-  }
-}
+const unsigned fake_ext_kernel_count = sizeof fake_ext_kernels / sizeof fake_ext_kernels[0];
 
 /* ---- attributes ------------------------------------------------------------------------ */
 
@@ -153,13 +129,16 @@ R fake_ext_func_attribute(t4a__CUfunction f, t4a__CUfunction_attribute a, int v)
 
 /* ---- occupancy -------------------------------------------------------------------------- */
 
-static int blocks_per_sm(t4a__CUfunction f, int threads, size_t shared) {
-  if (threads <= 0 || threads > 1024 || (long long)shared > f->max_dynamic_shared)
+/* Blocks of f with `threads` threads and `shared` dynamic shared bytes one
+ * multiprocessor holds (G held, f checked). */
+static int blocks_per_sm(t4a__CUfunction f, long long threads, size_t shared) {
+  int limit = f->k->max_threads ? f->k->max_threads : 1024;
+  if (threads <= 0 || threads > limit || (long long)shared > f->max_dynamic_shared)
     return 0;
-  int warps = (threads + 31) / 32, n = 2048 / (warps * 32);
+  int warps = (int)(threads + 31) / 32, n = 2048 / (warps * 32);
   if (n > 32)
     n = 32;
-  int by_shared = (int)((228u << 10) / (shared + 1024));
+  int by_shared = (int)((228u << 10) / (shared + (size_t)f->k->static_shared + 1024));
   return n < by_shared ? n : by_shared;
 }
 
@@ -167,23 +146,48 @@ static int cluster_limit(t4a__CUfunction f) {
   return getenv("FAKE_CUDA_NO_CLUSTERS") ? 1 : f->nonportable ? 16 : 8;
 }
 
+static long long config_threads(const t4a__CUlaunchConfig *c) {
+  return (long long)c->blockDimX * c->blockDimY * c->blockDimZ;
+}
+
+/* The occupancy calls ask about a function of the current context (G not
+ * held): the context, then the function (G held on success). */
+static R occupancy_begin(t4a__CUfunction f, const char *what) {
+  R r = fake_need_ctx();
+  if (r)
+    return r;
+  LOCK();
+  if ((r = fake_obj_check(f, OBJ_FUNCTION, what)) != OK)
+    UNLOCK();
+  return r;
+}
+
 R fake_sym_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, t4a__CUfunction f, int block,
                                                        size_t shared) {
   FAKE_ENTER("cuOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (!n || !f || block <= 0)
+  if (!n || block <= 0)
     return T4A__CUDA_ERROR_INVALID_VALUE;
+  R r = occupancy_begin(f, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (r)
+    return r;
   *n = blocks_per_sm(f, block, shared);
+  UNLOCK();
   return OK;
 }
 
 R fake_sym_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, t4a__CUfunction f,
                                             t4a__CUoccupancyB2DSize cb, size_t shared, int limit) {
   FAKE_ENTER("cuOccupancyMaxPotentialBlockSize");
-  if (!min_grid || !block || !f || limit < 0)
+  if (!min_grid || !block || limit < 0)
     return T4A__CUDA_ERROR_INVALID_VALUE;
+  R r = occupancy_begin(f, "cuOccupancyMaxPotentialBlockSize");
+  if (r)
+    return r;
+  struct CUfunc_st fn = *f; /* the caller's callback runs without G */
+  UNLOCK();
   int top = limit && limit < 1024 ? limit : 1024, best = 0, best_threads = -1;
   for (int b = 32; b <= top; b += 32) {
-    int threads = blocks_per_sm(f, b, cb ? cb(b) : shared) * b;
+    int threads = blocks_per_sm(&fn, b, cb ? cb(b) : shared) * b;
     if (threads >= best_threads) {
       best_threads = threads;
       best = b;
@@ -192,12 +196,12 @@ R fake_sym_cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, t4a__CUfu
   if (top < 32)
     best = top;
   *block = best;
-  *min_grid = blocks_per_sm(f, best, cb ? cb(best) : shared) * SMS;
+  *min_grid = blocks_per_sm(&fn, best, cb ? cb(best) : shared) * SMS;
   return OK;
 }
 
-/* The block, cluster and cooperative flag of a config; an error for an
- * attribute the fake does not know or a malformed cluster. */
+/* The cluster and cooperative flag of a config; an error for an attribute
+ * the fake does not know or a malformed cluster. */
 static R parse(const t4a__CUlaunchConfig *c, unsigned cluster[3], bool *cooperative) {
   cluster[0] = cluster[1] = cluster[2] = 0;
   *cooperative = false;
@@ -225,11 +229,15 @@ static R parse(const t4a__CUlaunchConfig *c, unsigned cluster[3], bool *cooperat
 R fake_sym_cuOccupancyMaxPotentialClusterSize(int *size, t4a__CUfunction f,
                                               const t4a__CUlaunchConfig *c) {
   FAKE_ENTER("cuOccupancyMaxPotentialClusterSize");
-  if (!size || !f || !c)
+  if (!size || !c)
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  int per = blocks_per_sm(f, (int)(c->blockDimX * c->blockDimY * c->blockDimZ), c->sharedMemBytes);
+  R r = occupancy_begin(f, "cuOccupancyMaxPotentialClusterSize");
+  if (r)
+    return r;
+  int per = blocks_per_sm(f, config_threads(c), c->sharedMemBytes);
   int limit = cluster_limit(f), fit = per * SMS;
   *size = fit < limit ? fit : limit;
+  UNLOCK();
   return OK;
 }
 
@@ -237,59 +245,64 @@ R fake_sym_cuOccupancyMaxActiveClusters(int *n, t4a__CUfunction f, const t4a__CU
   FAKE_ENTER("cuOccupancyMaxActiveClusters");
   unsigned cluster[3];
   bool coop;
-  R r;
-  if (!n || !f || !c)
+  if (!n || !c)
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  if ((r = parse(c, cluster, &coop)))
+  R r = parse(c, cluster, &coop);
+  if (r || (r = occupancy_begin(f, "cuOccupancyMaxActiveClusters")))
     return r;
   uint64_t size = (uint64_t)cluster[0] * cluster[1] * cluster[2];
   if (!size || size > (uint64_t)cluster_limit(f))
-    return T4A__CUDA_ERROR_INVALID_CLUSTER_SIZE;
-  int per = blocks_per_sm(f, (int)(c->blockDimX * c->blockDimY * c->blockDimZ), c->sharedMemBytes);
-  *n = (int)((uint64_t)per * SMS / size);
-  return OK;
+    r = T4A__CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  else
+    *n = (int)((uint64_t)blocks_per_sm(f, config_threads(c), c->sharedMemBytes) * SMS / size);
+  UNLOCK();
+  return r;
 }
 
 /* ---- cuLaunchKernelEx ------------------------------------------------------------------- */
 
+/* cuLaunchKernel's checks and rules (fake_launch_check: the function's and
+ * the stream's context, whatever is current), then the attributes. */
 R fake_sym_cuLaunchKernelEx(const t4a__CUlaunchConfig *c, t4a__CUfunction f, void **params,
                             void **extra) {
   FAKE_ENTER("cuLaunchKernelEx");
-  if (!c || !f || extra || !c->gridDimX || !c->gridDimY || !c->gridDimZ || !c->blockDimX ||
-      !c->blockDimY || !c->blockDimZ ||
-      (unsigned long)c->blockDimX * c->blockDimY * c->blockDimZ > 1024 || c->gridDimY > 65535 ||
-      c->gridDimZ > 65535 || (int)c->sharedMemBytes > f->max_dynamic_shared ||
-      (f->k->nargs && !params))
+  if (!c)
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  unsigned cluster[3];
-  bool coop;
-  R r = parse(c, cluster, &coop);
-  if (r)
-    return r;
-  uint64_t size = (uint64_t)cluster[0] * cluster[1] * cluster[2];
-  if (size && (c->gridDimX % cluster[0] || c->gridDimY % cluster[1] || c->gridDimZ % cluster[2]))
-    return T4A__CUDA_ERROR_INVALID_VALUE;
-  if (size > (uint64_t)cluster_limit(f))
-    return T4A__CUDA_ERROR_INVALID_CLUSTER_SIZE;
-  if (coop && getenv("FAKE_CUDA_NO_COOPERATIVE"))
-    return T4A__CUDA_ERROR_NOT_SUPPORTED;
-  int per = blocks_per_sm(f, (int)(c->blockDimX * c->blockDimY * c->blockDimZ), c->sharedMemBytes);
-  if (coop && (uint64_t)c->gridDimX * c->gridDimY * c->gridDimZ > (uint64_t)per * SMS)
-    return T4A__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  geometry g = {.grid = {c->gridDimX, c->gridDimY, c->gridDimZ},
+                .block = {c->blockDimX, c->blockDimY, c->blockDimZ},
+                .shared = c->sharedMemBytes};
   t4a__CUstream s = c->hStream;
-  op o = {
-      .kind = OP_KERNEL,
-      .kernel = f->k->fn,
-      .geom = {c->gridDimX, c->blockDimX, c->sharedMemBytes, s ? s->device : 0, cluster[0], coop}};
-  for (unsigned i = 0; i < f->k->nargs; i++)
-    memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
-  return fake_enqueue(s, &o);
+  LOCK();
+  R r = fake_launch_check("cuLaunchKernelEx", f, s, &g, params, extra);
+  if (!r)
+    r = parse(c, g.cluster, &g.cooperative);
+  if (r)
+    goto out;
+  uint64_t size = (uint64_t)g.cluster[0] * g.cluster[1] * g.cluster[2];
+  uint64_t blocks = (uint64_t)g.grid[0] * g.grid[1] * g.grid[2];
+  if (size && (g.grid[0] % g.cluster[0] || g.grid[1] % g.cluster[1] || g.grid[2] % g.cluster[2]))
+    r = T4A__CUDA_ERROR_INVALID_VALUE;
+  else if (size > (uint64_t)cluster_limit(f))
+    r = T4A__CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  else if (g.cooperative && getenv("FAKE_CUDA_NO_COOPERATIVE"))
+    r = T4A__CUDA_ERROR_NOT_SUPPORTED;
+  else if (g.cooperative &&
+           blocks > (uint64_t)blocks_per_sm(f, config_threads(c), c->sharedMemBytes) * SMS)
+    r = T4A__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  else
+    r = fake_launch_enqueue(f, s, &g, params);
+out:
+  UNLOCK();
+  return r;
 }
 
 /* ---- stream priorities --------------------------------------------------------------------- */
 
 R fake_sym_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
   FAKE_ENTER("cuCtxGetStreamPriorityRange");
+  R r = fake_need_ctx(); /* the current context's range */
+  if (r)
+    return r;
   if (least)
     *least = 0;
   if (greatest)
@@ -299,17 +312,18 @@ R fake_sym_cuCtxGetStreamPriorityRange(int *least, int *greatest) {
 
 R fake_sym_cuStreamCreateWithPriority(t4a__CUstream *s, unsigned flags, int priority) {
   FAKE_ENTER("cuStreamCreateWithPriority");
-  R r = fake_sym_cuStreamCreate(s, flags);
-  if (r)
-    return r;
-  (*s)->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority; /* clamped, as CUDA does */
-  return OK;
+  /* clamped to the range, as CUDA does */
+  return fake_stream_create(s, flags, priority < -5 ? -5 : priority > 0 ? 0 : priority);
 }
 
 R fake_sym_cuStreamGetPriority(t4a__CUstream s, int *priority) {
   FAKE_ENTER("cuStreamGetPriority");
-  if (!s || !priority)
-    return T4A__CUDA_ERROR_INVALID_HANDLE;
-  *priority = s->priority;
-  return OK;
+  if (!priority)
+    return T4A__CUDA_ERROR_INVALID_VALUE;
+  LOCK();
+  R r = fake_stream_get(s, "cuStreamGetPriority");
+  if (!r)
+    *priority = s->priority;
+  UNLOCK();
+  return r;
 }

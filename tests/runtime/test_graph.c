@@ -437,6 +437,63 @@ START_TEST(graph_released_while_a_replay_is_queued) {
 }
 END_TEST
 
+/* Host memory a queued replay copies is released behind the replay:
+ * unregistered memory only once the replay ran (on the fake, the replay
+ * holds queued uses of it, so an early unpin is a violation), a freed
+ * pinned buffer not handed out again meanwhile. */
+START_TEST(host_memory_a_queued_replay_uses_is_released_behind_it) {
+  rng = t4a_test_seed();
+  kit k = kit_make();
+  const uint64_t n = 16384, bytes = n * 4;
+  uint32_t *mine = aligned_alloc(4096, bytes), *want = malloc(bytes), *got = malloc(bytes);
+  for (uint64_t i = 0; i < n; i++)
+    mine[i] = want[i] = next32();
+  t4a_buffer d, d2;
+  RT_OK(T->buffer_alloc(k.rt, bytes, &d));
+  RT_OK(T->buffer_alloc(k.rt, bytes, &d2));
+  t4a_host_buffer reg, pin;
+  void *pp;
+  RT_OK(T->host_register(k.rt, mine, bytes, 0, &reg));
+  RT_OK(T->host_alloc(k.rt, bytes, 0, &pin, &pp));
+  memcpy(pp, want, bytes);
+  t4a_graph g;
+  RT_OK(T->graph_begin(k.rt));
+  RT_OK(T->copy_h2d_pinned(k.rt, d, 0, reg, 0, bytes));
+  RT_OK(T->copy_h2d_pinned(k.rt, d2, 0, pin, 0, bytes));
+  RT_OK(T->graph_end(k.rt, &g));
+  RT_OK(T->graph_launch(k.rt, g)); /* a replay run to completion first */
+  rt_sync(k.rt);
+  download(k.rt, d, got, n);
+  ck_assert(memcmp(got, want, bytes) == 0);
+  uint64_t pending = rt_counters(k.rt).pending_retirements;
+  rt_gate gate;
+  rt_gate_close(&gate, k.rt);
+  RT_OK(T->graph_launch(k.rt, g)); /* queued behind the gate */
+  RT_OK(T->host_unregister(k.rt, reg));
+  RT_OK(T->host_free(k.rt, pin));
+  ck_assert_uint_eq(rt_counters(k.rt).pending_retirements, pending + 2);
+  t4a_host_buffer again;
+  void *pa;
+  RT_OK(T->host_alloc(k.rt, bytes, 0, &again, &pa)); /* not the block the replay reads */
+  ck_assert_ptr_ne(pa, pp);
+  memset(pa, 0, bytes);
+  rt_gate_open(&gate);
+  rt_gate_free(&gate); /* seals and waits: both are due */
+  ck_assert_uint_eq(rt_counters(k.rt).pending_retirements, pending);
+  download(k.rt, d, got, n);
+  ck_assert_msg(memcmp(got, want, bytes) == 0, "the replay read unregistered memory");
+  download(k.rt, d2, got, n);
+  ck_assert_msg(memcmp(got, want, bytes) == 0, "the replay read a reused pinned block");
+  RT_EXPECT(T->graph_launch(k.rt, g), T4A_EHANDLE); /* what it uses is gone */
+  RT_OK(T->graph_release(k.rt, g));
+  RT_OK(T->host_free(k.rt, again));
+  RT_OK(T->runtime_destroy(k.rt, T4A_WAIT_FOREVER));
+  free(mine);
+  free(want);
+  free(got);
+}
+END_TEST
+
 START_TEST(destroy_ends_a_capture_in_progress) {
   kit k = kit_make();
   t4a_buffer y;
@@ -586,6 +643,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, kernel_arguments_are_updated_without_reinstantiating);
   tcase_add_test(tc, capture_refuses_what_cannot_be_captured);
   tcase_add_test(tc, graph_released_while_a_replay_is_queued);
+  tcase_add_test(tc, host_memory_a_queued_replay_uses_is_released_behind_it);
   tcase_add_test(tc, destroy_ends_a_capture_in_progress);
   tcase_add_test(tc, what_a_graph_uses_is_checked_at_each_replay);
   if (rt_on_fake()) /* fault injection and driver variants: the fake's */
