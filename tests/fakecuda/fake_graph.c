@@ -123,9 +123,9 @@ R fake_capture_illegal(t4a__CUstream s, const char *what) {
                 "CUDA refuses it during a capture");
 }
 
-R fake_sym_cuStreamBeginCapture(t4a__CUstream s, unsigned mode) {
+R fake_sym_cuStreamBeginCapture(t4a__CUstream s, fake_capture_mode mode) {
   FAKE_ENTER("cuStreamBeginCapture");
-  if (mode > T4A__CU_STREAM_CAPTURE_MODE_RELAXED)
+  if ((unsigned)mode > T4A__CU_STREAM_CAPTURE_MODE_RELAXED)
     return T4A__CUDA_ERROR_INVALID_VALUE;
   struct fake_capture *c = calloc(1, sizeof *c);
   struct CUgraph_st *g = calloc(1, sizeof *g);
@@ -174,7 +174,7 @@ R fake_sym_cuStreamEndCapture(t4a__CUstream s, t4a__CUgraph *out) {
   return r;
 }
 
-R fake_sym_cuStreamGetCaptureInfo(t4a__CUstream s, unsigned *status, t4a__cuuint64_t *id,
+R fake_sym_cuStreamGetCaptureInfo(t4a__CUstream s, fake_capture_status *status, t4a__cuuint64_t *id,
                                   t4a__CUgraph *graph, const t4a__CUgraphNode **deps,
                                   size_t *count) {
   FAKE_ENTER("cuStreamGetCaptureInfo");

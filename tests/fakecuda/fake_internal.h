@@ -49,8 +49,12 @@ typedef CUresult R;
 #define t4a__CUdevice_attribute CUdevice_attribute
 #define t4a__CUfunction_attribute CUfunction_attribute
 #define t4a__CUmemPool_attribute CUmemPool_attribute
+typedef CUstreamCaptureMode fake_capture_mode;     /* fake_graph.c */
+typedef CUstreamCaptureStatus fake_capture_status; /* ... */
 #else
 typedef t4a__CUresult R;
+typedef unsigned fake_capture_mode;
+typedef unsigned fake_capture_status;
 #endif
 #define OK T4A__CUDA_SUCCESS
 #define LOCK() pthread_mutex_lock(&fake_G)
