@@ -1275,11 +1275,13 @@ class t4a_gpu_backend_v1(Structure):
         # the runtime and the capture as they were: what blocks the host or
         # cannot be captured (copy_h2d, copy_d2h and their 2D forms, which go
         # through the staging; seal; runtime_wait_witness; copies between
-        # runtimes), and what would change memory the graph may use
-        # (buffer_alloc, buffer_free, cache_trim): allocate before graph_begin,
-        # free after graph_end. A second graph_begin is T4A_EBUSY. Capture is
-        # the driver's relaxed mode: other runtimes and threads are unaffected.
-        # runtime_destroy ends a capture in progress and discards it.
+        # runtimes (copy_from_runtime, copy_from_peer, copy_from_peer_via_host,
+        # whichever of the two captures), and what would change memory the
+        # graph may use (buffer_alloc, buffer_free, cache_trim): allocate before
+        # graph_begin, free after graph_end. A second graph_begin is
+        # T4A_EBUSY. Capture is the driver's relaxed mode: other runtimes and
+        # threads are unaffected. runtime_destroy ends a capture in progress and
+        # discards it.
         ('graph_begin', CFUNCTYPE(c_int, t4a_runtime)),
         # graph_end: ends the capture and instantiates what it recorded; *out
         # is a graph of rt (rt owns it). The recorded work has not run. When a
@@ -1858,11 +1860,13 @@ SLOT_DOCS = {
         'the runtime and the capture as they were: what blocks the host or\n'
         'cannot be captured (copy_h2d, copy_d2h and their 2D forms, which go\n'
         'through the staging; seal; runtime_wait_witness; copies between\n'
-        'runtimes), and what would change memory the graph may use\n'
-        '(buffer_alloc, buffer_free, cache_trim): allocate before graph_begin,\n'
-        'free after graph_end. A second graph_begin is T4A_EBUSY. Capture is\n'
-        "the driver's relaxed mode: other runtimes and threads are unaffected.\n"
-        'runtime_destroy ends a capture in progress and discards it.'),
+        'runtimes (copy_from_runtime, copy_from_peer, copy_from_peer_via_host,\n'
+        'whichever of the two captures), and what would change memory the\n'
+        'graph may use (buffer_alloc, buffer_free, cache_trim): allocate before\n'
+        'graph_begin, free after graph_end. A second graph_begin is\n'
+        "T4A_EBUSY. Capture is the driver's relaxed mode: other runtimes and\n"
+        'threads are unaffected. runtime_destroy ends a capture in progress and\n'
+        'discards it.'),
     'graph_end': (
         'graph_end: ends the capture and instantiates what it recorded; *out\n'
         'is a graph of rt (rt owns it). The recorded work has not run. When a\n'

@@ -1662,11 +1662,13 @@ pub struct t4a_gpu_backend_v1 {
     /// the runtime and the capture as they were: what blocks the host or
     /// cannot be captured (copy_h2d, copy_d2h and their 2D forms, which go
     /// through the staging; seal; runtime_wait_witness; copies between
-    /// runtimes), and what would change memory the graph may use
-    /// (buffer_alloc, buffer_free, cache_trim): allocate before graph_begin,
-    /// free after graph_end. A second graph_begin is T4A_EBUSY. Capture is
-    /// the driver's relaxed mode: other runtimes and threads are unaffected.
-    /// runtime_destroy ends a capture in progress and discards it.
+    /// runtimes (copy_from_runtime, copy_from_peer, copy_from_peer_via_host,
+    /// whichever of the two captures), and what would change memory the
+    /// graph may use (buffer_alloc, buffer_free, cache_trim): allocate before
+    /// graph_begin, free after graph_end. A second graph_begin is
+    /// T4A_EBUSY. Capture is the driver's relaxed mode: other runtimes and
+    /// threads are unaffected. runtime_destroy ends a capture in progress and
+    /// discards it.
     pub graph_begin: Option<unsafe extern "C" fn(rt: t4a_runtime) -> c_int>,
     /// graph_end: ends the capture and instantiates what it recorded; *out
     /// is a graph of rt (rt owns it). The recorded work has not run. When a

@@ -320,6 +320,15 @@ START_TEST(capture_refuses_what_cannot_be_captured) {
   REFUSED(T->cache_trim(k.rt, 0), "cache_trim");
   REFUSED(T->copy_from_runtime(k.rt, x, 0, other, ob, 0, 64), "copy_from_runtime");
   REFUSED(T->copy_from_runtime(other, ob, 0, k.rt, x, 0, 64), "copy_from_runtime");
+  /* the peer copies too, whichever side captures, before any device check
+   * (other is on the same device: the refusal comes first) */
+  REFUSED(T->copy_from_peer(k.rt, x, 0, other, ob, 0, 64), "copy_from_peer");
+  RT_DETAIL("orders work of another runtime");
+  REFUSED(T->copy_from_peer(other, ob, 0, k.rt, x, 0, 64), "copy_from_peer");
+  RT_DETAIL("(on the source runtime) records an event");
+  REFUSED(T->copy_from_peer_via_host(k.rt, x, 0, other, ob, 0, 64), "copy_from_peer_via_host");
+  REFUSED(T->copy_from_peer_via_host(other, ob, 0, k.rt, x, 0, 64), "copy_from_peer_via_host");
+  RT_DETAIL("call it before graph_begin or after graph_end");
   REFUSED(T->graph_launch(k.rt, older), "graph_launch");
   RT_EXPECT(T->graph_begin(k.rt), T4A_EBUSY);
   RT_DETAIL("captures do not nest");
