@@ -260,7 +260,7 @@ R fake_sym_cuGraphInstantiateWithFlags(t4a__CUgraphExec *out, t4a__CUgraph g,
     goto out;
   size_t n = g->count ? g->count : 1;
   if (!(e = calloc(1, sizeof *e)) || !(e->ops = calloc(n, sizeof *e->ops)) ||
-      !(e->nodes = calloc(n, sizeof *e->nodes))) {
+      !(e->nodes = calloc(n, sizeof(struct CUgraphNode_st *)))) {
     if (e) {
       free(e->ops);
       free(e);
