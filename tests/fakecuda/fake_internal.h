@@ -49,6 +49,7 @@ typedef CUresult R;
 #define t4a__CUdevice_attribute CUdevice_attribute
 #define t4a__CUfunction_attribute CUfunction_attribute
 #define t4a__CUmemPool_attribute CUmemPool_attribute
+#define t4a__CUdriverProcAddressQueryResult CUdriverProcAddressQueryResult
 typedef CUstreamCaptureMode fake_capture_mode;     /* fake_graph.c */
 typedef CUstreamCaptureStatus fake_capture_status; /* ... */
 #else
