@@ -429,11 +429,15 @@ int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pat
   /* a block starts 256-byte aligned and offset is a multiple of the
    * element: the address is aligned as the driver requires */
   t4a__CUdeviceptr p = b->ptr + offset;
+  t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
   t4a__CUresult r =
       element_size == 1 ? cu->cuMemsetD8Async(p, (unsigned char)pattern, (size_t)count, rt->stream)
       : element_size == 2
           ? cu->cuMemsetD16Async(p, (unsigned short)pattern, (size_t)count, rt->stream)
           : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
+  t4a__ctx_leave(rt, saved);
   if (r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
   else
