@@ -138,7 +138,7 @@ R fake_enqueue(t4a__CUstream s, const op *o) {
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
   *copy = *o;
   copy->next = NULL;
-  copy->seq = ++s->enqueued;
+  uint64_t seq = copy->seq = ++s->enqueued;
   for (unsigned i = 0; i < copy->nrefs; i++)
     copy->refs[i]->queued++;
   if (s->tail)
@@ -147,6 +147,8 @@ R fake_enqueue(t4a__CUstream s, const op *o) {
     s->head = copy;
   s->tail = copy;
   pthread_cond_broadcast(&fake_changed);
+  if (fake_serial) /* a deterministic schedule: the operation runs before the call returns */
+    fake_stream_wait_op(s, seq);
   return OK;
 }
 
@@ -185,7 +187,7 @@ R fake_sym_cuStreamCreate(t4a__CUstream *s, unsigned flags) {
 }
 
 R fake_sym_cuStreamDestroy(t4a__CUstream s) {
-  FAKE_ENTER("cuStreamDestroy");
+  FAKE_ENTER_ON("cuStreamDestroy", fake_object_device(s, OBJ_STREAM));
   LOCK();
   R r = fake_stream_get(s, "cuStreamDestroy");
   if (!r) {
@@ -277,7 +279,7 @@ R fake_sym_cuEventCreate(t4a__CUevent *e, unsigned flags) {
 }
 
 R fake_sym_cuEventDestroy(t4a__CUevent e) {
-  FAKE_ENTER("cuEventDestroy");
+  FAKE_ENTER_ON("cuEventDestroy", fake_object_device(e, OBJ_EVENT));
   LOCK();
   R r = fake_obj_check(e, OBJ_EVENT, "cuEventDestroy");
   if (!r) {
