@@ -69,6 +69,9 @@ void t4a__modules_fini(t4a__runtime *rt, bool idle) {
 }
 
 int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!out)
     return t4a__fail(T4A_EINVAL, "module_load: out is NULL; pass a pointer");
   out->bits = 0;

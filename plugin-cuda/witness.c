@@ -350,6 +350,9 @@ static int wtime_progress(t4a_witness w) {
 }
 
 int t4a__slot_witness_elapsed(t4a_witness start, t4a_witness end, uint64_t *ns) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!ns)
     return t4a__fail(T4A_EINVAL, "witness_elapsed: ns is NULL; pass a pointer");
   wtime a, b;

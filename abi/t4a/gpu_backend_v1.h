@@ -262,7 +262,9 @@ typedef struct t4a_runtime_options {
    * creation, never exceeded). 0 = default (64 MiB). Minimum 64 KiB. */
   uint64_t staging_bytes;
   /* Bytes the memory pool keeps reserved across synchronisations.
-   * 0 = default (UINT64_MAX: never give memory back implicitly). */
+   * 0 = default (UINT64_MAX: never give memory back implicitly). The
+   * driver may still hand reserved memory the pool is not using to an
+   * allocation on the device that would otherwise fail. */
   uint64_t pool_release_threshold;
   /* Upper bound on bytes held in the host-side cache of freed device
    * blocks. 0 = default (1 GiB); UINT64_MAX = unbounded. */

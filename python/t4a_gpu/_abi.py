@@ -308,7 +308,9 @@ class t4a_runtime_options(Structure):
         # creation, never exceeded). 0 = default (64 MiB). Minimum 64 KiB.
         ('staging_bytes', c_uint64),
         # Bytes the memory pool keeps reserved across synchronisations.
-        # 0 = default (UINT64_MAX: never give memory back implicitly).
+        # 0 = default (UINT64_MAX: never give memory back implicitly). The
+        # driver may still hand reserved memory the pool is not using to an
+        # allocation on the device that would otherwise fail.
         ('pool_release_threshold', c_uint64),
         # Upper bound on bytes held in the host-side cache of freed device
         # blocks. 0 = default (1 GiB); UINT64_MAX = unbounded.

@@ -30,7 +30,17 @@
 #include "plugin-cuda/cuda_decls.h"
 
 #define EXPORT __attribute__((visibility("default")))
+#ifdef FAKE_CUDA_HEADERS
+/* The definitions take and return cuda.h's enumerations, as its prototypes
+ * say (GCC 13's -Wenum-int-mismatch tells an enum from the plugin's
+ * unsigned stand-ins). */
+typedef CUresult R;
+#define t4a__CUdevice_attribute CUdevice_attribute
+#define t4a__CUfunction_attribute CUfunction_attribute
+#define t4a__CUmemPool_attribute CUmemPool_attribute
+#else
 typedef t4a__CUresult R;
+#endif
 #define OK T4A__CUDA_SUCCESS
 #define LOCK() pthread_mutex_lock(&fake_G)
 #define UNLOCK() pthread_mutex_unlock(&fake_G)

@@ -9,7 +9,10 @@
  *    above its release threshold (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD; 0 by
  *    default: all of it); cuMemPoolTrimTo releases down to a size;
  *  - an allocation short of device memory first releases the pool's own
- *    cached blocks, then fails with CUDA_ERROR_OUT_OF_MEMORY;
+ *    cached blocks, then those of the device's other pools (the H200's
+ *    driver 580 does: an allocation succeeded while another pool held the
+ *    memory unused under a release threshold of UINT64_MAX), then fails
+ *    with CUDA_ERROR_OUT_OF_MEMORY;
  *  - only the pool's device, and devices granted access with
  *    cuMemPoolSetAccess, may access its memory (cuCtxEnablePeerAccess does
  *    not cover pool memory);
@@ -209,6 +212,15 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
     if (used + bytes > limit) { /* short: first give back what the pool holds unused */
       uint64_t need = used + bytes - limit;
       trim(p, p->reserved > need ? p->reserved - need : 0);
+      for (struct CUmemPoolHandle_st *o = pools; o; o = o->next) {
+        used = fake_device_used(p->device);
+        if (used + bytes <= limit)
+          break;
+        if (o != p && !o->o.dead && o->device == p->device) {
+          need = used + bytes - limit;
+          trim(o, o->reserved > need ? o->reserved - need : 0);
+        }
+      }
     }
     if (fake_device_used(p->device) + bytes > fake_device_limit())
       r = T4A__CUDA_ERROR_OUT_OF_MEMORY;
