@@ -124,10 +124,14 @@ static int released_kind(const char *entry) {
   static const struct {
     const char *name;
     int kind;
-  } r[] = {{"cuMemFreeAsync", K_DEVICE},       {"cuMemFree", K_DEVICE},
-           {"cuMemFreeHost", K_HOST},          {"cuMemHostUnregister", K_HOST},
-           {"cuStreamDestroy", K_STREAM},      {"cuEventDestroy", K_EVENT},
-           {"cuMemPoolDestroy", K_POOL},       {"cuModuleUnload", K_MODULE},
+  } r[] = {{"cuMemFreeAsync", K_DEVICE},
+           {"cuMemFree", K_DEVICE},
+           {"cuMemFreeHost", K_HOST},
+           {"cuMemHostUnregister", K_HOST},
+           {"cuStreamDestroy", K_STREAM},
+           {"cuEventDestroy", K_EVENT},
+           {"cuMemPoolDestroy", K_POOL},
+           {"cuModuleUnload", K_MODULE},
            {"cuDevicePrimaryCtxRelease", K_CONTEXT}};
   for (size_t i = 0; entry && i < sizeof r / sizeof r[0]; i++)
     if (strcmp(entry, r[i].name) == 0)
@@ -143,16 +147,16 @@ static const int rt_dev[NRT] = {0, 0, 1};
 static struct run {
   const t4a_gpu_backend_v1 *t;
   bool verbose;
-  unsigned code;    /* injected code (0: the clean run) */
-  uint64_t inj[2];  /* global call numbers that fail (0: none) */
+  unsigned code;     /* injected code (0: the clean run) */
+  uint64_t inj[2];   /* global call numbers that fail (0: none) */
   uint64_t fail_end; /* the last call of the step during which inj[0] failed */
   t4a_runtime rt[NRT];
-  bool faulted[NRT];   /* the plugin reports T4A_EDEVICEFAULT for it */
-  bool failed;         /* a step failed by injection */
-  bool peer_absorbed;  /* a failure setting up peer access, remembered for copy_from_peer */
-  bool no_spare;       /* this destroy's pool could not be trimmed: no spare parts */
-  bool kept_any;       /* the plugin kept an object whose release failed */
-  ledger kept;         /* those objects, by device */
+  bool faulted[NRT];      /* the plugin reports T4A_EDEVICEFAULT for it */
+  bool failed;            /* a step failed by injection */
+  bool peer_absorbed;     /* a failure setting up peer access, remembered for copy_from_peer */
+  bool no_spare;          /* this destroy's pool could not be trimmed: no spare parts */
+  bool kept_any;          /* the plugin kept an object whose release failed */
+  ledger kept;            /* those objects, by device */
   bool dev_faulted[DEVS]; /* a runtime of the device reported a fault */
   bool dev_maybe[DEVS];   /* a runtime_create there failed with T4A_EDEVICEFAULT */
   struct snap {           /* taken just before a step's call */
@@ -230,8 +234,7 @@ static bool absorbed(const char *entry, unsigned code, const char *step) {
   /* a deferred release (a pinned block or module retired behind its work,
    * host_free, host_unregister, module_unload with work pending) run in
    * passing: the object is kept (counted by step) */
-  if (is(entry, "cuModuleUnload") || is(entry, "cuMemFreeHost") ||
-      is(entry, "cuMemHostUnregister"))
+  if (is(entry, "cuModuleUnload") || is(entry, "cuMemFreeHost") || is(entry, "cuMemHostUnregister"))
     return true;
   return false;
 }
@@ -258,7 +261,7 @@ static void probe(void) {
       bad("probe of runtime %c: %s", 'a' + i, t4a_status_name(rc));
     if (R.faulted[i] && rc != T4A_EDEVICEFAULT)
       bad("runtime %c faulted, then raw_runtime returned %s: not sticky", 'a' + i,
-           t4a_status_name(rc));
+          t4a_status_name(rc));
     R.faulted[i] = rc == T4A_EDEVICEFAULT;
     R.dev_faulted[rt_dev[i]] |= R.faulted[i];
   }
@@ -305,7 +308,8 @@ static bool step(const char *what, enum how how, unsigned touch, int rc) {
                                     : touches_faulted(touch) && how != NONE;
   bool fault_unseen = false; /* the driver faulted the device, the plugin was not told yet */
   for (int i = 0; i < NRT; i++)
-    fault_unseen |= how != NONE && how != CREATE && (touch & (1u << i)) && pre.fake_fault[rt_dev[i]];
+    fault_unseen |=
+        how != NONE && how != CREATE && (touch & (1u << i)) && pre.fake_fault[rt_dev[i]];
   fault_unseen &= !fault_before;
   const char *entry = injected ? F.name(at) : NULL;
   if (R.verbose)
@@ -373,8 +377,8 @@ static bool step(const char *what, enum how how, unsigned touch, int rc) {
         fault_before ? "T4A_EDEVICEFAULT (a faulted runtime)"
         : injected   ? t4a_status_name(mapped(R.code))
                      : "T4A_OK",
-        injected && !fault_before ? " (mapped from the injected code)" : "",
-        (unsigned long long)at, entry ? entry : "-", R.code);
+        injected && !fault_before ? " (mapped from the injected code)" : "", (unsigned long long)at,
+        entry ? entry : "-", R.code);
   if (injected && rc != T4A_OK && !fault_before && rc == mapped(R.code)) {
     t4a_error_info e = {.struct_size = sizeof e};
     R.t->last_error(&e);
@@ -434,8 +438,8 @@ static void round_trip(int i) {
     void *args[] = {&addr, &value, &n};
     t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {2, 1, 1}, .block = {64, 1, 1}};
     all &= STEP("round trip: function_get", LOCK, me, t->function_get(r, m, "t4a_fill_u32", &f));
-    all &= STEP("round trip: buffer_device_address", LOCK, me,
-                t->buffer_device_address(r, v, &addr));
+    all &=
+        STEP("round trip: buffer_device_address", LOCK, me, t->buffer_device_address(r, v, &addr));
     if (f.bits && addr)
       all &= STEP("round trip: launch", LOCK, me, t->launch(r, f, &cfg, args));
     all &= STEP("round trip: copy_d2h", LOCK, me, t->copy_d2h(r, back, v, 0, sizeof pat));
@@ -444,7 +448,7 @@ static void round_trip(int i) {
     for (uint32_t k = 0; all && k < WORDS; k++)
       if (back[k] != (k < n ? value : pat[k])) {
         bad("round trip on runtime %c: word %u is %08x, want %08x", 'a' + i, k, back[k],
-             k < n ? value : pat[k]);
+            k < n ? value : pat[k]);
         break;
       }
   }
@@ -473,8 +477,7 @@ static void scenario(void) {
   t4a_runtime *rt = R.rt;
   t4a_runtime_options o = {.struct_size = sizeof o, .staging_bytes = 256u * 1024u};
   STEP("artifact_from_bytes", NONE, 0,
-       t->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t",
-                              &R.art));
+       t->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t", &R.art));
   for (int i = 0; i < NRT; i++)
     if (!STEP("runtime_create", CREATE, (unsigned)rt_dev[i],
               t->runtime_create(rt_dev[i], &o, &rt[i])))
@@ -518,8 +521,8 @@ static void scenario(void) {
                      .rows = 5};
     STEP("copy_2d_d2d", LOCK, A, t->copy_2d_d2d(a, y, x, &g));
   }
-  if (a.bits && STEP("host_register", LOCK, A,
-                     t->host_register(a, registered, sizeof registered, 0, &reg)) &&
+  if (a.bits &&
+      STEP("host_register", LOCK, A, t->host_register(a, registered, sizeof registered, 0, &reg)) &&
       y.bits)
     STEP("copy_d2h_pinned (registered)", LOCK, A,
          t->copy_d2h_pinned(a, reg, 0, y, 0, sizeof registered));
@@ -616,7 +619,7 @@ static void teardown(t4a_gpu_backend *backend) {
     ledger after = ledger_now();
     if (R.verbose && rc)
       printf("  runtime_destroy of %c: %s (%s)\n", 'a' + i, t4a_status_name(rc), e.message);
-    R.rt[i].bits = 0;                                 /* stale now: no round trip on it */
+    R.rt[i].bits = 0;                           /* stale now: no round trip on it */
     step("runtime_destroy", LOCK, 1u << i, rc); /* its status, as any step's */
     if (rc == T4A_OK || leaked) {
       /* idle: its parts are a spare now (unless its pool was not empty or
@@ -638,8 +641,8 @@ static void teardown(t4a_gpu_backend *backend) {
     static const int same[] = {K_DEVICE, K_POOLED, K_STREAM, K_POOL, K_MODULE};
     for (int k = 0; k < 5; k++)
       if (before.n[d][same[k]] != after.n[d][same[k]])
-        bad("quarantined runtime %c released %s objects: %lld -> %lld", 'a' + i,
-            kinds[same[k]], (long long)before.n[d][same[k]], (long long)after.n[d][same[k]]);
+        bad("quarantined runtime %c released %s objects: %lld -> %lld", 'a' + i, kinds[same[k]],
+            (long long)before.n[d][same[k]], (long long)after.n[d][same[k]]);
     int64_t kept_host = ledger_all(&R.kept, K_HOST) - ledger_all(&kept_before, K_HOST);
     if (freed_host != (int64_t)cs.pinned_entries - kept_host)
       bad("quarantined runtime %c released %lld pinned blocks, its idle cache held %llu (%lld "
@@ -653,8 +656,8 @@ static void teardown(t4a_gpu_backend *backend) {
           (long long)kept_events);
     /* its counters: staging, live host buffers, pending retirements
      * (pinned blocks and deferred module unloads) and held modules */
-    held[d] += 1 + (int64_t)cn.live_host_buffers + (int64_t)cn.pending_retirements +
-               (int64_t)R.modules[i];
+    held[d] +=
+        1 + (int64_t)cn.live_host_buffers + (int64_t)cn.pending_retirements + (int64_t)R.modules[i];
     if (cn.quarantined > cn.pending_retirements + cn.live_buffers)
       bad("runtime %c: %llu quarantined, more than its %llu pending retirements and %llu "
           "buffers",
@@ -765,7 +768,7 @@ static int run(FILE *report) {
     uint64_t at = R.inj[0];
     if (!at || at > F.total() || rc != mapped(R.code))
       bad("init: %s, want %s (call %llu failed)", t4a_status_name(rc),
-           at ? t4a_status_name(mapped(R.code)) : "T4A_OK", (unsigned long long)at);
+          at ? t4a_status_name(mapped(R.code)) : "T4A_OK", (unsigned long long)at);
     R.fail_end = F.total();
     t4a_gpu_close(backend);
     ledger l = ledger_now();
@@ -899,9 +902,11 @@ static size_t n_pairs, cap_pairs;
 
 static void add_pair(uint64_t n, uint64_t m, unsigned code, unsigned rank, const char *entry) {
   if (n_pairs == cap_pairs) {
-    cap_pairs = cap_pairs ? 2 * cap_pairs : 1024;
-    pairs = realloc(pairs, cap_pairs * sizeof *pairs);
-    ck_assert_ptr_nonnull(pairs);
+    size_t cap = cap_pairs ? 2 * cap_pairs : 1024;
+    pair *grown = realloc(pairs, cap * sizeof *pairs);
+    ck_assert_ptr_nonnull(grown); /* the test ends here: nothing to free */
+    pairs = grown;
+    cap_pairs = cap;
   }
   pairs[n_pairs++] = (pair){n, m, code, rank, ""};
   snprintf(pairs[n_pairs - 1].entry, sizeof pairs->entry, "%.47s", entry);

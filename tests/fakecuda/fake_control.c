@@ -318,8 +318,8 @@ int fake_object_device(const void *p, obj_kind kind) {
     const fake_obj *o = p;
     dev = kind == OBJ_POOL     ? ((const struct CUmemPoolHandle_st *)p)->device
           : kind == OBJ_MODULE ? ((const struct CUmod_st *)p)->device
-          : o->ctx            ? o->ctx->device
-                              : -1;
+          : o->ctx             ? o->ctx->device
+                               : -1;
   }
   UNLOCK();
   return dev;
