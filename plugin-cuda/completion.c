@@ -190,9 +190,9 @@ int t4a__epoch_state(t4a__runtime *rt, uint64_t seq) {
                           "the runtime faulted before this witness's work completed; destroy "
                           "the runtime");
   }
-  if (rt->fault)
-    return rc;
-  return T4A_ENOTREADY;
+  /* a poll that failed is the caller's failure (mapped, nothing changed:
+   * ask again), not "not ready": an error that persists must end a wait */
+  return rc ? rc : T4A_ENOTREADY;
 }
 
 /* ---- destroy ------------------------------------------------------------------ */

@@ -65,7 +65,8 @@ static int rect_ok(const char *what, const t4a__runtime *rt, const t4a_copy_2d *
   return T4A_OK;
 }
 
-/* One cuMemcpy2DAsync between host (pinned) or device memory. */
+/* One cuMemcpy2DAsync between host (pinned) or device memory, with rt's
+ * context current. */
 static int dma_2d(t4a__runtime *rt, const char *what, const t4a_copy_2d *g, void *dhost,
                   t4a__CUdeviceptr ddev, const void *shost, t4a__CUdeviceptr sdev) {
   const t4a__cuda_api *cu = &t4a__be.cu;
@@ -84,7 +85,12 @@ static int dma_2d(t4a__runtime *rt, const char *what, const t4a_copy_2d *g, void
   c.Height = (size_t)g->rows;
   if (g->rows == 1) /* one row: any pitch will do, and the driver wants it >= width */
     c.srcPitch = c.dstPitch = c.WidthInBytes;
+  t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
+  int rc = t4a__ctx_enter(rt, &saved);
+  if (rc)
+    return rc;
   t4a__CUresult r = cu->cuMemcpy2DAsync(&c, rt->stream);
+  t4a__ctx_leave(rt, saved);
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r, "%s of %llu rows of %llu bytes failed", what,
                            (unsigned long long)g->rows, (unsigned long long)g->width);

@@ -147,7 +147,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   if ((rc = t4a__ctx_enter(rt, &saved))) {
     if (warm) {
       t4a__staging_release(&sp.stage);
-      cu->cuMemPoolDestroy(sp.pool);
+      t4a__release_or_keep(cu->cuMemPoolDestroy(sp.pool), sp.pool);
     }
     goto fail_stream;
   }
@@ -197,8 +197,8 @@ fail_enter:
   t4a__ctx_leave(rt, saved);
 fail_stream:
   if (rt->stream)
-    cu->cuStreamDestroy(rt->stream);
-  cu->cuDevicePrimaryCtxRelease(rt->dev);
+    t4a__release_or_keep(cu->cuStreamDestroy(rt->stream), rt->stream);
+  t4a__release_or_keep(cu->cuDevicePrimaryCtxRelease(rt->dev), rt->ctx);
 fail_slot:
   rt->reserved = false;
   t4a__rt_unlock(rt);
@@ -247,8 +247,10 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   t4a__CUcontext saved = NULL;
   const t4a__cuda_api *cu = &t4a__be.cu;
   bool idle = false;
-  if (!rt->fault && t4a__ctx_enter(rt, &saved) == T4A_OK) {
-    t4a__capture_abort(rt);       /* a capture in progress is discarded */
+  /* a context that cannot be entered leaves the work unproven (quarantined),
+   * with that failure's status */
+  if (!rt->fault && (rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
+    t4a__capture_abort(rt); /* a capture in progress is discarded */
     t4a__memory_wait_readers(rt); /* other runtimes' copies from our buffers */
     rc = drain(rt, timeout_ns);
     if (rc == T4A_ETIMEOUT) {
@@ -325,10 +327,14 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
                         release_what);
   if (idle)
     return T4A_OK;
-  if (fault || !failure)
-    return t4a__fail(T4A_EDEVICEFAULT, "runtime_destroy: the device faulted; the runtime is "
-                                       "gone, its device memory and pending pinned blocks were "
-                                       "quarantined (kept, not reused)");
+  if (fault || !failure) {
+    char buf[32];
+    return t4a__fail_native(T4A_EDEVICEFAULT, fault,
+                            fault ? t4a__cu_name((t4a__CUresult)fault, buf, sizeof buf) : "",
+                            "runtime_destroy: the device faulted; the runtime is gone, its "
+                            "device memory and pending pinned blocks were quarantined (kept, not "
+                            "reused)");
+  }
   return failure; /* its detail says what failed; memory was quarantined likewise */
 }
 

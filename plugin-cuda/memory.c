@@ -91,7 +91,7 @@ int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_acc
   uint64_t threshold = rt->opts.pool_release_threshold;
   if ((r = cu->cuMemPoolSetAttribute(m->pool, T4A__CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                                      &threshold)) != T4A__CUDA_SUCCESS) {
-    cu->cuMemPoolDestroy(m->pool);
+    t4a__release_or_keep(cu->cuMemPoolDestroy(m->pool), m->pool);
     m->pool = NULL;
     return t4a__cu_fail(r, "runtime_create: setting the pool's release threshold failed; check "
                            "the driver");
@@ -357,9 +357,23 @@ int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
 }
 
 void t4a__memory_wait_readers(t4a__runtime *rt) {
-  for (uint32_t i = 0; i < rt->mem.bufs.count; i++)
-    if (t4a__htable_live(&rt->mem.bufs, i))
-      t4a__buffer_wait_reader(rt, t4a__htable_at(&rt->mem.bufs, i));
+  for (uint32_t i = 0; i < rt->mem.bufs.count; i++) {
+    t4a__buffer *b = t4a__htable_live(&rt->mem.bufs, i) ? t4a__htable_at(&rt->mem.bufs, i) : NULL;
+    if (!b || !b->reader)
+      continue;
+    /* rt's context is current (destroy): order the stream after the
+     * reader; if that fails, wait on the host; if that fails too, the
+     * block may still be read: kept, never freed (destroy reports it) */
+    t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, b->reader->ev, 0);
+    if (r != T4A__CUDA_SUCCESS)
+      r = t4a__be.cu.cuEventSynchronize(b->reader->ev);
+    if (r != T4A__CUDA_SUCCESS) {
+      b->unproven = true;
+      t4a__released(rt, r, NULL, "waiting for another runtime's copy from a buffer");
+    }
+    t4a__event_put(rt, b->reader);
+    b->reader = NULL;
+  }
 }
 
 t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) {
@@ -440,11 +454,15 @@ int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pat
   /* a block starts 256-byte aligned and offset is a multiple of the
    * element: the address is aligned as the driver requires */
   t4a__CUdeviceptr p = b->ptr + offset;
+  t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
   t4a__CUresult r =
       element_size == 1 ? cu->cuMemsetD8Async(p, (unsigned char)pattern, (size_t)count, rt->stream)
       : element_size == 2
           ? cu->cuMemsetD16Async(p, (unsigned short)pattern, (size_t)count, rt->stream)
           : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
+  t4a__ctx_leave(rt, saved);
   if (r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
   else {

@@ -63,7 +63,9 @@ int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffe
 int t4a__buffer_wait_reader(t4a__runtime *rt, t4a__buffer *b);
 
 /* Orders rt's stream after every live buffer's foreign reader (destroy,
- * before draining). */
+ * before draining, rt's context current); where the GPU-side wait fails the host waits, and where
+ * that fails too the block is kept (unproven) and the failure noted as a
+ * failed release. */
 void t4a__memory_wait_readers(t4a__runtime *rt);
 
 /* Returns cached device blocks to the pool until at most keep bytes remain

@@ -155,8 +155,10 @@ int t4a__slot_module_unload(t4a_runtime h, t4a_module mh) {
       t4a__CUresult r = t4a__be.cu.cuModuleUnload(m->mod);
       t4a__ctx_leave(rt, saved);
       if (r != T4A__CUDA_SUCCESS)
-        rc = t4a__rt_cu_fail(rt, r, "module_unload: cuModuleUnload failed");
+        rc = t4a__rt_cu_fail(rt, r, "module_unload: cuModuleUnload failed; the module is kept");
     }
+    if (rc) /* its functions are gone and the handle goes: the module is kept, never reused */
+      t4a__keep(m->mod);
   }
   t4a__htable_release(&rt->code.mods, mi);
 out:

@@ -106,6 +106,14 @@ static inline void t4a__rt_dirty(t4a__runtime *rt) { rt->done.dirty = true; }
  * loaded), and is counted. */
 void t4a__keep(const void *handle);
 
+/* The result of a release call that has no status to report it (an undo
+ * path, the spare parts): on failure the handle is kept. True if released. */
+static inline bool t4a__release_or_keep(t4a__CUresult r, const void *handle) {
+  if (r != T4A__CUDA_SUCCESS)
+    t4a__keep(handle);
+  return r == T4A__CUDA_SUCCESS;
+}
+
 /* Notes the result of a release call made by destroy: on failure the handle
  * is kept (t4a__keep) and the first failure is what runtime_destroy
  * reports. */

@@ -25,6 +25,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "plugin-cuda/runtime.h"
 #include "plugin-cuda/spare.h"
 
 /* The exit handler is registered for this object (the Itanium C++ ABI's
@@ -64,13 +65,15 @@ bool t4a__spare_take(int32_t ordinal, uint64_t bytes, int32_t priority, t4a__spa
   return best >= 0;
 }
 
-/* Releases a spare's parts; what fails to release is kept reachable. */
+/* Releases a spare's parts, each whatever became of the others; what fails
+ * to release is kept reachable. */
 static void release(t4a__spare *s) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   t4a__staging_release(&s->stage);
-  if (cu->cuStreamDestroy(s->stream) != T4A__CUDA_SUCCESS ||
-      cu->cuMemPoolDestroy(s->pool) != T4A__CUDA_SUCCESS ||
-      cu->cuDevicePrimaryCtxRelease(s->dev) != T4A__CUDA_SUCCESS)
+  bool stream = t4a__release_or_keep(cu->cuStreamDestroy(s->stream), s->stream);
+  bool pool = t4a__release_or_keep(cu->cuMemPoolDestroy(s->pool), s->pool);
+  bool ctx = t4a__release_or_keep(cu->cuDevicePrimaryCtxRelease(s->dev), s->ctx);
+  if (!stream || !pool || !ctx)
     t4a__log(T4A__LOG_WARN, "cuda", "releasing a spare runtime's parts on device %d failed",
              (int)s->ordinal);
 }

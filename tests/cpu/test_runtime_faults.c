@@ -333,6 +333,43 @@ START_TEST(a_chunk_whose_event_failed_is_not_reused_early) {
 }
 END_TEST
 
+/* runtime_destroy orders its stream after other runtimes' pending copies
+ * from its buffers; when the driver refuses that and the host wait for the
+ * copy fails too, the block may still be read: it is kept, not freed under
+ * the copy, and destroy says what failed. */
+START_TEST(a_block_whose_reader_cannot_be_waited_for_is_kept) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  const uint64_t n = 1 * MiB;
+  unsigned char *src = malloc(n), *back = malloc(n);
+  t4a_test_fill_random(src, n, t4a_test_seed());
+  t4a_buffer x, z;
+  RT_OK(T->buffer_alloc(a, n, &x));
+  RT_OK(T->buffer_alloc(b, n, &z));
+  RT_OK(T->copy_h2d(a, x, 0, src, n));
+  rt_sync(a);
+  rt_gate g;
+  rt_gate_close(&g, b); /* b's copy from x stays queued */
+  RT_OK(T->copy_from_runtime(b, z, 0, a, x, 0, n));
+  uint64_t blocks = live("device");
+  inject("cuStreamWaitEvent", 1, 999);
+  inject("cuEventSynchronize", 1, 999);
+  RT_EXPECT(T->runtime_destroy(a, T4A_WAIT_FOREVER), T4A_EDRIVER);
+  RT_DETAIL("waiting for another runtime's copy from a buffer");
+  /* x is kept (the copy still reads it); the rest of a is gone or spare */
+  ck_assert_uint_eq(live("device"), blocks); /* x and z */
+  rt_gate_open(&g);
+  memset(back, 0, n);
+  RT_OK(T->copy_d2h(b, back, z, 0, n));
+  ck_assert(memcmp(src, back, n) == 0);
+  rt_gate_free(&g);
+  RT_OK(T->buffer_free(b, z));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+  ck_assert_uint_eq(rt_fake_violations(), 0);
+  free(src);
+  free(back);
+}
+END_TEST
+
 /* A driver that wants the runtime's context current for a launch (it says
  * CUDA_ERROR_INVALID_CONTEXT) gets it: the launch is made again. */
 START_TEST(a_launch_refused_for_its_context_is_made_again) {
@@ -378,6 +415,7 @@ int main(void) {
   tcase_add_test(tc, cross_wait_survives_a_faulted_source_destroyed_meanwhile);
   tcase_add_test(tc, a_chunk_whose_event_failed_is_not_reused_early);
   tcase_add_test(tc, a_launch_refused_for_its_context_is_made_again);
+  tcase_add_test(tc, a_block_whose_reader_cannot_be_waited_for_is_kept);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }

@@ -24,6 +24,10 @@ bool fake_ctx_valid(const struct CUctx_st *ctx) {
   return false;
 }
 
+uint64_t fake_ctx_refs(int device) {
+  return device >= 0 && device < MAX_DEVICES ? (uint64_t)ctxs[device].refs : 0;
+}
+
 bool fake_ctx_alive(const struct CUctx_st *ctx, uint64_t epoch) {
   return ctx->refs > 0 && ctx->epoch == epoch;
 }
@@ -53,7 +57,7 @@ R fake_sym_cuDevicePrimaryCtxRetain(t4a__CUcontext *ctx, t4a__CUdevice d) {
 }
 
 R fake_sym_cuDevicePrimaryCtxRelease(t4a__CUdevice d) {
-  FAKE_ENTER("cuDevicePrimaryCtxRelease");
+  FAKE_ENTER_ON("cuDevicePrimaryCtxRelease", d >= 0 && d < MAX_DEVICES ? d : -1);
   if (d < 0 || d >= fake_device_count() || d >= MAX_DEVICES)
     return T4A__CUDA_ERROR_INVALID_DEVICE;
   LOCK();

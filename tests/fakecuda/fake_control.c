@@ -31,6 +31,20 @@ static counter counters[128];
 static int ncounters;
 static int env_parsed;
 
+/* The schedule (fault sweep): every call of any entry point is numbered
+ * 1, 2, ... in the order the fake sees them; FAKE_CUDA_FAIL_CALL fails
+ * calls by that number, and the trace keeps which entry point each call
+ * was (fake_cuda_call_total, fake_cuda_call_name). With FAKE_CUDA_SERIAL
+ * the numbering is deterministic for a single-threaded caller. */
+#define FAIL_CALLS 4
+static uint64_t total_calls;
+static uint64_t fail_call[FAIL_CALLS];
+static R fail_call_code[FAIL_CALLS];
+static unsigned char *trace; /* call k: counter index at trace[2k - 2], current device + 1 next */
+static size_t trace_cap;
+static bool tracing; /* only with a schedule: other tests make millions of calls */
+bool fake_serial;
+
 static counter *counter_of(const char *name) {
   for (int i = 0; i < ncounters; i++)
     if (strcmp(counters[i].name, name) == 0)
@@ -43,10 +57,31 @@ static counter *counter_of(const char *name) {
   return c;
 }
 
+/* FAKE_CUDA_FAIL_CALL="N:code,M:code": the Nth (Mth) call counted over all
+ * entry points fails; FAKE_CUDA_SERIAL: every enqueue returns once its
+ * operation ran (fake_stream.c). */
+static void parse_schedule(void) {
+  const char *v = getenv("FAKE_CUDA_SERIAL");
+  fake_serial = v && *v && strcmp(v, "0") != 0;
+  v = getenv("FAKE_CUDA_FAIL_CALL");
+  for (unsigned i = 0; v && *v && i < FAIL_CALLS; i++) {
+    unsigned long long nth;
+    unsigned code;
+    if (sscanf(v, "%llu:%u", &nth, &code) != 2)
+      break;
+    fail_call[i] = nth;
+    fail_call_code[i] = code;
+    v = strchr(v, ',');
+    v = v ? v + 1 : NULL;
+  }
+  tracing = fake_serial || fail_call[0];
+}
+
 /* FAKE_CUDA_FAIL="name:N:code,name:N:code": the Nth call of name fails. */
 static void parse_env(void) {
   const char *v = getenv("FAKE_CUDA_FAIL");
   env_parsed = 1;
+  parse_schedule();
   if (!v)
     return;
   char buf[512];
@@ -84,7 +119,9 @@ static bool sticky(R r) {
   return r == T4A__CUDA_ERROR_ILLEGAL_ADDRESS || r == T4A__CUDA_ERROR_LAUNCH_FAILED;
 }
 
-R fake_enter(const char *name, bool needs_init) {
+R fake_enter(const char *name, bool needs_init) { return fake_enter_on(name, needs_init, -1); }
+
+R fake_enter_on(const char *name, bool needs_init, int object_device) {
   if (needs_init && !fake_initialised())
     return T4A__CUDA_ERROR_NOT_INITIALIZED;
   LOCK();
@@ -94,7 +131,25 @@ R fake_enter(const char *name, bool needs_init) {
   R r = OK;
   if (c && ++c->calls == c->fail_at)
     r = c->fail_code;
+  uint64_t k = ++total_calls;
+  for (unsigned i = 0; i < FAIL_CALLS; i++)
+    if (fail_call[i] == k)
+      r = fail_call_code[i];
   struct CUctx_st *cur = fake_current();
+  if (tracing && k > trace_cap && trace_cap < (1u << 24)) {
+    size_t cap = trace_cap ? trace_cap * 2 : 4096;
+    unsigned char *t = realloc(trace, 2 * cap);
+    if (t) {
+      trace = t;
+      trace_cap = cap;
+    }
+  }
+  if (k <= trace_cap) {
+    trace[2 * k - 2] = c ? (unsigned char)(c - counters) : 0xff;
+    trace[2 * k - 1] = object_device >= 0 ? (unsigned char)(object_device + 1)
+                       : cur              ? (unsigned char)(cur->device + 1)
+                                          : 0;
+  }
   if (sticky(r) && cur)
     fake_fault_device(cur->device, r);
   UNLOCK();
@@ -112,6 +167,35 @@ void fake_cuda_fail(const char *name, uint64_t nth, unsigned code) {
     c->fail_code = code;
   }
   UNLOCK();
+}
+
+/* Calls of all entry points so far, and the entry point of call k (1-based;
+ * NULL past the end). */
+EXPORT uint64_t fake_cuda_call_total(void);
+uint64_t fake_cuda_call_total(void) {
+  LOCK();
+  uint64_t n = total_calls;
+  UNLOCK();
+  return n;
+}
+
+EXPORT const char *fake_cuda_call_name(uint64_t k);
+const char *fake_cuda_call_name(uint64_t k) {
+  LOCK();
+  const char *name = k >= 1 && k <= total_calls && k <= trace_cap && trace[2 * k - 2] != 0xff
+                         ? counters[trace[2 * k - 2]].name
+                         : NULL;
+  UNLOCK();
+  return name;
+}
+
+/* The device whose context was current at call k, -1 when none. */
+EXPORT int fake_cuda_call_device(uint64_t k);
+int fake_cuda_call_device(uint64_t k) {
+  LOCK();
+  int d = k >= 1 && k <= total_calls && k <= trace_cap ? (int)trace[2 * k - 1] - 1 : -1;
+  UNLOCK();
+  return d;
 }
 
 EXPORT uint64_t fake_cuda_calls(const char *name);
@@ -228,6 +312,28 @@ R fake_obj_check(const void *p, obj_kind kind, const char *what) {
   return OK;
 }
 
+int fake_object_device(const void *p, obj_kind kind) {
+  LOCK();
+  int dev = -1;
+  if (registered(p) && ((const fake_obj *)p)->kind == kind) {
+    const fake_obj *o = p;
+    dev = kind == OBJ_POOL     ? ((const struct CUmemPoolHandle_st *)p)->device
+          : kind == OBJ_MODULE ? ((const struct CUmod_st *)p)->device
+          : o->ctx             ? o->ctx->device
+                               : -1;
+  }
+  UNLOCK();
+  return dev;
+}
+
+int fake_alloc_device(const void *p, int kind) {
+  LOCK();
+  alloc *a = fake_alloc_at(p, kind);
+  int dev = a ? a->device : -1;
+  UNLOCK();
+  return dev;
+}
+
 /* ---- counts tests read ------------------------------------------------------------ */
 
 /* Live objects of a kind: "device", "host", "stream", "event", "pool",
@@ -243,6 +349,48 @@ uint64_t fake_cuda_live(const char *what) {
       n = fake_live[i];
   UNLOCK();
   return n;
+}
+
+/* Live objects of a kind on one device: the kinds of fake_cuda_live, but
+ * "device" counts blocks in use and "pooled" blocks freed into their pool's
+ * cache (pinned host memory counts for the device current at its
+ * allocation); and "context": the references held on the device's primary
+ * context. */
+EXPORT uint64_t fake_cuda_live_on(const char *what, int device);
+uint64_t fake_cuda_live_on(const char *what, int device) {
+  static const char *const names[] = {"stream", "event", "module", "pool"};
+  static const obj_kind kinds[] = {OBJ_STREAM, OBJ_EVENT, OBJ_MODULE, OBJ_POOL};
+  uint64_t n = UINT64_MAX;
+  LOCK();
+  if (strcmp(what, "device") == 0 || strcmp(what, "host") == 0)
+    n = fake_allocs_on(what[0] == 'd' ? MEM_DEVICE : MEM_HOST, device, false);
+  else if (strcmp(what, "pooled") == 0)
+    n = fake_allocs_on(MEM_DEVICE, device, true);
+  else if (strcmp(what, "context") == 0)
+    n = fake_ctx_refs(device);
+  for (int i = 0; i < 4; i++)
+    if (strcmp(what, names[i]) == 0) {
+      n = 0;
+      for (size_t j = 0; j < objs_cap; j++) {
+        const fake_obj *o = objs[j];
+        if (!o || o->dead || o->kind != kinds[i])
+          continue;
+        int dev = o->kind == OBJ_POOL ? ((const struct CUmemPoolHandle_st *)(const void *)o)->device
+                                      : o->ctx->device;
+        n += dev == device;
+      }
+    }
+  UNLOCK();
+  return n;
+}
+
+/* The sticky fault of a device (a CUresult), 0 when none. */
+EXPORT unsigned fake_cuda_device_fault(int device);
+unsigned fake_cuda_device_fault(int device) {
+  LOCK();
+  unsigned r = (unsigned)fake_device_fault(device);
+  UNLOCK();
+  return r;
 }
 
 /* Guard zones found overwritten at free, and accesses refused as out of

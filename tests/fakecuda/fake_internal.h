@@ -99,12 +99,25 @@ bool fake_can_access_peer(int from, int to);
  * injection (FAKE_CUDA_FAIL or fake_cuda_fail). Returns the injected or
  * error code, or 0. */
 R fake_enter(const char *name, bool needs_init);
+/* The same for a call releasing an object of device `object_device` (-1:
+ * unknown): the schedule's trace names that device (fake_cuda_call_device),
+ * not the current context's. */
+R fake_enter_on(const char *name, bool needs_init, int object_device);
+#define FAKE_ENTER_ON(name, device)                                                                \
+  do {                                                                                             \
+    R fake_r_ = fake_enter_on(name, true, device);                                                 \
+    if (fake_r_)                                                                                   \
+      return fake_r_;                                                                              \
+  } while (0)
 #define FAKE_ENTER(name)                                                                           \
   do {                                                                                             \
     R fake_r_ = fake_enter(name, true);                                                            \
     if (fake_r_)                                                                                   \
       return fake_r_;                                                                              \
   } while (0)
+
+/* FAKE_CUDA_SERIAL: each enqueue returns once its operation ran. */
+extern bool fake_serial;
 
 /* The sticky fault of a device (a CUresult), 0 when none; setting one
  * (G held) stops that device's streams, as on a GPU. */
@@ -148,6 +161,10 @@ void fake_obj_register(fake_obj *o, obj_kind kind, struct CUctx_st *ctx);
  * this kind or one destroyed, CUDA_ERROR_CONTEXT_IS_DESTROYED for an object
  * whose context was destroyed since; `what` names the call. */
 R fake_obj_check(const void *p, obj_kind kind, const char *what);
+/* The device of a live object or allocation, -1 if it is none (G not
+ * held). */
+int fake_object_device(const void *p, obj_kind kind);
+int fake_alloc_device(const void *p, int kind);
 
 /* ---- fake_context.c: primary contexts ----------------------------------- */
 
@@ -166,6 +183,8 @@ R fake_need_ctx(void);
 bool fake_ctx_alive(const struct CUctx_st *ctx, uint64_t epoch);
 /* Whether p is one of the primary contexts. */
 bool fake_ctx_valid(const struct CUctx_st *ctx);
+/* References held on device d's primary context (G held). */
+uint64_t fake_ctx_refs(int device);
 
 /* ---- fake_memory.c: device and pinned memory ----------------------------- */
 
@@ -210,6 +229,9 @@ void fake_alloc_unpin(alloc *a);
  * pool memory ignores cuCtxEnablePeerAccess, as in CUDA). */
 bool fake_alloc_accessible(const alloc *a, int dev);
 uint64_t fake_device_used(int device);
+/* Live allocations of a kind (MEM_*) on a device (G held): device blocks
+ * in use, or (pooled) freed into their pool's cache. */
+uint64_t fake_allocs_on(int kind, int device, bool pooled);
 /* Registers the caller's host memory [p, p + bytes) as pinned (G held). */
 alloc *fake_alloc_register(void *p, size_t bytes, int device, unsigned flags);
 size_t fake_device_limit(void);

@@ -31,6 +31,13 @@ uint64_t fake_device_used(int device) {
   return device >= 0 && device < MAX_DEVICES ? device_used[device] : 0;
 }
 
+uint64_t fake_allocs_on(int kind, int device, bool pooled) {
+  uint64_t n = 0;
+  for (const alloc *a = allocs; a; a = a->next)
+    n += a->kind == kind && a->device == device && (a->state == A_CACHED) == pooled;
+  return n;
+}
+
 alloc *fake_alloc_new(size_t bytes, int kind, int device) {
   alloc *a = calloc(1, sizeof *a);
   if (!a)
@@ -177,7 +184,7 @@ R fake_sym_cuMemHostAlloc(void **p, size_t bytes, unsigned flags) {
 }
 
 R fake_sym_cuMemFreeHost(void *p) {
-  FAKE_ENTER("cuMemFreeHost");
+  FAKE_ENTER_ON("cuMemFreeHost", fake_alloc_device(p, MEM_HOST));
   LOCK();
   alloc *a = fake_alloc_at(p, MEM_HOST);
   R r = OK;
@@ -463,7 +470,7 @@ R fake_sym_cuMemHostRegister(void *p, size_t bytes, unsigned int flags) {
 }
 
 R fake_sym_cuMemHostUnregister(void *p) {
-  FAKE_ENTER("cuMemHostUnregister");
+  FAKE_ENTER_ON("cuMemHostUnregister", fake_alloc_device(p, MEM_HOST));
   LOCK();
   alloc *a = fake_alloc_at(p, MEM_HOST);
   R r = OK;

@@ -111,7 +111,7 @@ R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
 }
 
 R fake_sym_cuModuleUnload(t4a__CUmodule m) {
-  FAKE_ENTER("cuModuleUnload");
+  FAKE_ENTER_ON("cuModuleUnload", fake_object_device(m, OBJ_MODULE));
   LOCK();
   R r = module_get(m, "cuModuleUnload");
   if (!r && fake_current() != m->o.ctx) /* CUDA: it unloads from the current context */

@@ -98,7 +98,7 @@ R fake_sym_cuMemPoolCreate(t4a__CUmemoryPool *p, const t4a__CUmemPoolProps *prop
 }
 
 R fake_sym_cuMemPoolDestroy(t4a__CUmemoryPool p) {
-  FAKE_ENTER("cuMemPoolDestroy");
+  FAKE_ENTER_ON("cuMemPoolDestroy", fake_object_device(p, OBJ_POOL));
   LOCK();
   R r = pool_get(p, "cuMemPoolDestroy");
   if (!r) { /* returns at once: blocks still allocated go when they are freed */
@@ -249,7 +249,7 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
 }
 
 R fake_sym_cuMemFreeAsync(t4a__CUdeviceptr ptr, t4a__CUstream s) {
-  FAKE_ENTER("cuMemFreeAsync");
+  FAKE_ENTER_ON("cuMemFreeAsync", fake_alloc_device((void *)(uintptr_t)ptr, MEM_DEVICE));
   LOCK();
   R r = fake_stream_get(s, "cuMemFreeAsync");
   alloc *a = r ? NULL : fake_alloc_at((void *)(uintptr_t)ptr, MEM_DEVICE);

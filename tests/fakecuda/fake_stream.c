@@ -141,7 +141,7 @@ R fake_enqueue(t4a__CUstream s, const op *o) {
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
   *copy = *o;
   copy->next = NULL;
-  copy->seq = ++s->enqueued;
+  uint64_t seq = copy->seq = ++s->enqueued;
   for (unsigned i = 0; i < copy->nrefs; i++)
     copy->refs[i]->queued++;
   if (copy->kind == OP_KERNEL)
@@ -152,6 +152,10 @@ R fake_enqueue(t4a__CUstream s, const op *o) {
     s->head = copy;
   s->tail = copy;
   pthread_cond_broadcast(&fake_changed);
+  /* a deterministic schedule: the operation ran (or, on a faulted device,
+   * was dropped: a free still takes effect) before the call returns */
+  while (fake_serial && s->done < seq)
+    pthread_cond_wait(&fake_changed, &fake_G);
   return OK;
 }
 
@@ -195,7 +199,7 @@ R fake_sym_cuStreamCreate(t4a__CUstream *s, unsigned flags) {
 }
 
 R fake_sym_cuStreamDestroy(t4a__CUstream s) {
-  FAKE_ENTER("cuStreamDestroy");
+  FAKE_ENTER_ON("cuStreamDestroy", fake_object_device(s, OBJ_STREAM));
   LOCK();
   R r = fake_stream_get(s, "cuStreamDestroy");
   if (!r) {
@@ -291,7 +295,7 @@ R fake_sym_cuEventCreate(t4a__CUevent *e, unsigned flags) {
 }
 
 R fake_sym_cuEventDestroy(t4a__CUevent e) {
-  FAKE_ENTER("cuEventDestroy");
+  FAKE_ENTER_ON("cuEventDestroy", fake_object_device(e, OBJ_EVENT));
   LOCK();
   R r = fake_obj_check(e, OBJ_EVENT, "cuEventDestroy");
   if (!r) {

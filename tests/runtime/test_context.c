@@ -2,11 +2,14 @@
  * thread has current, and leave that context as it was (both lanes):
  * launch (whose hot path makes no context current), copies and seal, from a
  * thread with no current context, with another device's context current,
- * and with the runtime's own. */
+ * and with the runtime's own; and every slot that enqueues or allocates
+ * (memset and the 2D copies included) as the first call of a thread that
+ * has no context current. */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +120,158 @@ START_TEST(calls_work_whatever_context_is_current) {
 }
 END_TEST
 
+/* ---- every call as a thread's first ---------------------------------------------- */
+
+/* A slot that makes driver calls needing a context (enqueueing, allocating,
+ * registering) must make the runtime's current itself: a thread's first
+ * call finds none current, and a call made earlier on the same thread may
+ * have left the runtime's (the context policy), hiding the bug. So each
+ * call below runs on a fresh thread with no context current. */
+enum { BYTES = 256, WORDS = BYTES / 4 };
+
+typedef struct bare {
+  t4a_runtime rt;
+  t4a_buffer d, e;
+  t4a_host_buffer hb, reg;
+  unsigned char *pinned;   /* hb's memory (BYTES) */
+  uint32_t *registered;    /* reg's memory (BYTES) */
+  uint32_t pattern[WORDS]; /* copy_h2d's source */
+  uint32_t back[WORDS];    /* copy_2d_d2h's destination */
+  t4a_witness w;
+  t4a__CUcontext own;
+  int step, rc;
+  char error[256]; /* the thread's last error */
+  bool context_ok;
+} bare;
+
+static const char *const bare_steps[] = {
+    "buffer_alloc",    "copy_h2d",    "memset",        "copy_2d_d2d",         "copy_2d_h2d_pinned",
+    "copy_h2d_pinned", "copy_d2d",    "host_register", "copy_d2h_pinned",     "copy_2d_d2h_pinned",
+    "copy_2d_h2d",     "copy_2d_d2h", "seal",          "runtime_memory_info", "cache_trim",
+    "host_unregister", "buffer_free"};
+enum { BARE_STEPS = sizeof bare_steps / sizeof bare_steps[0] };
+
+static void *bare_call(void *arg) {
+  bare *s = arg;
+  ctxapi a = api();
+  if (a.set(NULL) != T4A__CUDA_SUCCESS) /* a new thread has none; make sure */
+    return NULL;
+  /* 2D rectangles within d (64 words): rows of 16 bytes at pitch 32 */
+  const t4a_copy_2d d2d = {.struct_size = sizeof d2d,
+                           .src_pitch = 16,
+                           .dst_offset = 128,
+                           .dst_pitch = 32,
+                           .width = 16,
+                           .rows = 2};
+  const t4a_copy_2d h2d = {.struct_size = sizeof h2d,
+                           .src_pitch = 8,
+                           .dst_offset = 192,
+                           .dst_pitch = 16,
+                           .width = 8,
+                           .rows = 2};
+  const t4a_copy_2d whole = {.struct_size = sizeof whole,
+                             .dst_pitch = BYTES,
+                             .src_pitch = BYTES,
+                             .width = BYTES,
+                             .rows = 1};
+  const t4a_copy_2d page = {.struct_size = sizeof page,
+                            .src_pitch = 4,
+                            .dst_offset = 224,
+                            .dst_pitch = 8,
+                            .width = 4,
+                            .rows = 2};
+  t4a_memory_info info = {.struct_size = sizeof info};
+  static const uint32_t two[2] = {0x7e7e7e7eu, 0x7f7f7f7fu};
+  switch (s->step) {
+  case 0: s->rc = T->buffer_alloc(s->rt, BYTES, &s->e); break;
+  case 1: s->rc = T->copy_h2d(s->rt, s->d, 0, s->pattern, BYTES); break;
+  case 2: s->rc = T->memset(s->rt, s->d, 0, 0xa1a2a3a4u, 4, 8); break;
+  case 3: s->rc = T->copy_2d_d2d(s->rt, s->d, s->d, &d2d); break;
+  case 4: s->rc = T->copy_2d_h2d_pinned(s->rt, s->d, s->hb, &h2d); break;
+  case 5: s->rc = T->copy_h2d_pinned(s->rt, s->d, 216, s->hb, 64, 8); break;
+  case 6: s->rc = T->copy_d2d(s->rt, s->e, 0, s->d, 0, BYTES); break;
+  case 7: s->rc = T->host_register(s->rt, s->registered, BYTES, 0, &s->reg); break;
+  case 8: s->rc = T->copy_d2h_pinned(s->rt, s->reg, 0, s->e, 0, BYTES); break;
+  case 9: s->rc = T->copy_2d_d2h_pinned(s->rt, s->hb, s->e, &whole); break;
+  case 10: s->rc = T->copy_2d_h2d(s->rt, s->d, two, &page); break;
+  case 11: s->rc = T->copy_2d_d2h(s->rt, s->back, s->d, &whole); break;
+  case 12: s->rc = T->seal(s->rt, &s->w); break;
+  case 13: s->rc = T->runtime_memory_info(s->rt, &info); break;
+  case 14: s->rc = T->cache_trim(s->rt, 0); break;
+  case 15: s->rc = T->host_unregister(s->rt, s->reg); break;
+  case 16: s->rc = T->buffer_free(s->rt, s->e); break;
+  default: s->rc = T4A_EINVAL;
+  }
+  snprintf(s->error, sizeof s->error, "%s", t4a_test_backend_error(T));
+  /* the caller's (none) left as the context policy says */
+  t4a__CUcontext after = (t4a__CUcontext)1;
+  s->context_ok = a.get(&after) == T4A__CUDA_SUCCESS && (after == NULL || after == s->own);
+  return NULL;
+}
+
+START_TEST(every_call_works_as_a_threads_first) {
+  static bare s; /* static: the registered block must outlive the threads */
+  memset(&s, 0, sizeof s);
+  s.rt = rt_create();
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  RT_OK(T->raw_runtime(s.rt, &raw));
+  s.own = raw.context;
+  RT_OK(T->buffer_alloc(s.rt, BYTES, &s.d));
+  void *p = NULL;
+  RT_OK(T->host_alloc(s.rt, BYTES, 0, &s.hb, &p));
+  s.pinned = p;
+  static uint32_t registered[WORDS];
+  s.registered = registered;
+  for (unsigned i = 0; i < WORDS; i++)
+    s.pattern[i] = 0x10000u * i + 0x1234u;
+  memset(s.pinned, 0x5c, BYTES);
+  /* what d holds after steps 1-5 and 10, word by word */
+  uint32_t want[WORDS];
+  memcpy(want, s.pattern, BYTES);
+  for (unsigned i = 0; i < 8; i++) /* memset: words 0..7 */
+    want[i] = 0xa1a2a3a4u;
+  for (unsigned r = 0; r < 2; r++) /* copy_2d_d2d: words 4r..4r+3 to 32+8r.. */
+    for (unsigned k = 0; k < 4; k++)
+      want[32 + 8 * r + k] = want[4 * r + k];
+  for (unsigned r = 0; r < 2; r++) /* copy_2d_h2d_pinned: 2 words a row to 48+4r.. */
+    for (unsigned k = 0; k < 2; k++)
+      want[48 + 4 * r + k] = 0x5c5c5c5cu;
+  want[54] = want[55] = 0x5c5c5c5cu; /* copy_h2d_pinned: bytes 216..223 */
+  for (int step = 0; step < BARE_STEPS; step++) {
+    if (step == 10) { /* copy_2d_h2d: one word a row to words 56 and 58 */
+      want[56] = 0x7e7e7e7eu;
+      want[58] = 0x7f7f7f7fu;
+    }
+    s.step = step;
+    s.rc = -1;
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, bare_call, &s), 0);
+    pthread_join(th, NULL);
+    ck_assert_msg(s.rc == T4A_OK, "%s as a thread's first call: %s (%s)", bare_steps[step],
+                  t4a_status_name(s.rc), s.error);
+    ck_assert_msg(s.context_ok, "%s left the thread another context than none or the runtime's",
+                  bare_steps[step]);
+    if (step == 11) /* copy_2d_d2h returned with the data */
+      for (unsigned i = 0; i < WORDS; i++)
+        ck_assert_msg(s.back[i] == want[i], "word %u: %08x, want %08x", i, s.back[i], want[i]);
+  }
+  RT_OK(T->witness_wait(s.w, T4A_WAIT_FOREVER)); /* covers the pinned copies out */
+  T->witness_release(s.w);
+  uint32_t out[WORDS];
+  memcpy(out, s.pinned, BYTES);
+  for (unsigned i = 0; i < WORDS; i++) {
+    /* e was copied from d before step 10 changed words 56 and 58 */
+    uint32_t before10 = i == 56 || i == 58 ? s.pattern[i] : want[i];
+    ck_assert_msg(out[i] == before10, "pinned word %u: %08x, want %08x", i, out[i], before10);
+    ck_assert_msg(registered[i] == before10, "registered word %u: %08x, want %08x", i,
+                  registered[i], before10);
+  }
+  RT_OK(T->host_free(s.rt, s.hb));
+  RT_OK(T->buffer_free(s.rt, s.d));
+  RT_OK(T->runtime_destroy(s.rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 #ifdef T4A_TEST_FAKE
 /* A driver that wants the function's context current for a launch (the
  * fake on request: a plain CUDA_ERROR_INVALID_CONTEXT) gets it: the plugin
@@ -202,6 +357,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
   tcase_add_test(tc, calls_work_whatever_context_is_current);
+  tcase_add_test(tc, every_call_works_as_a_threads_first);
 #ifdef T4A_TEST_FAKE
   tcase_add_test(tc, a_driver_wanting_the_context_gets_it);
 #endif
