@@ -111,11 +111,11 @@ static int order_after_source(pair *p, const char *what) {
 static void untracked(pair *p) {
   t4a__CUcontext saved;
   if (t4a__ctx_enter(p->dst, &saved) != T4A_OK) {
-    p->s->unproven = true;
+    t4a__buffer_unproven(p->src, p->s);
     return;
   }
   if (t4a__be.cu.cuStreamSynchronize(p->dst->stream) != T4A__CUDA_SUCCESS)
-    p->s->unproven = true;
+    t4a__buffer_unproven(p->src, p->s);
   t4a__ctx_leave(p->dst, saved);
 }
 

@@ -270,6 +270,12 @@ int t4a__buffer_wait_reader(t4a__runtime *rt, t4a__buffer *b) {
   return T4A_OK;
 }
 
+void t4a__buffer_unproven(t4a__runtime *rt, t4a__buffer *b) {
+  if (!b->unproven)
+    rt->mem.unproven_blocks++;
+  b->unproven = true;
+}
+
 int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   t4a__runtime *rt;
   t4a__buffer *b;
@@ -280,8 +286,7 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
                                 "would let memory the graph may use be reused")) ||
       (rc = t4a__buffer_get(rt, buf, "buffer_free", &b)) || (rc = t4a__buffer_wait_reader(rt, b)))
     goto out;
-  if (b->unproven) { /* may still be read elsewhere: kept, never reused */
-    rt->mem.unproven_blocks++;
+  if (b->unproven) { /* may still be read elsewhere: kept, never reused (counted) */
     t4a__keep((const void *)(uintptr_t)b->ptr);
   } else if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
     t4a__CUcontext saved;
@@ -368,7 +373,7 @@ void t4a__memory_wait_readers(t4a__runtime *rt) {
     if (r != T4A__CUDA_SUCCESS)
       r = t4a__be.cu.cuEventSynchronize(b->reader->ev);
     if (r != T4A__CUDA_SUCCESS) {
-      b->unproven = true;
+      t4a__buffer_unproven(rt, b);
       t4a__released(rt, r, NULL, "waiting for another runtime's copy from a buffer");
     }
     t4a__event_put(rt, b->reader);

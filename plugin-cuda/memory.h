@@ -26,6 +26,10 @@ typedef struct t4a__buffer {
   bool unproven;
 } t4a__buffer;
 
+/* Marks b (of rt) unproven: kept for good, counted in `quarantined` from
+ * now on, and its pool is never handed on as a spare part. */
+void t4a__buffer_unproven(t4a__runtime *rt, t4a__buffer *b);
+
 /* A stack of cached free blocks of one size class. */
 typedef struct t4a__bin {
   t4a__CUdeviceptr *ptrs;
