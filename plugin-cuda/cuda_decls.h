@@ -31,6 +31,7 @@ typedef unsigned int t4a__CUfunction_attribute;
 typedef unsigned int t4a__CUmemPool_attribute;
 typedef unsigned int t4a__CUdriverProcAddressQueryResult;
 typedef unsigned int t4a__CUjit_option;
+typedef unsigned int t4a__CUpointer_attribute;
 
 /* Structs the driver API takes. Their fields are spelled once, in macros, so
  * that tests/cpu/test_decls.c can lay them out beside cuda.h's. The tags are
@@ -175,7 +176,12 @@ typedef struct CUDA_MEMCPY2D_st t4a__CUDA_MEMCPY2D;
   X(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 5)                                                       \
   X(CU_MEMPOOL_ATTR_USED_MEM_CURRENT, 7)                                                           \
   X(CU_MEMPOOL_ATTR_USED_MEM_HIGH, 8)                                                              \
-  X(CU_EVENT_DEFAULT, 0)
+  X(CU_EVENT_DEFAULT, 0)                                                                           \
+  X(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 2)                                                           \
+  X(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, 3)                                                        \
+  X(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 9)                                                        \
+  X(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, 11)                                                     \
+  X(CU_POINTER_ATTRIBUTE_RANGE_SIZE, 12)
 
 enum {
 #define T4A__DECL_CONST(name, value) T4A__##name = value,
@@ -268,7 +274,11 @@ enum {
   X(cuMemHostRegister, "cuMemHostRegister_v2", 0, (void *p, size_t bytes, unsigned int flags))     \
   X(cuMemHostUnregister, "cuMemHostUnregister", 0, (void *p))                                      \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2", 0,                                                \
-    (float *ms, t4a__CUevent start, t4a__CUevent end))
+    (float *ms, t4a__CUevent start, t4a__CUevent end))                                             \
+  /* ABI 1.1 interop: optional, buffer_wrap_external and dlpack_import say */                      \
+  /* T4A_EUNSUPPORTED without it */                                                                \
+  X(cuPointerGetAttributes, "cuPointerGetAttributes", 0,                                           \
+    (unsigned int n, t4a__CUpointer_attribute *attributes, void **data, t4a__CUdeviceptr ptr))
 
 /* Resolved before the others, by dlsym, to bootstrap. */
 typedef t4a__CUresult (*t4a__pfn_cuInit)(unsigned int flags);

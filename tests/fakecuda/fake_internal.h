@@ -34,4 +34,19 @@ R fake_enter(const char *name, bool needs_init);
 /* The device a sticky fault hit (CUresult), 0 when none. */
 R fake_device_fault(int device);
 
+/* ---- hooks for fake_interop.c (defined in fake_runtime.c, which owns the
+ * state they read) ------------------------------------------------------- */
+
+/* The device of the calling thread's current context, -1 when none. */
+int fake_current_device(void);
+
+/* The live allocation containing p: kind 1 device memory, 2 pinned host
+ * memory; its device (-1 for host), start and size. False when none. */
+bool fake_mem_find(const void *p, int *kind, int *device, const void **start, size_t *bytes);
+
+/* (fake_interop.c) The stream a handle names: CU_STREAM_LEGACY (0x1) and
+ * CU_STREAM_PER_THREAD (0x2) stand for a default stream of the current
+ * context's device, made on first use; any other handle is itself. */
+t4a__CUstream fake_stream_alias(t4a__CUstream s);
+
 #endif

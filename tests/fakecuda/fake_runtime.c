@@ -460,6 +460,7 @@ static void *worker(void *arg) {
 }
 
 static R enqueue(t4a__CUstream s, op *o) {
+  s = fake_stream_alias(s); /* hook: default stream handles (fake_interop.c) */
   if (!s)
     return T4A__CUDA_ERROR_INVALID_HANDLE; /* the plugin never uses the legacy stream */
   op *copy = malloc(sizeof *copy);
@@ -1133,4 +1134,23 @@ uint64_t fake_cuda_device_used(int device) {
   uint64_t n = device >= 0 && device < MAX_DEVICES ? device_used[device] : 0;
   UNLOCK();
   return n;
+}
+
+/* ---- hooks for fake_interop.c (declared in fake_internal.h) ------------------------ */
+
+int fake_current_device(void) { return current ? current->device : -1; }
+
+bool fake_mem_find(const void *p, int *kind, int *device, const void **start, size_t *bytes) {
+  LOCK();
+  alloc *a = alloc_find(p, 1, MEM_DEVICE);
+  if (!a)
+    a = alloc_find(p, 1, MEM_HOST);
+  if (a) {
+    *kind = a->kind == MEM_DEVICE ? 1 : 2;
+    *device = a->device;
+    *start = a->base + GUARD;
+    *bytes = a->bytes;
+  }
+  UNLOCK();
+  return a != NULL;
 }
