@@ -79,6 +79,12 @@ static int facts_of(t4a__runtime *rt, const char *what, uint64_t address, pointe
       T4A__CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
   void *data[] = {&f->type, &f->ordinal, &f->start, &f->size, &f->device_pointer};
   t4a__CUresult r = t4a__be.cu.cuPointerGetAttributes(5, attrs, data, address);
+  if (r == T4A__CUDA_ERROR_INVALID_VALUE || r == T4A__CUDA_ERROR_INVALID_CONTEXT) {
+    /* an address outside unified addressing (host memory CUDA never saw) */
+    memset(f, 0, sizeof *f);
+    f->ordinal = -1;
+    return T4A_OK;
+  }
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r,
                            "%s: asking the driver about address 0x%llx failed; pass memory "
