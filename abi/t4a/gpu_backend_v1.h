@@ -589,8 +589,8 @@ typedef struct t4a_dlpack_export {
  * byte_offset 0, the form PyTorch and CuPy make and read (PyTorch ignores
  * byte_offset on import). */
 #define T4A_DLPACK_BYTE_OFFSET 0x4u
-#define T4A_DLPACK_ALLOW_READ_ONLY 0x8u /* import: accept a read-only tensor (you will not
-                                           write it) */
+/* import: accept a read-only tensor (you promise not to write it) */
+#define T4A_DLPACK_ALLOW_READ_ONLY 0x8u
 
 /* ------------------------------------------------------------------------
  * The function table.
