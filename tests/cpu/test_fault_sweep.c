@@ -1,15 +1,17 @@
 /* tests/cpu/test_fault_sweep.c -- fault injection on every driver call.
  *
  * A scenario exercises most of the table (runtimes on two devices, memory,
- * pinned memory, every kind of copy, code and launch, seal and wait, free and
- * destroy). A clean run counts how often it calls each driver entry point the
+ * pinned memory, every kind of copy, code and launch, seal and wait, external
+ * memory, a DLPack import, waits on a consumer's stream, free and destroy). A clean run counts how often it calls each driver entry point the
  * plugin resolves. Then, for every entry point and every N up to that count,
  * a fresh process runs the scenario with the Nth call failing
  * (FAKE_CUDA_FAIL). Each run must: not crash, return only statuses from the
  * list, and, when every destroy succeeded, leave no driver object alive (the
  * fake driver counts them; under the ASan lane LeakSanitizer checks host
- * memory too). A run that hits a sticky fault may quarantine, and must say so
- * through its statuses. */
+ * memory too), and must have called every external release and DLPack
+ * deleter it was handed exactly once (never twice in any run). A run that
+ * hits a sticky fault may quarantine, and must say so through its
+ * statuses. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -30,7 +32,13 @@ static const char *const entry_points[] = {
 #define N_ENTRY (sizeof entry_points / sizeof entry_points[0])
 
 /* Exit codes of a scenario process. */
-enum { RUN_OK = 0, RUN_UNKNOWN_STATUS = 10, RUN_LEAK = 11, RUN_SETUP = 12 };
+enum { RUN_OK = 0, RUN_UNKNOWN_STATUS = 10, RUN_LEAK = 11, RUN_SETUP = 12, RUN_RELEASE = 13 };
+
+/* Interop: how often the external buffer's release and the imported
+ * tensor's deleter ran, and whether they were handed over at all. */
+static int ext_released, tensor_deleted, ext_wrapped, tensor_imported;
+static void on_release(void *user) { ++*(int *)user; }
+static void on_delete(t4a_dl_managed_tensor *t) { ++*(int *)t->manager_ctx; }
 
 static int bad_status; /* a status outside the list was seen */
 static int destroy_failed;
@@ -78,8 +86,33 @@ static void scenario(const t4a_gpu_backend_v1 *t) {
   void *args[] = {&addr, &v, &n};
   t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {64, 1, 1}};
   check(t->launch(a, f, &cfg, args));
+  /* interop: b's memory wrapped by a, x imported into b as a DLPack
+   * tensor, b's stream as a consumer's */
+  uint64_t zaddr = 0;
+  t4a_buffer e = {0}, imp = {0};
+  check(t->buffer_device_address(b, z, &zaddr));
+  t4a_external_memory em = {.struct_size = sizeof em, .address = zaddr, .bytes = 4096,
+                            .release = on_release, .user = &ext_released};
+  if (zaddr && check(t->buffer_wrap_external(a, &em, &e)) == T4A_OK)
+    ext_wrapped = 1;
+  check(t->copy_d2d(a, e, 0, x, 0, 4096));
+  static int64_t shape[1] = {1024};
+  static t4a_dl_managed_tensor tensor;
+  tensor = (t4a_dl_managed_tensor){{(void *)(uintptr_t)addr, {T4A_DL_CUDA, 0}, 1,
+                                    {T4A_DL_FLOAT, 32, 1}, shape, NULL, 0},
+                                   &tensor_deleted, on_delete};
+  if (addr && check(t->dlpack_import(b, &tensor, 0, &imp, NULL)) == T4A_OK)
+    tensor_imported = 1;
+  t4a_raw_runtime rawb = {.struct_size = sizeof rawb};
+  check(t->raw_runtime(b, &rawb));
+  if (rawb.stream)
+    check(t->runtime_wait_stream(a, rawb.stream));
   t4a_witness wa = {0}, wc = {0};
   check(t->seal(a, &wa));
+  if (rawb.stream)
+    check(t->stream_wait_witness(a, rawb.stream, wa));
+  check(t->buffer_free(a, e));
+  check(t->buffer_free(b, imp));
   check(t->runtime_wait_witness(c, wa));
   check(t->seal(c, &wc));
   check(t->witness_wait(wa, T4A_WAIT_FOREVER));
@@ -125,6 +158,14 @@ static int run(FILE *counts) {
   if (calls && *failing && index > before_close && index <= calls(failing))
     destroy_failed = 1;
   int code = bad_status ? RUN_UNKNOWN_STATUS : RUN_OK;
+  /* never twice, never without a handover; exactly once when every destroy
+   * succeeded (after a fault the memory is quarantined: never) */
+  if (ext_released > ext_wrapped || tensor_deleted > tensor_imported ||
+      (!destroy_failed && (ext_released != ext_wrapped || tensor_deleted != tensor_imported))) {
+    fprintf(stderr, "release %d/%d, deleter %d/%d\n", ext_released, ext_wrapped, tensor_deleted,
+            tensor_imported);
+    code = RUN_RELEASE;
+  }
   if (live && !destroy_failed && code == RUN_OK) {
     static const char *const kinds[] = {"device", "host", "stream", "event", "pool", "module"};
     for (int i = 0; i < 6; i++)
@@ -184,6 +225,7 @@ static void sweep(unsigned code) {
                     (unsigned long long)n, entry_points[i], code, rc,
                     rc == RUN_UNKNOWN_STATUS ? "a status outside the list"
                     : rc == RUN_LEAK         ? "driver objects left behind"
+                    : rc == RUN_RELEASE      ? "a release or deleter ran twice, or not once"
                     : rc >= 128              ? "crashed"
                                              : "setup failed");
       runs++;
