@@ -134,7 +134,20 @@ def _register(value):
 
 def _on_export_deleted(user):
     with _live_lock:
-        _live.pop(user, None)  # drops the mark and the reference to the buffer
+        entry = _live.pop(user, None)  # drops the mark and the reference to the buffer
+    if entry is None:
+        return
+    _, view, stream = entry
+    # The consumer may drop its tensor while its kernels on that stream still
+    # read the memory (PyTorch calls the deleter at once): when it named a
+    # default stream (which never goes away), later reuse of the block by the
+    # runtime waits for what that stream holds now. An explicit stream is the
+    # consumer's to order (Runtime.wait_stream) before it drops the tensor.
+    if stream in (None, 1, 2) and not view.buffer.runtime.closed:
+        try:
+            view.buffer.runtime.wait_stream(stream)
+        except Exception:  # noqa: BLE001 -- a deleter must not raise
+            pass
 
 
 def _on_release(user):
@@ -249,7 +262,7 @@ class TensorView:
         q.shape = ctypes.cast(shape, POINTER(ctypes.c_int64))
         q.strides = ctypes.cast(strides, POINTER(ctypes.c_int64)) if self.strides else None
         mark = _ExportMark()
-        token = _register((mark, self))
+        token = _register((mark, self, stream))
         q.on_delete = _EXPORT_DELETED
         q.user = token
         out = c_void_p()
