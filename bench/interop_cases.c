@@ -51,10 +51,8 @@ static void *dl_setup(const bench_case *c) {
   seal_wait(E.rt);
   x->shape[0] = 512;
   x->shape[1] = 512;
-  x->q = (t4a_dlpack_export){.struct_size = sizeof x->q,
-                             .dtype = {T4A_DL_FLOAT, 32, 1},
-                             .ndim = 2,
-                             .shape = x->shape};
+  x->q = (t4a_dlpack_export){
+      .struct_size = sizeof x->q, .dtype = {T4A_DL_FLOAT, 32, 1}, .ndim = 2, .shape = x->shape};
   x->tensor = (t4a_dl_managed_tensor){
       {(void *)(uintptr_t)x->raw, {T4A_DL_CUDA, 0}, 2, {T4A_DL_FLOAT, 32, 1}, x->shape, NULL, 0},
       NULL,
@@ -98,10 +96,10 @@ static void export_raw(void *s, int batch) {
     h->dims[1] = x->shape[1];
     h->dims[2] = x->shape[1];
     h->dims[3] = 1;
-    h->t = (t4a_dl_managed_tensor){{(void *)(uintptr_t)x->raw, {T4A_DL_CUDA, 0}, 2, x->q.dtype,
-                                    h->dims, h->dims + 2, 0},
-                                   h,
-                                   by_hand_free};
+    h->t = (t4a_dl_managed_tensor){
+        {(void *)(uintptr_t)x->raw, {T4A_DL_CUDA, 0}, 2, x->q.dtype, h->dims, h->dims + 2, 0},
+        h,
+        by_hand_free};
     __asm__ volatile("" : : "r"(h) : "memory"); /* keep the stores */
     h->t.deleter(&h->t);
   }
@@ -190,9 +188,9 @@ static void *ar_setup(const bench_case *c) {
     props.location.type = T4A__CU_MEM_LOCATION_TYPE_DEVICE;
     props.location.id = r;
     bench_cu(E.cu.cuMemPoolCreate(&x->raw_pool[r], &props), "cuMemPoolCreate");
-    bench_cu(E.cu.cuMemAllocFromPoolAsync(&x->raw[r], (size_t)c->arg, x->raw_pool[r],
-                                          x->raw_stream[r]),
-             "alloc");
+    bench_cu(
+        E.cu.cuMemAllocFromPoolAsync(&x->raw[r], (size_t)c->arg, x->raw_pool[r], x->raw_stream[r]),
+        "alloc");
     bench_cu(E.cu.cuMemsetD32Async(x->raw[r], 0x3f800000u, (size_t)x->count, x->raw_stream[r]),
              "cuMemsetD32Async");
     bench_cu(E.cu.cuStreamSynchronize(x->raw_stream[r]), "cuStreamSynchronize");

@@ -72,8 +72,7 @@ int main(int argc, char **argv) {
   int32_t devices = 0;
   check(t->device_count(&devices), "device_count");
   if (devices < RANKS) {
-    fprintf(stderr, "nccl_allreduce: %d GPU(s) here; this example needs %d\n", (int)devices,
-            RANKS);
+    fprintf(stderr, "nccl_allreduce: %d GPU(s) here; this example needs %d\n", (int)devices, RANKS);
     return 4;
   }
   char why[768];

@@ -79,8 +79,9 @@ static int span_of(const char *what, t4a_dl_data_type dt, int32_t ndim, const in
   }
   if (__builtin_mul_overflow(lo, e, &s->lo) || s->lo == INT64_MIN ||
       __builtin_add_overflow(hi, 1, &hi) || __builtin_mul_overflow(hi, e, &s->hi))
-    return t4a__fail(T4A_ERANGE, "%s: the tensor spans more bytes than 64 bits count; pass a "
-                                 "smaller shape or stride",
+    return t4a__fail(T4A_ERANGE,
+                     "%s: the tensor spans more bytes than 64 bits count; pass a "
+                     "smaller shape or stride",
                      what);
   return T4A_OK;
 }
@@ -200,8 +201,8 @@ int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_expor
   }
   uint64_t host_address = 0;
   bool host = t4a__external_host(buf, &host_address);
-  t4a_dl_tensor *t = (q.flags & T4A_DLPACK_VERSIONED) ? &b->t.versioned.dl_tensor
-                                                       : &b->t.legacy.dl_tensor;
+  t4a_dl_tensor *t =
+      (q.flags & T4A_DLPACK_VERSIONED) ? &b->t.versioned.dl_tensor : &b->t.legacy.dl_tensor;
   fill_tensor(t, &q, &s, host ? host_address : buf->ptr, host, rt->ordinal, b->dims);
   if (q.flags & T4A_DLPACK_VERSIONED) {
     b->t.versioned.version = (t4a_dl_pack_version){T4A_DLPACK_MAJOR, T4A_DLPACK_MINOR};
@@ -275,8 +276,7 @@ int t4a__slot_dlpack_import(t4a_runtime h, void *tensor, uint32_t flags, t4a_buf
   int64_t row_major[T4A_DLPACK_MAX_NDIM];
   span s;
   int rc = import_tensor(tensor, flags, &t);
-  if (rc || (rc = span_of("dlpack_import", t->dtype, t->ndim, t->shape, t->strides, row_major,
-                          &s)))
+  if (rc || (rc = span_of("dlpack_import", t->dtype, t->ndim, t->shape, t->strides, row_major, &s)))
     return rc;
   int32_t type = t->device.device_type;
   bool host = type == T4A_DL_CUDA_HOST;

@@ -46,7 +46,7 @@ static void ext_call(void *arg) {
 /* The buffer's last use completed (memory.c and completion.c call this
  * through the buffer and the retirement queue). */
 static void ext_retired(t4a__runtime *rt, const t4a__retire *r, bool final) {
-  (void)final; /* either way the memory is the consumer's again */
+  (void) final; /* either way the memory is the consumer's again */
   ext *e = r->ptr;
   e->call.fn = ext_call;
   e->call.arg = e;
@@ -214,8 +214,7 @@ int t4a__external_wrap(t4a__runtime *rt, const char *what, uint64_t address, uin
 
 #define EXTERNAL_FLAGS_KNOWN T4A_EXTERNAL_HOST
 
-int t4a__slot_buffer_wrap_external(t4a_runtime h, const t4a_external_memory *mem,
-                                   t4a_buffer *out) {
+int t4a__slot_buffer_wrap_external(t4a_runtime h, const t4a_external_memory *mem, t4a_buffer *out) {
   if (!out)
     return t4a__fail(T4A_EINVAL, "buffer_wrap_external: out is NULL; pass a pointer");
   out->bits = 0;
@@ -250,8 +249,8 @@ int t4a__slot_buffer_wrap_external(t4a_runtime h, const t4a_external_memory *mem
                    "wrap it in a runtime of device %d",
                    (int)m.device_ordinal, (int)rt->ordinal, (int)m.device_ordinal);
   else
-    rc = t4a__external_wrap(rt, "buffer_wrap_external", m.address, m.bytes, host, m.release,
-                            m.user, out);
+    rc = t4a__external_wrap(rt, "buffer_wrap_external", m.address, m.bytes, host, m.release, m.user,
+                            out);
   t4a__rt_unlock(rt);
   return rc;
 }

@@ -107,8 +107,7 @@ int t4a__slot_host_unregister(t4a_runtime rt, t4a_host_buffer hb);
 int t4a__slot_witness_elapsed(t4a_witness start, t4a_witness end, uint64_t *ns);
 
 /* external.c, foreign.c, dlpack.c (v1.1 interop) */
-int t4a__slot_buffer_wrap_external(t4a_runtime rt, const t4a_external_memory *mem,
-                                   t4a_buffer *out);
+int t4a__slot_buffer_wrap_external(t4a_runtime rt, const t4a_external_memory *mem, t4a_buffer *out);
 int t4a__slot_stream_wait_witness(t4a_runtime rt, void *stream, t4a_witness w);
 int t4a__slot_runtime_wait_event(t4a_runtime rt, void *event);
 int t4a__slot_runtime_wait_stream(t4a_runtime rt, void *stream);

@@ -299,8 +299,7 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
     return rc;
   t4a__runtime *rt;
   if ((rc = t4a__rt_lock(h, "runtime_wait_witness", &rt)) == T4A_OK) {
-    if ((rc = t4a__witness_pin_check(&p, "runtime_wait_witness")) == T4A_OK && p.e &&
-        rt != p.src) {
+    if ((rc = t4a__witness_pin_check(&p, "runtime_wait_witness")) == T4A_OK && p.e && rt != p.src) {
       t4a__CUcontext saved;
       if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
         t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, p.ev, 0);

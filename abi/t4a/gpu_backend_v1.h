@@ -448,9 +448,9 @@ typedef struct t4a_memory_info {
  * last work enqueued on it completed (see buffer_wrap_external). */
 typedef struct t4a_external_memory {
   uint32_t struct_size;
-  uint32_t flags;  /* T4A_EXTERNAL_* */
-  uint64_t address; /* first byte: a CUdeviceptr, or a host address with T4A_EXTERNAL_HOST */
-  uint64_t bytes;   /* 0 is valid (nothing is checked or accessed) */
+  uint32_t flags;         /* T4A_EXTERNAL_* */
+  uint64_t address;       /* first byte: a CUdeviceptr, or a host address with T4A_EXTERNAL_HOST */
+  uint64_t bytes;         /* 0 is valid (nothing is checked or accessed) */
   int32_t device_ordinal; /* the runtime's device; -1 with T4A_EXTERNAL_HOST */
   uint32_t reserved;      /* must be 0 */
   /* Called once when the runtime lets go of the memory; NULL: nothing to
@@ -504,8 +504,8 @@ typedef struct t4a_external_memory {
 #define T4A_DL_FLOAT4_E2M1FN 17
 
 /* Bits of t4a_dl_managed_tensor_versioned.flags (DLPACK_FLAG_BITMASK_*). */
-#define T4A_DL_FLAG_READ_ONLY 0x1ull           /* consumers must not write the data */
-#define T4A_DL_FLAG_IS_COPIED 0x2ull           /* the producer made a copy for the consumer */
+#define T4A_DL_FLAG_READ_ONLY 0x1ull              /* consumers must not write the data */
+#define T4A_DL_FLAG_IS_COPIED 0x2ull              /* the producer made a copy for the consumer */
 #define T4A_DL_FLAG_IS_SUBBYTE_TYPE_PADDED 0x4ull /* sub-byte elements are padded, not packed */
 
 /* DLPackVersion. */

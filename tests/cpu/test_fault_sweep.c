@@ -2,16 +2,14 @@
  *
  * A scenario exercises most of the table (runtimes on two devices, memory,
  * pinned memory, every kind of copy, code and launch, seal and wait, external
- * memory, a DLPack import, waits on a consumer's stream, free and destroy). A clean run counts how often it calls each driver entry point the
- * plugin resolves. Then, for every entry point and every N up to that count,
- * a fresh process runs the scenario with the Nth call failing
- * (FAKE_CUDA_FAIL). Each run must: not crash, return only statuses from the
- * list, and, when every destroy succeeded, leave no driver object alive (the
- * fake driver counts them; under the ASan lane LeakSanitizer checks host
- * memory too), and must have called every external release and DLPack
- * deleter it was handed exactly once (never twice in any run). A run that
- * hits a sticky fault may quarantine, and must say so through its
- * statuses. */
+ * memory, a DLPack import, waits on a consumer's stream, free and destroy). A clean run counts how
+ * often it calls each driver entry point the plugin resolves. Then, for every entry point and every
+ * N up to that count, a fresh process runs the scenario with the Nth call failing (FAKE_CUDA_FAIL).
+ * Each run must: not crash, return only statuses from the list, and, when every destroy succeeded,
+ * leave no driver object alive (the fake driver counts them; under the ASan lane LeakSanitizer
+ * checks host memory too), and must have called every external release and DLPack deleter it was
+ * handed exactly once (never twice in any run). A run that hits a sticky fault may quarantine, and
+ * must say so through its statuses. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -91,16 +89,20 @@ static void scenario(const t4a_gpu_backend_v1 *t) {
   uint64_t zaddr = 0;
   t4a_buffer e = {0}, imp = {0};
   check(t->buffer_device_address(b, z, &zaddr));
-  t4a_external_memory em = {.struct_size = sizeof em, .address = zaddr, .bytes = 4096,
-                            .release = on_release, .user = &ext_released};
+  t4a_external_memory em = {.struct_size = sizeof em,
+                            .address = zaddr,
+                            .bytes = 4096,
+                            .release = on_release,
+                            .user = &ext_released};
   if (zaddr && check(t->buffer_wrap_external(a, &em, &e)) == T4A_OK)
     ext_wrapped = 1;
   check(t->copy_d2d(a, e, 0, x, 0, 4096));
   static int64_t shape[1] = {1024};
   static t4a_dl_managed_tensor tensor;
-  tensor = (t4a_dl_managed_tensor){{(void *)(uintptr_t)addr, {T4A_DL_CUDA, 0}, 1,
-                                    {T4A_DL_FLOAT, 32, 1}, shape, NULL, 0},
-                                   &tensor_deleted, on_delete};
+  tensor = (t4a_dl_managed_tensor){
+      {(void *)(uintptr_t)addr, {T4A_DL_CUDA, 0}, 1, {T4A_DL_FLOAT, 32, 1}, shape, NULL, 0},
+      &tensor_deleted,
+      on_delete};
   if (addr && check(t->dlpack_import(b, &tensor, 0, &imp, NULL)) == T4A_OK)
     tensor_imported = 1;
   t4a_raw_runtime rawb = {.struct_size = sizeof rawb};

@@ -27,8 +27,8 @@
 EXPORT R fake_sym_cuPointerGetAttributes(unsigned int n, t4a__CUpointer_attribute *attributes,
                                          void **data,
                                          t4a__CUdeviceptr ptr) __asm__("cuPointerGetAttributes");
-R fake_sym_cuPointerGetAttributes(unsigned int n, t4a__CUpointer_attribute *attributes,
-                                  void **data, t4a__CUdeviceptr ptr) {
+R fake_sym_cuPointerGetAttributes(unsigned int n, t4a__CUpointer_attribute *attributes, void **data,
+                                  t4a__CUdeviceptr ptr) {
   FAKE_ENTER("cuPointerGetAttributes");
   if (!n || !attributes || !data)
     return T4A__CUDA_ERROR_INVALID_VALUE;

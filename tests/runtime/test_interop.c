@@ -360,8 +360,12 @@ START_TEST(release_at_free_destroy_or_never_twice) {
   ck_assert_int_eq(released(&ca), 1);
   /* a callback calling back into the runtime */
   reentry re = {.rt = rt};
-  t4a_external_memory mr = {.struct_size = sizeof mr, .address = base + 4096, .bytes = 4096,
-                            .device_ordinal = 0, .release = release_reenters, .user = &re};
+  t4a_external_memory mr = {.struct_size = sizeof mr,
+                            .address = base + 4096,
+                            .bytes = 4096,
+                            .device_ordinal = 0,
+                            .release = release_reenters,
+                            .user = &re};
   RT_OK(T->buffer_wrap_external(rt, &mr, &b));
   RT_OK(T->memset(rt, b, 0, 7, 1, 4096));
   RT_OK(T->buffer_free(rt, b));
@@ -500,8 +504,8 @@ START_TEST(external_host_memory_is_reached_by_kernels) {
   rt_sync(rt);
   const unsigned char *p = pinned;
   for (uint64_t i = 0; i < n; i++) {
-    unsigned char want = i >= 64 && i < 64 + 4000 ? ((const unsigned char *)"\x78\x56\x34\x12")[i % 4]
-                                                  : 0xab;
+    unsigned char want =
+        i >= 64 && i < 64 + 4000 ? ((const unsigned char *)"\x78\x56\x34\x12")[i % 4] : 0xab;
     ck_assert_msg(p[i] == want, "byte %llu: %02x, want %02x", (unsigned long long)i, p[i], want);
   }
   if (!rt_on_fake()) { /* the device addresses it like device memory (unified addressing) */
@@ -657,8 +661,8 @@ static void count_delete(void *user) {
   last_user = user;
 }
 
-static t4a_dlpack_export request(uint32_t flags, uint64_t offset, t4a_dl_data_type dt,
-                                 int32_t ndim, const int64_t *shape, const int64_t *strides) {
+static t4a_dlpack_export request(uint32_t flags, uint64_t offset, t4a_dl_data_type dt, int32_t ndim,
+                                 const int64_t *shape, const int64_t *strides) {
   t4a_dlpack_export q = {.struct_size = sizeof q,
                          .flags = flags,
                          .offset = offset,
@@ -794,7 +798,7 @@ START_TEST(dlpack_export_refuses_bad_requests) {
   RT_EXPECT(T->dlpack_export(rt, ob, &q, &out), T4A_EHANDLE); /* another runtime's buffer */
   RT_OK(T->buffer_free(rt, b));
   RT_EXPECT(T->dlpack_export(rt, b, &q, &out), T4A_EHANDLE); /* freed */
-  ck_assert_int_eq(deletes, 1); /* only the one tensor made */
+  ck_assert_int_eq(deletes, 1);                              /* only the one tensor made */
   /* a larger struct from a newer caller */
   RT_OK(T->buffer_alloc(rt, n, &b));
   struct {
@@ -819,7 +823,9 @@ typedef struct made {
   int deleted;
 } made;
 
-static void made_delete_v(t4a_dl_managed_tensor_versioned *t) { ((made *)t->manager_ctx)->deleted++; }
+static void made_delete_v(t4a_dl_managed_tensor_versioned *t) {
+  ((made *)t->manager_ctx)->deleted++;
+}
 static void made_delete_l(t4a_dl_managed_tensor *t) { ((made *)t->manager_ctx)->deleted++; }
 
 static void make_tensor(made *m, uint64_t data, uint64_t byte_offset, int32_t ndim,
