@@ -69,8 +69,12 @@ typedef struct pointer_facts {
   size_t size;
 } pointer_facts;
 
-/* rt's context is current. */
+/* What the driver says of `address` (rt's context is current). One query
+ * for every attribute; if the driver refuses one that does not apply to the
+ * address (a range of host memory, say), each on its own, those it refuses
+ * left unknown. */
 static int facts_of(t4a__runtime *rt, const char *what, uint64_t address, pointer_facts *f) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
   memset(f, 0, sizeof *f);
   f->ordinal = -1;
   t4a__CUpointer_attribute attrs[] = {
@@ -78,12 +82,22 @@ static int facts_of(t4a__runtime *rt, const char *what, uint64_t address, pointe
       T4A__CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, T4A__CU_POINTER_ATTRIBUTE_RANGE_SIZE,
       T4A__CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
   void *data[] = {&f->type, &f->ordinal, &f->start, &f->size, &f->device_pointer};
-  t4a__CUresult r = t4a__be.cu.cuPointerGetAttributes(5, attrs, data, address);
+  t4a__CUresult r = cu->cuPointerGetAttributes(5, attrs, data, address);
   if (r == T4A__CUDA_ERROR_INVALID_VALUE || r == T4A__CUDA_ERROR_INVALID_CONTEXT) {
-    /* an address outside unified addressing (host memory CUDA never saw) */
     memset(f, 0, sizeof *f);
     f->ordinal = -1;
-    return T4A_OK;
+    r = cu->cuPointerGetAttributes(1, attrs, data, address);
+    for (int i = 1; i < 5 && r == T4A__CUDA_SUCCESS && f->type; i++) {
+      uint64_t v = 0; /* every attribute here is at most 8 bytes */
+      void *into = &v;
+      if (cu->cuPointerGetAttributes(1, attrs + i, &into, address) == T4A__CUDA_SUCCESS)
+        memcpy(data[i], &v, i == 1 ? sizeof f->ordinal : sizeof v);
+    }
+    if (r == T4A__CUDA_ERROR_INVALID_VALUE || r == T4A__CUDA_ERROR_INVALID_CONTEXT) {
+      /* an address outside unified addressing (host memory CUDA never saw) */
+      f->type = 0;
+      return T4A_OK;
+    }
   }
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r,

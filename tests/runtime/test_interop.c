@@ -1007,12 +1007,14 @@ END_TEST
 #if defined(T4A_TEST_FAKE)
 
 static void (*fake_fail)(const char *, uint64_t, unsigned);
+static uint64_t (*fake_calls)(const char *);
 
 static void fake_open(void) {
   void *h = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
   ck_assert_ptr_nonnull(h);
   *(void **)&fake_fail = dlsym(h, "fake_cuda_fail");
-  ck_assert_ptr_nonnull(fake_fail);
+  *(void **)&fake_calls = dlsym(h, "fake_cuda_calls");
+  ck_assert(fake_fail && fake_calls);
 }
 
 START_TEST(failed_driver_calls_are_typed_and_undone) {
@@ -1026,6 +1028,25 @@ START_TEST(failed_driver_calls_are_typed_and_undone) {
   RT_EXPECT(T->buffer_wrap_external(rt, &m, &out), T4A_EDRIVER);
   RT_DETAIL("CUDA_ERROR_UNKNOWN");
   RT_OK(T->buffer_wrap_external(rt, &m, &out)); /* usable */
+  /* the driver refuses an attribute (INVALID_VALUE): asked one by one, still vouched for */
+  int c2 = 0;
+  t4a_external_memory m2 = ext_of(m.address, 4096, 0, &c2);
+  t4a_buffer again;
+  uint64_t before = fake_calls("cuPointerGetAttributes");
+  fake_fail("cuPointerGetAttributes", 1, 1);
+  RT_OK(T->buffer_wrap_external(rt, &m2, &again));
+  /* the refused query, the type, the four others */
+  ck_assert_uint_eq(fake_calls("cuPointerGetAttributes") - before, 6);
+  RT_OK(T->buffer_free(rt, again));
+  ck_assert_int_eq(released(&c2), 1);
+  t4a_runtime other;
+  RT_OK(T->runtime_create(1, NULL, &other)); /* and a foreign device is still seen */
+  t4a_buffer om;
+  RT_OK(T->buffer_alloc(other, 4096, &om));
+  m2.address = address_of(other, om);
+  fake_fail("cuPointerGetAttributes", 1, 1);
+  RT_EXPECT(T->buffer_wrap_external(rt, &m2, &again), T4A_EFOREIGNDEVICE);
+  RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
   t4a__CUstream s = consumer_stream(rt);
   fake_fail("cuEventRecord", 1, 999);
   RT_EXPECT(T->runtime_wait_stream(rt, s), T4A_EDRIVER);
