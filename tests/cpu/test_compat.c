@@ -30,7 +30,13 @@
   X(runtime_memory_info)                                                                           \
   X(host_register)                                                                                 \
   X(host_unregister)                                                                               \
-  X(witness_elapsed)
+  X(witness_elapsed)                                                                               \
+  X(buffer_wrap_external)                                                                          \
+  X(stream_wait_witness)                                                                           \
+  X(runtime_wait_event)                                                                            \
+  X(runtime_wait_stream)                                                                           \
+  X(dlpack_export)                                                                                 \
+  X(dlpack_import)
 
 START_TEST(a_v1_0_plugin_shows_no_v1_1_slot) {
   t4a_gpu_backend *b = NULL;
