@@ -155,3 +155,15 @@ def timed(fn):
     t0 = time.monotonic()
     r = fn()
     return r, time.monotonic() - t0
+
+
+def eventually(pred, seconds=10.0):
+    """pred() turned true within `seconds` (a framework that releases memory
+    from another thread, later than the call that dropped it)."""
+    deadline = time.monotonic() + seconds
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        gc.collect()
+        time.sleep(0.01)
+    return True

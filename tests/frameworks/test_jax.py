@@ -69,9 +69,8 @@ gc.collect()
 check(int(jnp.sum(arr == 5)) == N and rt.counters()["live_buffers"] == live,
       "the memory outlives the t4a handles while JAX holds it")
 del arr, host
-gc.collect()
-rt.synchronize()
-check(rt.counters()["live_buffers"] == live - 1, "JAX dropped it: the t4a buffer is freed")
+check(fwutil.eventually(lambda: rt.counters()["live_buffers"] == live - 1),
+      "JAX dropped it: the t4a buffer is freed (JAX may release it from its own thread)")
 
 # -- 3. JAX -> t4a -------------------------------------------------------------------------------
 x = jnp.arange(N, dtype=jnp.int32) * 3
