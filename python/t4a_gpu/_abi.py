@@ -1389,14 +1389,16 @@ class t4a_gpu_backend_v1(Structure):
         # (through buffer_device_address) and DLPack export accepts. The range
         # must lie in one allocation (or contiguous mappings) of rt's device, as
         # the driver reports it: another device's memory is T4A_EFOREIGNDEVICE
-        # (also with peer access), unknown or freed memory T4A_EINVAL; with
-        # T4A_EXTERNAL_HOST it must be page-locked host memory the device can
-        # address. The runtime never frees the memory. mem->release(mem->user) is
-        # called exactly once: after buffer_free (or runtime_destroy) and the
-        # completion of every use enqueued before it (work on rt's stream, and
-        # other runtimes' copies from it), observed at a later natural point
-        # (seal, witness_query/_wait, host_alloc/free, buffer_free, destroy), on
-        # the thread of that call, after rt's lock was let go. Like host_free, it
+        # (also with peer access), unknown or freed memory T4A_EINVAL, a range
+        # running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must
+        # be page-locked host memory the device can address. The runtime never
+        # frees the memory. mem->release(mem->user) is called exactly once: after
+        # buffer_free (or runtime_destroy) and the completion of every use
+        # enqueued before it (work on rt's stream, and other runtimes' copies
+        # from it), observed at a later natural point (seal, witness_query/_wait,
+        # buffer_free, host_free, module_unload, destroy; at once when that work
+        # had completed), on the thread of that call, after rt's lock was let go
+        # (so it may call into rt). Like host_free, it
         # waits for a seal covering the work: the library never seals behind the
         # caller's back. After a device fault the memory is quarantined with the
         # runtime's own (the GPU may still touch it) and release is never called.
@@ -1967,14 +1969,16 @@ SLOT_DOCS = {
         '(through buffer_device_address) and DLPack export accepts. The range\n'
         "must lie in one allocation (or contiguous mappings) of rt's device, as\n"
         "the driver reports it: another device's memory is T4A_EFOREIGNDEVICE\n"
-        '(also with peer access), unknown or freed memory T4A_EINVAL; with\n'
-        'T4A_EXTERNAL_HOST it must be page-locked host memory the device can\n'
-        'address. The runtime never frees the memory. mem->release(mem->user) is\n'
-        'called exactly once: after buffer_free (or runtime_destroy) and the\n'
-        "completion of every use enqueued before it (work on rt's stream, and\n"
-        "other runtimes' copies from it), observed at a later natural point\n"
-        '(seal, witness_query/_wait, host_alloc/free, buffer_free, destroy), on\n'
-        "the thread of that call, after rt's lock was let go. Like host_free, it\n"
+        '(also with peer access), unknown or freed memory T4A_EINVAL, a range\n'
+        'running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must\n'
+        'be page-locked host memory the device can address. The runtime never\n'
+        'frees the memory. mem->release(mem->user) is called exactly once: after\n'
+        'buffer_free (or runtime_destroy) and the completion of every use\n'
+        "enqueued before it (work on rt's stream, and other runtimes' copies\n"
+        'from it), observed at a later natural point (seal, witness_query/_wait,\n'
+        'buffer_free, host_free, module_unload, destroy; at once when that work\n'
+        "had completed), on the thread of that call, after rt's lock was let go\n"
+        '(so it may call into rt). Like host_free, it\n'
         'waits for a seal covering the work: the library never seals behind the\n'
         "caller's back. After a device fault the memory is quarantined with the\n"
         "runtime's own (the GPU may still touch it) and release is never called.\n"
