@@ -264,6 +264,7 @@ class Interop(unittest.TestCase):
     def test_wrap_with_a_python_release(self):
         calls = []
         a = self.rt.alloc(65536)
+        self.rt.synchronize()  # stream-ordered allocation: other streams use it after this
         w = self.other.wrap(a.address + 4096, 8192, release=lambda: calls.append(1))
         self.assertEqual(len(w), 8192)
         w.write(b"\x5a" * 8192)

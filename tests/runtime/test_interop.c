@@ -405,6 +405,7 @@ START_TEST(external_memory_refused_with_the_reason) {
   t4a_runtime owner = rt_create(), rt = rt_create();
   t4a_buffer mem, out = {0};
   RT_OK(T->buffer_alloc(owner, MiB, &mem));
+  rt_sync(owner); /* a stream-ordered allocation: other streams use it after this */
   uint64_t base = address_of(owner, mem);
   int count = 0;
   t4a_external_memory m = ext_of(base, 4096, 0, &count);
@@ -479,6 +480,7 @@ START_TEST(external_memory_refused_with_the_reason) {
   unsigned char in[4096], back[4096];
   t4a_test_fill_random(in, sizeof in, t4a_test_seed());
   RT_OK(T->copy_h2d(rt, ok, 0, in, sizeof in));
+  rt_sync(rt); /* the owner's stream is not ordered after rt's */
   RT_OK(T->copy_d2h(owner, back, mem, 0, sizeof back));
   ck_assert(memcmp(in, back, sizeof in) == 0);
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
