@@ -183,10 +183,15 @@ int t4a__epoch_state(t4a__runtime *rt, uint64_t seq) {
   int rc = t4a__rt_progress(rt);
   if (seq <= rt->done.completed_seq)
     return T4A_OK;
+  if (rt->fault && !rc) { /* name the native fault, whoever saw it first */
+    char buf[32];
+    rc = t4a__fail_native(T4A_EDEVICEFAULT, rt->fault,
+                          t4a__cu_name((t4a__CUresult)rt->fault, buf, sizeof buf),
+                          "the runtime faulted before this witness's work completed; destroy "
+                          "the runtime");
+  }
   if (rt->fault)
-    return rc ? rc
-              : t4a__fail(T4A_EDEVICEFAULT, "the runtime faulted before this witness's work "
-                                            "completed; destroy the runtime");
+    return rc;
   return T4A_ENOTREADY;
 }
 

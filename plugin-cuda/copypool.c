@@ -31,10 +31,11 @@ typedef struct batch {
   unsigned remaining;
 } batch;
 
+/* `rows` rows of `bytes` each, at the pitches (a 1D copy is one row). */
 typedef struct job {
   void *dst;
   const void *src;
-  size_t bytes;
+  size_t bytes, rows, dst_pitch, src_pitch;
   bool stream;
   batch *batch;
 } job;
@@ -92,6 +93,12 @@ static void copy_part(void *dst, const void *src, size_t n, bool stream) {
 }
 #endif
 
+static void copy_rows(const job *j) {
+  for (size_t i = 0; i < j->rows; i++)
+    copy_part((char *)j->dst + i * j->dst_pitch, (const char *)j->src + i * j->src_pitch, j->bytes,
+              j->stream);
+}
+
 static void finish(batch *b) {
   pthread_mutex_lock(&b->lock);
   if (--b->remaining == 0)
@@ -111,7 +118,7 @@ static void *worker(void *arg) {
     qhead = (qhead + 1) % (sizeof queue / sizeof queue[0]);
     qcount--;
     pthread_mutex_unlock(&lock);
-    copy_part(j.dst, j.src, j.bytes, j.stream);
+    copy_rows(&j);
     finish(j.batch);
     pthread_mutex_lock(&lock);
   }
@@ -129,6 +136,59 @@ static unsigned ensure_workers(unsigned want) {
   return nworkers;
 }
 
+/* Splits `whole` into up to `parts` jobs: by bytes when it is one row (cut
+ * at cache lines), else by rows; the caller runs the first, the workers the
+ * others. */
+static void run_split(const job *whole, unsigned parts) {
+  pthread_mutex_lock(&lock);
+  unsigned helpers = ensure_workers(parts - 1);
+  if (helpers + 1 < parts)
+    parts = helpers + 1;
+  unsigned room = (unsigned)(sizeof queue / sizeof queue[0]) - qcount;
+  if (parts - 1 > room)
+    parts = room + 1;
+  batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, parts - 1};
+  job first = *whole;
+  first.batch = &b;
+  if (whole->rows == 1) {
+    size_t part = (whole->bytes / parts + 63) & ~(size_t)63; /* cache-line aligned splits */
+    first.bytes = part < whole->bytes ? part : whole->bytes;
+    for (size_t off = first.bytes, i = 1; i < parts; i++) {
+      size_t n = i + 1 == parts ? whole->bytes - off : part;
+      job j = first;
+      j.dst = (char *)whole->dst + off;
+      j.src = (const char *)whole->src + off;
+      j.bytes = n;
+      queue[(qhead + qcount) % (sizeof queue / sizeof queue[0])] = j;
+      qcount++;
+      off += n;
+    }
+  } else {
+    size_t per = whole->rows / parts, extra = whole->rows % parts, row = 0;
+    first.rows = per + (extra > 0);
+    row = first.rows;
+    for (unsigned i = 1; i < parts; i++) {
+      job j = first;
+      j.rows = per + (i < extra);
+      j.dst = (char *)whole->dst + row * whole->dst_pitch;
+      j.src = (const char *)whole->src + row * whole->src_pitch;
+      queue[(qhead + qcount) % (sizeof queue / sizeof queue[0])] = j;
+      qcount++;
+      row += j.rows;
+    }
+  }
+  if (parts > 1)
+    pthread_cond_broadcast(&work);
+  pthread_mutex_unlock(&lock);
+  copy_rows(&first);
+  pthread_mutex_lock(&b.lock);
+  while (b.remaining)
+    pthread_cond_wait(&b.done, &b.lock);
+  pthread_mutex_unlock(&b.lock);
+  pthread_cond_destroy(&b.done);
+  pthread_mutex_destroy(&b.lock);
+}
+
 void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned threads, bool stream) {
   unsigned parts = threads;
   if (parts > bytes / MIN_PART)
@@ -137,33 +197,24 @@ void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned thr
     copy_part(dst, src, bytes, stream);
     return;
   }
-  pthread_mutex_lock(&lock);
-  unsigned helpers = ensure_workers(parts - 1);
-  if (helpers + 1 < parts)
-    parts = helpers + 1;
-  unsigned room = (unsigned)(sizeof queue / sizeof queue[0]) - qcount;
-  if (parts - 1 > room)
-    parts = room + 1;
-  size_t part = (bytes / parts + 63) & ~(size_t)63; /* cache-line aligned splits */
-  batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, parts - 1};
-  size_t off = part; /* the caller copies the first part */
-  for (unsigned i = 1; i < parts; i++) {
-    size_t n = i + 1 == parts ? bytes - off : part;
-    queue[(qhead + qcount) % (sizeof queue / sizeof queue[0])] =
-        (job){(char *)dst + off, (const char *)src + off, n, stream, &b};
-    qcount++;
-    off += n;
+  job whole = {dst, src, bytes, 1, 0, 0, stream, NULL};
+  run_split(&whole, parts);
+}
+
+void t4a__parallel_memcpy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                             size_t width, size_t rows, unsigned threads, bool stream) {
+  job whole = {dst, src, width, rows, dst_pitch, src_pitch, stream, NULL};
+  size_t total = width * rows; /* fits: the rows lie in one chunk or one buffer */
+  unsigned parts = threads;
+  if (parts > total / MIN_PART)
+    parts = (unsigned)(total / MIN_PART);
+  if (parts > rows)
+    parts = (unsigned)rows;
+  if (parts <= 1) {
+    copy_rows(&whole);
+    return;
   }
-  if (parts > 1)
-    pthread_cond_broadcast(&work);
-  pthread_mutex_unlock(&lock);
-  copy_part(dst, src, part < bytes ? part : bytes, stream);
-  pthread_mutex_lock(&b.lock);
-  while (b.remaining)
-    pthread_cond_wait(&b.done, &b.lock);
-  pthread_mutex_unlock(&b.lock);
-  pthread_cond_destroy(&b.done);
-  pthread_mutex_destroy(&b.lock);
+  run_split(&whole, parts);
 }
 
 /* The plugin is being unloaded: its code must not outlive the threads. */

@@ -10,6 +10,11 @@
  * `stream`: the destination is not read again soon (non-temporal stores). */
 void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned threads, bool stream);
 
+/* The same for `rows` rows of `width` bytes at the two pitches, split by
+ * rows. */
+void t4a__parallel_memcpy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                             size_t width, size_t rows, unsigned threads, bool stream);
+
 /* Default thread count for large host copies: min(8, online CPUs). */
 unsigned t4a__copy_threads_default(void);
 

@@ -143,6 +143,9 @@ wait_copy:
 static int copy_between(t4a_runtime dh, t4a_buffer db, uint64_t doff, t4a_runtime sh, t4a_buffer sb,
                         uint64_t soff, uint64_t n, bool peer) {
   const char *what = peer ? "copy_from_peer" : "copy_from_runtime";
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   pair p;
   int rc = lock_pair(what, dh, db, doff, sh, sb, soff, n, &p);
   if (rc)
@@ -211,6 +214,9 @@ int t4a__slot_copy_from_peer(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_of
 
 int t4a__slot_copy_from_peer_via_host(t4a_runtime dh, t4a_buffer db, uint64_t doff, t4a_runtime sh,
                                       t4a_buffer sb, uint64_t soff, uint64_t n) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   pair p;
   int rc = lock_pair("copy_from_peer_via_host", dh, db, doff, sh, sb, soff, n, &p);
   if (rc)

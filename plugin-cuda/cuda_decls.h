@@ -121,6 +121,7 @@ typedef struct CUDA_MEMCPY2D_st t4a__CUDA_MEMCPY2D;
   X(CUDA_ERROR_ASSERT, 710)                                                                        \
   X(CUDA_ERROR_TOO_MANY_PEERS, 711)                                                                \
   X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712)                                                \
+  X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 713)                                                    \
   X(CUDA_ERROR_HARDWARE_STACK_ERROR, 714)                                                          \
   X(CUDA_ERROR_ILLEGAL_INSTRUCTION, 715)                                                           \
   X(CUDA_ERROR_MISALIGNED_ADDRESS, 716)                                                            \

@@ -159,6 +159,9 @@ static void fill_tensor(t4a_dl_tensor *t, const t4a_dlpack_export *q, const span
 
 int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_export *req,
                             void **out) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!out)
     return t4a__fail(T4A_EINVAL, "dlpack_export: out is NULL; pass a pointer");
   *out = NULL;
@@ -264,6 +267,9 @@ static int import_tensor(void *tensor, uint32_t flags, const t4a_dl_tensor **t) 
 
 int t4a__slot_dlpack_import(t4a_runtime h, void *tensor, uint32_t flags, t4a_buffer *out,
                             uint64_t *offset) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!out || !tensor)
     return t4a__fail(T4A_EINVAL, "dlpack_import: tensor and out must not be NULL; pass them");
   out->bits = 0;

@@ -229,6 +229,9 @@ int t4a__external_wrap(t4a__runtime *rt, const char *what, uint64_t address, uin
 #define EXTERNAL_FLAGS_KNOWN T4A_EXTERNAL_HOST
 
 int t4a__slot_buffer_wrap_external(t4a_runtime h, const t4a_external_memory *mem, t4a_buffer *out) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!out)
     return t4a__fail(T4A_EINVAL, "buffer_wrap_external: out is NULL; pass a pointer");
   out->bits = 0;

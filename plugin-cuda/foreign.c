@@ -21,6 +21,9 @@ static t4a__CUstream consumer_stream(void *stream) {
 }
 
 int t4a__slot_stream_wait_witness(t4a_runtime h, void *stream, t4a_witness w) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   t4a__wpin p;
   int rc = t4a__witness_pin(w, "stream_wait_witness", &p);
   if (rc)
@@ -46,6 +49,9 @@ int t4a__slot_stream_wait_witness(t4a_runtime h, void *stream, t4a_witness w) {
 }
 
 int t4a__slot_runtime_wait_event(t4a_runtime h, void *event) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!event)
     return t4a__fail(T4A_EINVAL, "runtime_wait_event: event is NULL; pass a CUevent");
   t4a__runtime *rt;
@@ -67,6 +73,9 @@ int t4a__slot_runtime_wait_event(t4a_runtime h, void *event) {
 }
 
 int t4a__slot_runtime_wait_stream(t4a_runtime h, void *stream) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   t4a__runtime *rt;
   int rc = t4a__rt_lock(h, "runtime_wait_stream", &rt);
   if (rc)

@@ -2,6 +2,7 @@
  * entries, and the messages for rejected handles. */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,10 +53,35 @@ void t4a__htable_untake(t4a__htable *t, uint32_t index) {
   t->free_head = index + 1;
 }
 
+/* Generations come from one process-wide sequence, not from the entry:
+ * a runtime created in a destroyed runtime's slot has fresh tables whose
+ * entries would otherwise restart at 1, so the dead runtime's buffer,
+ * module or function handles would name the new runtime's objects. Each
+ * thread takes the sequence in blocks of 1024, so publishing costs an
+ * atomic operation once per 1024 handles, and a generation recurs only
+ * after 2^28 publications in the whole process (and then must also land
+ * on the same runtime slot, table and index to matter). */
+#define GEN_BLOCK 1024u
+static _Atomic uint32_t gen_sequence = 1;
+static _Thread_local uint32_t gen_next_local, gen_end_local;
+
+static uint32_t gen_fresh(void) {
+  for (;;) {
+    if (gen_next_local == gen_end_local) {
+      gen_next_local = atomic_fetch_add_explicit(&gen_sequence, GEN_BLOCK, memory_order_relaxed);
+      gen_end_local = gen_next_local + GEN_BLOCK;
+    }
+    uint32_t gen = gen_next_local++ & T4A__GEN_MASK;
+    if (gen)
+      return gen;
+  }
+}
+
 uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *kind,
                              uint32_t owner) {
   t4a__hslot *s = t4a__htable_at(t, index);
-  s->gen = t4a__gen_next(s->gen);
+  uint32_t gen = gen_fresh();
+  s->gen = gen == s->gen ? t4a__gen_next(gen) : gen; /* never the entry's last */
   s->live = true;
   s->next_free = 0;
   t->live++;

@@ -142,9 +142,7 @@ static int pool_free(t4a__runtime *rt, t4a__CUdeviceptr ptr) {
 }
 
 int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep) {
-  if (rt->mem.cache_bytes <= keep)
-    return T4A_OK;
-  t4a__CUcontext saved;
+  t4a__CUcontext saved; /* the pool is trimmed even when the cache holds nothing to return */
   int rc = t4a__ctx_enter(rt, &saved);
   if (rc)
     return rc;

@@ -69,6 +69,9 @@ void t4a__modules_fini(t4a__runtime *rt, bool idle) {
 }
 
 int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!out)
     return t4a__fail(T4A_EINVAL, "module_load: out is NULL; pass a pointer");
   out->bits = 0;
@@ -140,10 +143,14 @@ int t4a__slot_module_unload(t4a_runtime h, t4a_module mh) {
   if (seq > rt->done.completed_seq || rt->fault) {
     t4a__retire r = {seq, retired, m->mod, 0, 0};
     rc = t4a__retire_push(rt, &r);
-  } else {
-    rc = t4a__be.cu.cuModuleUnload(m->mod) == T4A__CUDA_SUCCESS
-             ? T4A_OK
-             : t4a__fail(T4A_EDRIVER, "module_unload: cuModuleUnload failed");
+  } else { /* cuModuleUnload acts on the current context: make it the module's */
+    t4a__CUcontext saved;
+    if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
+      t4a__CUresult r = t4a__be.cu.cuModuleUnload(m->mod);
+      t4a__ctx_leave(rt, saved);
+      if (r != T4A__CUDA_SUCCESS)
+        rc = t4a__rt_cu_fail(rt, r, "module_unload: cuModuleUnload failed");
+    }
   }
   t4a__htable_release(&rt->code.mods, mi);
 out:

@@ -192,6 +192,9 @@ static void unregistered(t4a__runtime *rt, const t4a__retire *r, bool final) {
 
 int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t flags,
                             t4a_host_buffer *out) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!out || !ptr)
     return t4a__fail(T4A_EINVAL, "host_register: ptr and out must not be NULL; pass the "
                                  "memory and a pointer");

@@ -27,6 +27,9 @@ t4a__runtime *t4a__rt_slot(uint32_t index) {
 }
 
 static int lock_handle(t4a_runtime h, const char *what, t4a__runtime **out, bool any) {
+  int rc = t4a__require_init(); /* the header: every runtime slot is T4A_ENOTINIT before init */
+  if (rc)
+    return rc;
   if (t4a__h_tag(h.bits) != T4A__TAG_RUNTIME)
     return t4a__handle_reject(&runtime_kind, h.bits, 0, what, true);
   t4a__runtime *rt = t4a__rt_slot(t4a__h_rt(h.bits));
@@ -42,11 +45,11 @@ static int lock_handle(t4a_runtime h, const char *what, t4a__runtime **out, bool
     rt->fault = (int)dev_fault;
   if (rt->fault && !any) {
     char buf[32];
-    int rc = t4a__fail_native(T4A_EDEVICEFAULT, rt->fault,
-                              t4a__cu_name((t4a__CUresult)rt->fault, buf, sizeof buf),
-                              "%s: device %d faulted earlier (sticky for every runtime on it); "
-                              "destroy the runtimes on it and create new ones",
-                              what, (int)rt->ordinal);
+    rc = t4a__fail_native(T4A_EDEVICEFAULT, rt->fault,
+                          t4a__cu_name((t4a__CUresult)rt->fault, buf, sizeof buf),
+                          "%s: device %d faulted earlier (sticky for every runtime on it); "
+                          "destroy the runtimes on it and create new ones",
+                          what, (int)rt->ordinal);
     pthread_mutex_unlock(&rt->lock);
     return rc;
   }

@@ -27,6 +27,14 @@
 #include "common/log.h"
 #include "plugin-cuda/spare.h"
 
+/* The exit handler is registered for this object (the Itanium C++ ABI's
+ * __cxa_atexit with our __dso_handle, which is what atexit in a shared
+ * object means to glibc): it runs at dlclose, or at exit if still loaded.
+ * Plain atexit is intercepted by ThreadSanitizer, which drops the object and
+ * then calls the handler at exit after dlclose unmapped it. */
+extern void *__dso_handle; // NOLINT(bugprone-reserved-identifier): the ABI's name
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso); // NOLINT(bugprone-reserved-identifier)
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static t4a__spare *spares;
 static uint32_t count, cap;
@@ -67,7 +75,8 @@ static void release(t4a__spare *s) {
              (int)s->ordinal);
 }
 
-static void release_all(void) {
+static void release_all(void *unused) {
+  (void)unused;
   pthread_mutex_lock(&lock);
   for (uint32_t i = 0; i < count; i++)
     release(&spares[i]);
@@ -95,7 +104,7 @@ bool t4a__spare_give(const t4a__spare *s) {
     }
   }
   if (keep && !handler)
-    handler = keep = atexit(release_all) == 0;
+    handler = keep = __cxa_atexit(release_all, NULL, &__dso_handle) == 0;
   if (keep) {
     spares[count++] = *s;
     staging_bytes += s->stage.bytes;

@@ -331,8 +331,8 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
 /* Copies rows between a packed chunk and pitched host memory. */
 static void pack_rows(char *to, uint64_t to_pitch, const char *from, uint64_t from_pitch,
                       uint64_t width, uint64_t rows, unsigned threads, bool stream) {
-  for (uint64_t i = 0; i < rows; i++)
-    t4a__parallel_memcpy(to + i * to_pitch, from + i * from_pitch, (size_t)width, threads, stream);
+  t4a__parallel_memcpy_2d(to, (size_t)to_pitch, from, (size_t)from_pitch, (size_t)width,
+                          (size_t)rows, threads, stream);
 }
 
 /* A 2D DMA between a packed chunk and pitched device memory. */

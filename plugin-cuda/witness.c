@@ -150,6 +150,9 @@ int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
 /* ---- query and wait -------------------------------------------------------------- */
 
 int t4a__slot_witness_query(t4a_witness w) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   wref ref;
   t4a__runtime *rt;
   int rc = wlock_runtime(w, "witness_query", &ref, &rt);
@@ -169,6 +172,9 @@ static uint64_t now_ns(void) {
 #define SPIN_NS 20000ull /* busy-poll this long before blocking */
 
 int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   uint64_t start = now_ns();
   uint64_t deadline = timeout_ns == T4A_WAIT_FOREVER || start + timeout_ns < start
                           ? UINT64_MAX
@@ -221,6 +227,9 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
 }
 
 int t4a__slot_witness_retain(t4a_witness w) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   pthread_mutex_lock(&wlock);
   wslot *s;
   int rc = wget(w, "witness_retain", &s);
@@ -234,6 +243,9 @@ int t4a__slot_witness_retain(t4a_witness w) {
 }
 
 int t4a__slot_witness_release(t4a_witness w) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   pthread_mutex_lock(&wlock);
   wslot *s;
   int rc = wget(w, "witness_release", &s);
@@ -293,6 +305,9 @@ void t4a__witness_unpin(t4a__wpin *p) {
 }
 
 int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   t4a__wpin p;
   int rc = t4a__witness_pin(w, "runtime_wait_witness", &p);
   if (rc)
@@ -348,6 +363,9 @@ static int wtime_progress(t4a_witness w) {
 }
 
 int t4a__slot_witness_elapsed(t4a_witness start, t4a_witness end, uint64_t *ns) {
+  int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  if (init)
+    return init;
   if (!ns)
     return t4a__fail(T4A_EINVAL, "witness_elapsed: ns is NULL; pass a pointer");
   wtime a, b;

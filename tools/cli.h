@@ -1,6 +1,6 @@
 /* tools/cli.h -- shared by the parts of the t4a-gpu program: main.c parses
- * and dispatches to the commands (info.c, selftest.c), which print with
- * output.c. No file calls one above it. */
+ * and dispatches to the commands (info.c, selftest.c, conform.c), which print
+ * with output.c. No file calls one above it. */
 #ifndef T4A_TOOLS_CLI_H
 #define T4A_TOOLS_CLI_H
 
@@ -8,9 +8,9 @@
 
 /* Exit status (man t4a-gpu, README.md). */
 enum {
-  EXIT_USABLE = 0,    /* info: usable backend with a device; selftest: every check passed */
-  EXIT_FAILED = 1,    /* selftest: a check failed (printed) */
-  EXIT_USAGE = 2,     /* usage error */
+  EXIT_USABLE = 0, /* info: usable backend with a device; selftest, conform: every check passed */
+  EXIT_FAILED = 1, /* selftest, conform: a check failed (printed) */
+  EXIT_USAGE = 2,  /* usage error */
   EXIT_NOBACKEND = 3, /* the backend could not be found or loaded (ENOBACKEND, EABI) */
   EXIT_UNUSABLE = 4   /* the backend loaded but cannot be used here (reason printed) */
 };
@@ -44,8 +44,10 @@ int t4a__cli_backend_info(const t4a_gpu_backend_v1 *t, t4a_backend_info *info);
 int t4a__cli_device_info(const t4a_gpu_backend_v1 *t, int32_t ordinal, t4a_device_info *info);
 int t4a__cli_compiler_info(const t4a_gpu_backend_v1 *t, t4a_compiler_info *info);
 
-/* The commands: t4a-gpu info (info.c), t4a-gpu selftest (selftest.c). */
+/* The commands: t4a-gpu info (info.c), t4a-gpu selftest (selftest.c),
+ * t4a-gpu conform (conform.c and the conform_*.c files below it). */
 int t4a__cli_info(const options *o);
 int t4a__cli_selftest(const options *o);
+int t4a__cli_conform(const options *o);
 
 #endif

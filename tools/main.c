@@ -1,8 +1,9 @@
 /* tools/main.c -- t4a-gpu, the loader's command-line front end: arguments and
- * dispatch to the commands (info.c, selftest.c).
+ * dispatch to the commands (info.c, selftest.c, conform.c).
  *
  *   t4a-gpu info     [--backend NAME|PATH] [--json]
  *   t4a-gpu selftest [--backend NAME|PATH] [--device N] [--json]
+ *   t4a-gpu conform  [--backend NAME|PATH] [--device N] [--json]
  *   t4a-gpu bench
  *
  * Exit status (man t4a-gpu, README.md): see tools/cli.h. */
@@ -18,9 +19,10 @@
 static void usage(FILE *f) {
   fputs("usage: t4a-gpu info     [--backend NAME|PATH] [--json]\n"
         "       t4a-gpu selftest [--backend NAME|PATH] [--device N] [--json]\n"
+        "       t4a-gpu conform  [--backend NAME|PATH] [--device N] [--json]\n"
         "       t4a-gpu bench\n"
         "       t4a-gpu help | --help | --version\n"
-        "exit status: 0 usable (info) or passed (selftest), 1 a selftest check failed,\n"
+        "exit status: 0 usable (info) or passed (selftest, conform), 1 a check failed,\n"
         "             2 usage error, 3 backend not found or invalid,\n"
         "             4 backend present but unusable here (reason printed)\n",
         f);
@@ -28,9 +30,10 @@ static void usage(FILE *f) {
 
 /* Which options a command takes. */
 static int takes(const char *cmd, const char *opt) {
+  int checks = strcmp(cmd, "selftest") == 0 || strcmp(cmd, "conform") == 0;
   if (strcmp(opt, "--device") == 0)
-    return strcmp(cmd, "selftest") == 0;
-  return strcmp(cmd, "info") == 0 || strcmp(cmd, "selftest") == 0; /* --backend, --json */
+    return checks;
+  return checks || strcmp(cmd, "info") == 0; /* --backend, --json */
 }
 
 /* "t4a-gpu: <what>" and the usage on stderr; the usage error status. */
@@ -65,8 +68,9 @@ int main(int argc, char **argv) {
                strcmp(a, "--device") == 0) {
       if (!takes(cmd, a))
         return usage_error(strcmp(a, "--device") == 0
-                               ? "--device: only selftest takes it (info lists every device)"
-                               : "only info and selftest take --backend and --json");
+                               ? "--device: only selftest and conform take it (info lists every "
+                                 "device)"
+                               : "only info, selftest and conform take --backend and --json");
       if (strcmp(a, "--json") == 0) {
         o.json = 1;
         continue;
@@ -98,6 +102,8 @@ int main(int argc, char **argv) {
     return t4a__cli_info(&o);
   if (strcmp(cmd, "selftest") == 0)
     return t4a__cli_selftest(&o);
+  if (strcmp(cmd, "conform") == 0)
+    return t4a__cli_conform(&o);
   if (strcmp(cmd, "help") == 0) {
     usage(stdout);
     return EXIT_USABLE;

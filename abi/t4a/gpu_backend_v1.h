@@ -262,7 +262,9 @@ typedef struct t4a_runtime_options {
    * creation, never exceeded). 0 = default (64 MiB). Minimum 64 KiB. */
   uint64_t staging_bytes;
   /* Bytes the memory pool keeps reserved across synchronisations.
-   * 0 = default (UINT64_MAX: never give memory back implicitly). */
+   * 0 = default (UINT64_MAX: never give memory back implicitly). The
+   * driver may still hand reserved memory the pool is not using to an
+   * allocation on the device that would otherwise fail. */
   uint64_t pool_release_threshold;
   /* Upper bound on bytes held in the host-side cache of freed device
    * blocks. 0 = default (1 GiB); UINT64_MAX = unbounded. */
@@ -618,8 +620,12 @@ struct t4a_gpu_backend_v1 {
    * the failure is final for the life of the loaded plugin. Returns
    * T4A_ENODRIVER, T4A_ESTUBDRIVER, T4A_ENODEVICE, T4A_EDRIVEROLD,
    * T4A_EDRIVERMISMATCH or T4A_EDRIVER with a detail naming the cause.
-   * Every other slot except last_error and get_info returns T4A_ENOTINIT
-   * until init succeeded. */
+   * Every other slot returns T4A_ENOTINIT until init succeeded, except the
+   * ones that need no driver: last_error, get_info, compiler_info, and the
+   * artifact slots for code compiled or given without a device
+   * (artifact_compile with device_ordinal -1, artifact_from_bytes,
+   * artifact_log, artifact_data, artifact_release, compile_cache_stats and
+   * compile_cache_clear). */
   int (*init)(void);
 
   /* get_info: backend name, version and driver facts. Callable before

@@ -95,7 +95,7 @@ START_TEST(usage_errors) {
   ck_assert_int_eq(run("selftest --device"), 2);
   ASSERT_OUT("--device needs a value");
   ck_assert_int_eq(run("info --device 0"), 2);
-  ASSERT_OUT("only selftest takes it");
+  ASSERT_OUT("only selftest and conform take it");
   ck_assert_int_eq(run("bench --json"), 2);
   ck_assert_int_eq(run("help"), 0);
   ASSERT_OUT("usage: t4a-gpu info");
@@ -288,6 +288,27 @@ static void assert_json(void) {
     ck_assert_msg(WEXITSTATUS(st) == 0, "not valid JSON:\n%s", output);
 }
 
+/* Gives t4a-gpu an environment variable with a hostile value. Values with
+ * invalid UTF-8 cannot be handed across exec everywhere (some CI sandboxes
+ * refuse to start such a process), so the value travels hex-encoded and
+ * tests/cpu/setenv_hex.so, preloaded, sets it inside t4a-gpu before its main
+ * runs: the program sees exactly these bytes in its environment. */
+static void setenv_hostile(const char *name, const char *value) {
+  static char spec[4200];
+  int n = snprintf(spec, sizeof spec, "%s=", name);
+  ck_assert(n > 0 && (size_t)n + 2 * strlen(value) < sizeof spec);
+  for (const unsigned char *v = (const unsigned char *)value; *v; v++)
+    n += snprintf(spec + n, sizeof spec - (size_t)n, "%02x", *v);
+  ck_assert_int_eq(setenv("T4A_TEST_SETENV_HEX", spec, 1), 0);
+  ck_assert_int_eq(setenv("LD_PRELOAD", t4a_test_build_path("tests/cpu/setenv_hex.so"), 1), 0);
+  unsetenv(name);
+}
+
+static void unsetenv_hostile(void) {
+  unsetenv("T4A_TEST_SETENV_HEX");
+  unsetenv("LD_PRELOAD");
+}
+
 /* A value with a newline forged a second log line ("t4a[cuda] error: ...")
  * and an escape sequence reached the terminal. */
 START_TEST(log_and_text_output_escape_control_characters) {
@@ -303,21 +324,21 @@ START_TEST(log_and_text_output_escape_control_characters) {
   assert_printable();
   /* the search path (environment) and the plugin's strings, in the text output */
   setenv("T4A_LOG", "info", 1); /* the loader logs the plugin's name and version */
-  setenv("T4A_GPU_BACKEND_PATH", "/nonexistent/\x1b]0;title\x07\xff", 1);
+  setenv_hostile("T4A_GPU_BACKEND_PATH", "/nonexistent/\x1b]0;title\x07\xff");
   char args[4200];
   snprintf(args, sizeof args, "info --backend '%s'", t4a_test_build_path(BADSTR));
   ck_assert_int_eq(run(args), 0);
   ASSERT_OUT("search path:  /nonexistent/\\x1b]0;title\\x07\\xff\n");
   ASSERT_OUT("t4a[loader] info: loaded ");
   ASSERT_OUT("(\\n\\x1b[2Jt4a[cuda] error: forged\\r\\t\\x7f\\u009b\"\\\\\xc3\xa9\\x80\\xc0\\x80");
-  assert_printable();
+  assert_printable();  unsetenv_hostile();
 }
 END_TEST
 
 /* t4a-gpu info --json with a plugin whose info strings are unterminated, hold
  * control bytes and invalid UTF-8, and an environment value likewise. */
 START_TEST(info_json_stays_valid_with_hostile_strings) {
-  setenv("T4A_GPU_BACKEND_PATH", "/nonexistent/\x1b]0;title\x07\xff\xc0\x80", 1);
+  setenv_hostile("T4A_GPU_BACKEND_PATH", "/nonexistent/\x1b]0;title\x07\xff\xc0\x80");
   char args[4200];
   snprintf(args, sizeof args, "info --json --backend '%s'", t4a_test_build_path(BADSTR));
   ck_assert_int_eq(run(args), 0);
@@ -327,7 +348,7 @@ START_TEST(info_json_stays_valid_with_hostile_strings) {
   /* each string read only up to its array's end: name[32] is the first 31 bytes */
   ASSERT_OUT("\"name\":\"\\u000a\\u001b[2Jt4a[cuda] error: forged\\u000d\\u0009\\u007f\",");
   ASSERT_OUT("\\u009b\\\"\\\\\xc3\xa9\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd");
-  ASSERT_OUT("\"pci_bus_id\":\"\\u000a\\u001b[2J");
+  ASSERT_OUT("\"pci_bus_id\":\"\\u000a\\u001b[2J");  unsetenv_hostile();
 }
 END_TEST
 

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -225,6 +227,45 @@ START_TEST(device_queries_check_their_input) {
 }
 END_TEST
 
+/* Device queries fail by injection like every other entry point: init
+ * then fails, typed, naming the native code, for each query in turn. */
+START_TEST(device_queries_can_fail) {
+  static const char *const queries[] = {
+      "cuDeviceGetCount", "cuDeviceGet",         "cuDeviceGetName",     "cuDeviceGetUuid",
+      "cuDeviceTotalMem", "cuDeviceGetPCIBusId", "cuDeviceGetAttribute"};
+  for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
+    pid_t pid = fork();
+    if (pid == 0) { /* a fresh process: init is final */
+      use_fake(T4A_TEST_FAKE_CUDA);
+      char fail[96];
+      snprintf(fail, sizeof fail, "%s:%d:999", queries[i], i == 6 ? 7 : 1);
+      setenv("FAKE_CUDA_FAIL", fail, 1);
+      open_plugin();
+      int rc = t->init();
+      const char *e = t4a_test_backend_error(t);
+      _exit(rc == T4A_EDRIVER && strstr(e, "CUDA_ERROR_UNKNOWN=999") ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "failing %s: init did not fail",
+                  queries[i]);
+  }
+  /* and peer queries, after init */
+  use_fake(T4A_TEST_FAKE_CUDA);
+  expect_init(T4A_OK, NULL);
+  void (*inject)(const char *, uint64_t, unsigned);
+  void *h = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  *(void **)&inject = dlsym(h, "fake_cuda_fail");
+  ck_assert_ptr_nonnull(inject);
+  inject("cuDeviceCanAccessPeer", 1, 999);
+  bool ok = false;
+  ck_assert_int_eq(t->peer_access_supported(0, 1, &ok), T4A_EDRIVER);
+  ck_assert_int_eq(t->peer_access_supported(0, 1, &ok), T4A_OK);
+  ck_assert(ok);
+  dlclose(h);
+}
+END_TEST
+
 START_TEST(calls_before_init_are_refused) {
   use_fake(T4A_TEST_FAKE_CUDA);
   open_plugin();
@@ -305,6 +346,37 @@ START_TEST(missing_compiler_affects_only_compiling) {
   /* an override that is not NVRTC is refused, never silently replaced */
   ck_assert_int_eq(t->compiler_info(&c), T4A_OK);
   ck_assert_int_eq(c.status, T4A_ENOCOMPILER);
+  /* compiling is what fails: for a device and without one */
+  t4a_compile_options o = {.struct_size = sizeof o,
+                           .source = "extern \"C\" __global__ void k() {}",
+                           .device_ordinal = 0};
+  t4a_artifact a = {1};
+  ck_assert_int_eq(t->artifact_compile(&o, &a), T4A_ENOCOMPILER);
+  ck_assert_ptr_nonnull(strstr(t4a_test_backend_error(t), "/nonexistent/libnvrtc.so.12"));
+  ck_assert(a.bits == 0);
+  const char *arch[] = {"-arch=sm_90"};
+  o.device_ordinal = -1;
+  o.options = arch;
+  o.option_count = 1;
+  ck_assert_int_eq(t->artifact_compile(&o, &a), T4A_ENOCOMPILER);
+  /* ... and code given as bytes still loads and runs */
+  const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                     ".visible .entry t4a_empty()\n{\n  ret;\n}\n";
+  ck_assert_int_eq(t->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, sizeof ptx - 1, "e", &a), T4A_OK);
+  t4a_runtime rt;
+  t4a_module m;
+  t4a_function f;
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+  ck_assert_int_eq(t->runtime_create(0, NULL, &rt), T4A_OK);
+  ck_assert_int_eq(t->module_load(rt, a, &m), T4A_OK);
+  ck_assert_int_eq(t->function_get(rt, m, "t4a_empty", &f), T4A_OK);
+  ck_assert_int_eq(t->launch(rt, f, &cfg, NULL), T4A_OK);
+  t4a_witness w;
+  ck_assert_int_eq(t->seal(rt, &w), T4A_OK);
+  ck_assert_int_eq(t->witness_wait(w, T4A_WAIT_FOREVER), T4A_OK);
+  ck_assert_int_eq(t->witness_release(w), T4A_OK);
+  ck_assert_int_eq(t->artifact_release(a), T4A_OK);
+  ck_assert_int_eq(t->runtime_destroy(rt, T4A_WAIT_FOREVER), T4A_OK);
 }
 END_TEST
 
@@ -354,6 +426,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, without_cuGetProcAddress_resolves_by_dlsym);
   tcase_add_test(tc, devices_are_described);
   tcase_add_test(tc, device_queries_check_their_input);
+  tcase_add_test(tc, device_queries_can_fail);
   tcase_add_test(tc, calls_before_init_are_refused);
   tcase_add_test(tc, init_is_idempotent_and_thread_safe);
   tcase_add_test(tc, failed_init_is_cached_without_retry_storm);

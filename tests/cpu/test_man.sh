@@ -22,7 +22,7 @@ python3 "$s/man/gen-man.py" --srcdir "$s" --check-dir "$s/man" ||
 page=$s/man/t4a-gpu.1.in
 # Lines of section $1 of the page (from its .SH, quoted or not, to the next).
 section() { awk -v h=".SH $1" '/^\.SH /{t = $0; gsub(/"/, "", t); on = (t == h)} on' "$page"; }
-for cmd in info selftest bench help; do
+for cmd in info selftest conform bench help; do
   section COMMANDS | grep -qx "\.B $cmd" || bad "t4a-gpu.1: command '$cmd' not described"
 done
 for code in 0 1 2 3 4; do

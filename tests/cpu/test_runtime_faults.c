@@ -19,7 +19,6 @@ static uint64_t (*guards)(void);
 static uint64_t (*oob)(void);
 static void (*inject)(const char *, uint64_t, unsigned);
 static uint64_t (*calls)(const char *);
-static unsigned (*unload)(void *);
 
 static void controls(void) {
   void *h = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
@@ -29,8 +28,7 @@ static void controls(void) {
   *(void **)&oob = dlsym(h, "fake_cuda_oob_attempts");
   *(void **)&inject = dlsym(h, "fake_cuda_fail");
   *(void **)&calls = dlsym(h, "fake_cuda_calls");
-  *(void **)&unload = dlsym(h, "cuModuleUnload");
-  ck_assert(live && guards && oob && inject && calls && unload);
+  ck_assert(live && guards && oob && inject && calls);
   dlclose(h);
 }
 
@@ -136,8 +134,17 @@ START_TEST(device_fault_is_sticky_and_quarantines) {
   t4a_witness w;
   RT_OK(T->seal(a, &w));
   rt_gate_open(&g);
+  /* The wait blocks in the driver (the gate held the work when it began),
+   * which reports the fault first; the status the wait returns, and every
+   * later one, still name the native fault (test_fault_gpu checks it
+   * exactly on the GPU). */
   RT_EXPECT(T->witness_wait(w, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  RT_DETAIL("CUDA_ERROR_ILLEGAL_ADDRESS");
   RT_EXPECT(T->witness_query(w), T4A_EDEVICEFAULT);
+  t4a_error_info e = {.struct_size = sizeof e};
+  RT_OK(T->last_error(&e));
+  ck_assert_int_eq(e.native_code, 700);
+  ck_assert_str_eq(e.native_name, "CUDA_ERROR_ILLEGAL_ADDRESS");
   /* sticky on a, and on b, which shares the device's context */
   RT_EXPECT(T->buffer_alloc(a, 16, &d), T4A_EDEVICEFAULT);
   RT_DETAIL("CUDA_ERROR_ILLEGAL_ADDRESS");
@@ -157,9 +164,10 @@ START_TEST(device_fault_is_sticky_and_quarantines) {
   RT_OK(T->witness_release(w));
   RT_EXPECT(T->runtime_destroy(b, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
   RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
-  ck_assert_uint_gt(live("host"), 0);   /* quarantined, not freed */
-  ck_assert_uint_eq(unload(module), 0); /* the test's own modules */
-  ck_assert_uint_eq(unload(g.module), 0);
+  ck_assert_uint_gt(live("host"), 0); /* quarantined, not freed */
+  /* The test's own modules (module, g.module) went with device 0's primary
+   * context when the runtimes released it: CUDA frees a context's modules,
+   * and the fake reports a later unload as CUDA_ERROR_CONTEXT_IS_DESTROYED. */
 }
 END_TEST
 

@@ -1,6 +1,6 @@
 /* tests/fakecuda/fake_cuda.c -- a test-only libcuda.so.1 stand-in; see
- * README beside this file. It implements the entry points the plugin
- * resolves with the 12.0 signatures from plugin-cuda/cuda_decls.h. */
+ * README beside this file: initialisation, device queries, error names and
+ * cuGetProcAddress. The functional part is in the other fake_*.c files. */
 #include "config.h"
 
 #include <stdio.h>
@@ -8,13 +8,6 @@
 #include <string.h>
 
 #include "tests/fakecuda/fake_internal.h"
-
-/* Every entry point by base name, bound to its exported
- * (versioned) symbol. Entry points this file does not implement resolve to
- * the weak "not supported" definitions in fake_stubs.c. */
-#define FAKE_DECLARE(name, sym, req, params) EXPORT R fake_sym_##name params __asm__(sym);
-T4A__CUDA_FUNCS(FAKE_DECLARE)
-#undef FAKE_DECLARE
 
 int fake_env_int(const char *name, int dflt) {
   const char *v = getenv(name);
@@ -35,21 +28,40 @@ bool fake_initialised(void) { return __atomic_load_n(&initialised, __ATOMIC_SEQ_
 EXPORT int fake_cuda_init_calls(void);
 int fake_cuda_init_calls(void) { return init_calls; }
 
-static R check_ready(void) {
-  return initialised ? T4A__CUDA_SUCCESS : T4A__CUDA_ERROR_NOT_INITIALIZED;
-}
-
 int fake_device_count(void) { return fake_env_int("FAKE_CUDA_DEVICES", 2); }
 #define device_count fake_device_count
 
 static R check_device(t4a__CUdevice d) {
-  R r = check_ready();
-  if (r)
-    return r;
   return d >= 0 && d < device_count() ? T4A__CUDA_SUCCESS : T4A__CUDA_ERROR_INVALID_DEVICE;
 }
 
+/* FAKE_CUDA_NO_PEER: set (to anything but pairs) no device reaches
+ * another; "A>B,C>D" removes only those directions (device A cannot
+ * access device B's memory). */
+bool fake_can_access_peer(int from, int to) {
+  const char *v = getenv("FAKE_CUDA_NO_PEER");
+  if (from == to)
+    return true;
+  if (!v)
+    return true;
+  if (!strchr(v, '>'))
+    return false;
+  for (const char *p = v; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    int a, b;
+    if (sscanf(p, "%d>%d", &a, &b) == 2 && a == from && b == to)
+      return false;
+  }
+  return true;
+}
+
+/* The entry points resolved by name before cuGetProcAddress (cuda.h
+ * declares them when the fake is built with it). */
+#ifndef FAKE_CUDA_HEADERS
 EXPORT R cuDriverGetVersion(int *v);
+EXPORT R cuInit(unsigned int flags);
+EXPORT R cuGetProcAddress_v2(const char *symbol, void **pfn, int version, t4a__cuuint64_t flags,
+                             t4a__CUdriverProcAddressQueryResult *status);
+#endif
 R cuDriverGetVersion(int *v) {
   if (mode_is("stub"))
     return T4A__CUDA_ERROR_STUB_LIBRARY;
@@ -59,7 +71,6 @@ R cuDriverGetVersion(int *v) {
   return T4A__CUDA_SUCCESS;
 }
 
-EXPORT R cuInit(unsigned int flags);
 R cuInit(unsigned int flags) {
   __atomic_add_fetch(&init_calls, 1, __ATOMIC_SEQ_CST);
   if (flags)
@@ -85,7 +96,9 @@ static const struct {
 #undef FAKE_NAME
 };
 
-R fake_sym_cuGetErrorName(R e, const char **s) {
+static R error_name(R e, const char **s) {
+  if (!s)
+    return T4A__CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (names[i].code == e && strncmp(names[i].name, "CUDA_", 5) == 0) {
       *s = names[i].name;
@@ -95,17 +108,28 @@ R fake_sym_cuGetErrorName(R e, const char **s) {
   return T4A__CUDA_ERROR_INVALID_VALUE;
 }
 
-R fake_sym_cuGetErrorString(R e, const char **s) { return fake_sym_cuGetErrorName(e, s); }
+/* Every entry point can fail by injection, the device queries and error
+ * names included (they work before cuInit, as in CUDA). */
+R fake_sym_cuGetErrorName(R e, const char **s) {
+  R r = fake_enter("cuGetErrorName", false);
+  return r ? r : error_name(e, s);
+}
+
+R fake_sym_cuGetErrorString(R e, const char **s) {
+  R r = fake_enter("cuGetErrorString", false);
+  return r ? r : error_name(e, s);
+}
 
 R fake_sym_cuDeviceGetCount(int *n) {
-  R r = check_ready();
-  if (r)
-    return r;
+  FAKE_ENTER("cuDeviceGetCount");
+  if (!n)
+    return T4A__CUDA_ERROR_INVALID_VALUE;
   *n = device_count();
   return T4A__CUDA_SUCCESS;
 }
 
 R fake_sym_cuDeviceGet(t4a__CUdevice *d, int ordinal) {
+  FAKE_ENTER("cuDeviceGet");
   R r = check_device(ordinal);
   if (r)
     return r;
@@ -114,6 +138,7 @@ R fake_sym_cuDeviceGet(t4a__CUdevice *d, int ordinal) {
 }
 
 R fake_sym_cuDeviceGetName(char *name, int len, t4a__CUdevice d) {
+  FAKE_ENTER("cuDeviceGetName");
   R r = check_device(d);
   if (r)
     return r;
@@ -122,6 +147,7 @@ R fake_sym_cuDeviceGetName(char *name, int len, t4a__CUdevice d) {
 }
 
 R fake_sym_cuDeviceGetUuid(t4a__CUuuid *u, t4a__CUdevice d) {
+  FAKE_ENTER("cuDeviceGetUuid");
   R r = check_device(d);
   if (r)
     return r;
@@ -131,6 +157,7 @@ R fake_sym_cuDeviceGetUuid(t4a__CUuuid *u, t4a__CUdevice d) {
 }
 
 R fake_sym_cuDeviceTotalMem(size_t *bytes, t4a__CUdevice d) {
+  FAKE_ENTER("cuDeviceTotalMem");
   R r = check_device(d);
   if (r)
     return r;
@@ -139,6 +166,7 @@ R fake_sym_cuDeviceTotalMem(size_t *bytes, t4a__CUdevice d) {
 }
 
 R fake_sym_cuDeviceGetPCIBusId(char *id, int len, t4a__CUdevice d) {
+  FAKE_ENTER("cuDeviceGetPCIBusId");
   R r = check_device(d);
   if (r)
     return r;
@@ -147,6 +175,7 @@ R fake_sym_cuDeviceGetPCIBusId(char *id, int len, t4a__CUdevice d) {
 }
 
 R fake_sym_cuDeviceGetAttribute(int *v, t4a__CUdevice_attribute a, t4a__CUdevice d) {
+  FAKE_ENTER("cuDeviceGetAttribute");
   R r = check_device(d);
   if (r)
     return r;
@@ -174,10 +203,11 @@ R fake_sym_cuDeviceGetAttribute(int *v, t4a__CUdevice_attribute a, t4a__CUdevice
 }
 
 R fake_sym_cuDeviceCanAccessPeer(int *can, t4a__CUdevice d, t4a__CUdevice p) {
+  FAKE_ENTER("cuDeviceCanAccessPeer");
   R r;
   if ((r = check_device(d)) || (r = check_device(p)))
     return r;
-  *can = getenv("FAKE_CUDA_NO_PEER") ? 0 : d != p;
+  *can = d != p && fake_can_access_peer(d, p); /* CUDA: 0 for a device and itself */
   return T4A__CUDA_SUCCESS;
 }
 
@@ -213,8 +243,6 @@ __attribute__((unused)) static void *lookup(const char *name) {
 }
 
 #ifndef FAKE_NO_GETPROC
-EXPORT R cuGetProcAddress_v2(const char *symbol, void **pfn, int version, t4a__cuuint64_t flags,
-                             t4a__CUdriverProcAddressQueryResult *status);
 R cuGetProcAddress_v2(const char *symbol, void **pfn, int version, t4a__cuuint64_t flags,
                       t4a__CUdriverProcAddressQueryResult *status) {
   if (mode_is("stub"))

@@ -1,28 +1,88 @@
 /* tests/fakecuda/fake_internal.h -- shared state of the fake driver. One
- * global lock (G) guards it all: the fake is about behaviour, not speed. */
+ * global lock (G) guards it all: the fake is about behaviour, not speed.
+ *
+ * The fake is as strict as CUDA where CUDA defines an error, and stricter
+ * where CUDA leaves a misuse undefined: every such misuse (a handle of a
+ * destroyed object, a context mismatch, memory freed under queued work, a
+ * module unloaded under its queued kernels) is refused the way CUDA reports
+ * it, or made visible, and counted as a violation (fake_cuda_violations,
+ * which the fake-lane tests assert stays 0). Destroyed objects are kept as
+ * tombstones, never freed, so a stale handle is detected instead of
+ * touching freed memory. */
 #ifndef T4A_FAKE_INTERNAL_H
 #define T4A_FAKE_INTERNAL_H
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#ifdef FAKE_CUDA_HEADERS
+#include <cuda.h>
+/* The definitions use the plugin's T4A__CUDA_* constants with cuda.h's
+ * enumerations (returned as CUresult, compared with CUmemLocationType...):
+ * their values are checked equal to cuda.h's (tests/cpu/test_decls.c). */
+#pragma GCC diagnostic ignored "-Wenum-compare"
+#if defined(__clang__) || __GNUC__ >= 10
+#pragma GCC diagnostic ignored "-Wenum-conversion"
+#endif
+#endif
 #include "plugin-cuda/cuda_decls.h"
 
 #define EXPORT __attribute__((visibility("default")))
+#ifdef FAKE_CUDA_HEADERS
+/* The definitions take and return cuda.h's enumerations, as its prototypes
+ * say (GCC 13's -Wenum-int-mismatch tells an enum from the plugin's
+ * unsigned stand-ins). */
+typedef CUresult R;
+#define t4a__CUdevice_attribute CUdevice_attribute
+#define t4a__CUfunction_attribute CUfunction_attribute
+#define t4a__CUmemPool_attribute CUmemPool_attribute
+#define t4a__CUpointer_attribute CUpointer_attribute
+#else
 typedef t4a__CUresult R;
+#endif
+#define OK T4A__CUDA_SUCCESS
+#define LOCK() pthread_mutex_lock(&fake_G)
+#define UNLOCK() pthread_mutex_unlock(&fake_G)
+#define MAX_DEVICES 8
+
+/* Every entry point the plugin resolves, as fake_sym_<name> exported under
+ * its versioned symbol. With the real CUDA headers (configure found them)
+ * the prototype and the symbol come from cuda.h, which maps each name to
+ * its versioned symbol (cuStreamDestroy -> cuStreamDestroy_v2): a fake
+ * definition that disagrees with cuda.h does not compile, so the fake and
+ * plugin-cuda/cuda_decls.h cannot share a mistake. Without them, the
+ * plugin's declarations are used. Entry points no file defines resolve to
+ * the weak "not supported" stubs of fake_stubs.c. */
+#define FAKE_STR_(x) #x
+#define FAKE_STR(x) FAKE_STR_(x)
+#ifdef FAKE_CUDA_HEADERS
+#define FAKE_DECLARE(name, sym, req, params)                                                       \
+  EXPORT __typeof__(name) fake_sym_##name __asm__(FAKE_STR(name));
+#else
+#define FAKE_DECLARE(name, sym, req, params) EXPORT R fake_sym_##name params __asm__(sym);
+#endif
+T4A__CUDA_FUNCS(FAKE_DECLARE)
+#undef FAKE_DECLARE
 
 extern pthread_mutex_t fake_G;
 extern pthread_cond_t fake_changed; /* broadcast on every state change */
 
-/* Environment helpers. */
+/* ---- fake_cuda.c: environment ------------------------------------------ */
+
 int fake_env_int(const char *name, int dflt);
 int fake_device_count(void);
 bool fake_initialised(void);
+/* Whether device `from` may access device `to`'s memory (FAKE_CUDA_NO_PEER). */
+bool fake_can_access_peer(int from, int to);
+
+/* ---- fake_control.c: injection, violations, handles, counts ------------- */
 
 /* Every entry point starts with FAKE_ENTER(name): it fails if the driver is
- * not initialised, and applies fault injection (FAKE_CUDA_FAIL or
- * fake_cuda_fail). Returns the injected or error code, or 0. */
+ * not initialised (needs_init), counts the call and applies fault
+ * injection (FAKE_CUDA_FAIL or fake_cuda_fail). Returns the injected or
+ * error code, or 0. */
 R fake_enter(const char *name, bool needs_init);
 #define FAKE_ENTER(name)                                                                           \
   do {                                                                                             \
@@ -31,8 +91,257 @@ R fake_enter(const char *name, bool needs_init);
       return fake_r_;                                                                              \
   } while (0)
 
-/* The device a sticky fault hit (CUresult), 0 when none. */
+/* The sticky fault of a device (a CUresult), 0 when none; setting one
+ * (G held) stops that device's streams, as on a GPU. */
 R fake_device_fault(int device);
+void fake_fault_device(int device, R r);
+
+/* Records a violation (G may be held): counted, and printed on stderr so a
+ * failing test shows what the plugin did. */
+void fake_violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A misuse CUDA reports: counted as a violation, and `code` returned. */
+R fake_misuse(R code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Live driver objects by kind (G held to change). */
+enum { LIVE_DEVICE, LIVE_HOST, LIVE_STREAM, LIVE_EVENT, LIVE_POOL, LIVE_MODULE, LIVE_KINDS };
+extern uint64_t fake_live[LIVE_KINDS];
+extern uint64_t fake_guard_violations, fake_oob_attempts;
+
+/* The head of every object a handle points to. Objects are registered when
+ * created and never freed: destroying one marks it dead. */
+typedef enum { OBJ_STREAM = 1, OBJ_EVENT, OBJ_MODULE, OBJ_FUNCTION, OBJ_POOL } obj_kind;
+typedef struct fake_obj {
+  obj_kind kind;
+  bool dead;
+  struct CUctx_st *ctx; /* the owning context, NULL for pools */
+  uint64_t ctx_epoch;   /* the context's epoch at creation */
+} fake_obj;
+
+/* Registers o (G held). */
+void fake_obj_register(fake_obj *o, obj_kind kind, struct CUctx_st *ctx);
+/* Checks a handle (G held) without dereferencing an unknown pointer:
+ * CUDA_ERROR_INVALID_HANDLE (counted) for a pointer that is no object of
+ * this kind or one destroyed, CUDA_ERROR_CONTEXT_IS_DESTROYED for an object
+ * whose context was destroyed since; `what` names the call. */
+R fake_obj_check(const void *p, obj_kind kind, const char *what);
+
+/* ---- fake_context.c: primary contexts ----------------------------------- */
+
+struct CUctx_st {
+  int device;
+  int refs;       /* primary context retains */
+  uint64_t epoch; /* advances each time the context is destroyed (refs -> 0) */
+  unsigned peers; /* bit d: cuCtxEnablePeerAccess to device d's context */
+};
+
+/* The calling thread's current context, or NULL. */
+struct CUctx_st *fake_current(void);
+/* A current, live context whose device has not faulted (G not held). */
+R fake_need_ctx(void);
+/* Whether ctx is alive in the epoch an object recorded (G held). */
+bool fake_ctx_alive(const struct CUctx_st *ctx, uint64_t epoch);
+/* Whether p is one of the primary contexts. */
+bool fake_ctx_valid(const struct CUctx_st *ctx);
+
+/* ---- fake_memory.c: device and pinned memory ----------------------------- */
+
+enum { MEM_DEVICE = 1, MEM_HOST = 2 };
+enum { A_LIVE, A_FREEING, A_CACHED }; /* device blocks: in use, free queued, in the pool */
+
+#define FAKE_GUARD ((size_t)64) /* guard zone bytes on each side of an allocation */
+
+typedef struct alloc {
+  char *base; /* user pointer - FAKE_GUARD */
+  size_t bytes;
+  int kind, device;
+  unsigned flags;                  /* pinned: the cuMemHostAlloc flags */
+  struct CUmemPoolHandle_st *pool; /* device: its pool */
+  int state;                       /* device: A_* */
+  t4a__CUstream free_stream;       /* A_FREEING: the stream whose free is queued */
+  uint64_t gen;                    /* advances at each reuse from the pool */
+  unsigned queued;                 /* queued operations that use it */
+  unsigned busy;                   /* operations using it right now */
+  bool released;                   /* freed (host) or released to the OS (device) */
+  bool registered;                 /* host: the caller's memory (cuMemHostRegister), not ours */
+  struct alloc *next;              /* in the live list (or the graveyard) */
+  struct alloc *pool_next;         /* in its pool's list */
+} alloc;
+
+/* All G held. */
+alloc *fake_alloc_new(size_t bytes, int kind, int device);
+/* The live allocation holding [p, p + n) (any state), NULL if none or if
+ * the range runs past its end. */
+alloc *fake_alloc_find(const void *p, size_t n, int kind);
+alloc *fake_alloc_at(const void *p, int kind); /* by its user pointer */
+/* Whether p lies in an allocation already freed (use after free). */
+bool fake_alloc_was_freed(const void *p);
+/* Releases an allocation: its memory is freed once no queued or running
+ * operation uses it any more (until then it is poisoned). */
+void fake_alloc_release(alloc *a);
+/* Drops a queued use / a running use. */
+void fake_alloc_unqueue(alloc *a);
+void fake_alloc_unpin(alloc *a);
+/* Whether device memory `a` may be accessed from device `dev`: its own
+ * device, or a device its pool granted access to (cuMemPoolSetAccess;
+ * pool memory ignores cuCtxEnablePeerAccess, as in CUDA). */
+bool fake_alloc_accessible(const alloc *a, int dev);
+uint64_t fake_device_used(int device);
+/* Registers the caller's host memory [p, p + bytes) as pinned (G held). */
+alloc *fake_alloc_register(void *p, size_t bytes, int device, unsigned flags);
+size_t fake_device_limit(void);
+
+/* ---- fake_stream.c: streams and events ----------------------------------- */
+
+struct CUevent_st {
+  fake_obj o;
+  unsigned flags; /* cuEventCreate's */
+  double ms;      /* host clock when its last record completed (timing events) */
+  uint64_t recorded, completed;
+  R failed; /* the work it follows faulted */
+};
+
+typedef struct kdesc kdesc;
+
+/* Launch geometry of a kernel. */
+typedef struct geometry {
+  unsigned grid[3], block[3], shared;
+  int device;
+} geometry;
+
+#define OP_MAX_REFS 8
+
+typedef struct op {
+  enum { OP_COPY, OP_SET, OP_RECORD, OP_WAIT, OP_FREE, OP_KERNEL } kind;
+  void *dst;
+  const void *src;
+  size_t bytes;
+  unsigned char value;
+  unsigned char width; /* OP_SET: 1, 2 or 4 bytes per element (0 = 1) */
+  uint32_t value32;    /* OP_SET with width 2 or 4 */
+  void *owned;         /* a snapshot of pageable source memory, freed after the copy */
+  t4a__CUevent event;
+  uint64_t gen, seq;
+  alloc *target; /* OP_FREE */
+  alloc *refs[OP_MAX_REFS];
+  unsigned nrefs;
+  struct CUfunc_st *func; /* OP_KERNEL */
+  geometry geom;
+  unsigned char args[128];
+  struct op *next;
+} op;
+
+struct CUstream_st {
+  fake_obj o;
+  int device;
+  unsigned flags;
+  op *head, *tail;
+  uint64_t enqueued, done; /* operations */
+  bool executing, stop;
+  R failed; /* sticky: a fault in this stream's work */
+};
+
+/* Resolves a stream handle (G held): checks it, and replaces a default
+ * stream handle (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) by the stream it
+ * stands for. */
+R fake_stream_get(t4a__CUstream *s, const char *what);
+/* A new stream of ctx (G held), its worker started; NULL when out of
+ * memory. Not counted live: cuStreamCreate counts its own. */
+t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags);
+/* Appends a copy of *o to s (G held, s checked); takes a queued use of each
+ * of o's refs. */
+R fake_enqueue(t4a__CUstream s, const op *o);
+/* Waits (G held) until operation seq of s ran or s failed. */
+void fake_stream_wait_op(t4a__CUstream s, uint64_t seq);
+
+/* ---- fake_interop.c: what the interop slots meet ------------------------- */
+
+/* Whether s is a default stream handle: CU_STREAM_LEGACY (0x1) or
+ * CU_STREAM_PER_THREAD (0x2), which consumers pass (PyTorch's default
+ * stream, the DLPack stream protocol). */
+bool fake_stream_is_default(t4a__CUstream s);
+/* Replaces the default stream handle *s by the stream it stands for in the
+ * current context (G held): one per primary context, made on first use and
+ * again after the context was destroyed; driver-owned, so never counted
+ * live. CUDA_ERROR_INVALID_CONTEXT without a current, live context. */
+R fake_stream_default(t4a__CUstream *s, const char *what);
+
+/* ---- fake_pool.c: memory pools ------------------------------------------- */
+
+struct CUmemPoolHandle_st {
+  fake_obj o;
+  int device;
+  unsigned access;    /* bit d: device d may access the pool's memory */
+  uint64_t threshold; /* bytes kept reserved across synchronisations */
+  alloc *blocks;      /* its blocks, in use or cached */
+  uint64_t reserved;  /* their bytes */
+  uint64_t used_high; /* the most bytes in use (not cached) at once */
+  struct CUmemPoolHandle_st *next;
+};
+
+/* A block's free ran (G held): it returns to its pool (or to the OS when
+ * the pool is gone). */
+void fake_pool_freed(alloc *a);
+/* After a synchronisation (G held): each pool releases cached memory above
+ * its release threshold, as CUDA does on stream/event synchronisation. */
+void fake_pools_synchronised(void);
+
+/* ---- fake_module.c and fake_kernels.c: code ------------------------------- */
+
+/* What a running kernel sees: its geometry and the allocations it touched
+ * (pinned until it returns). */
+typedef struct kctx {
+  geometry g;
+  alloc *pins[OP_MAX_REFS];
+  unsigned npins;
+} kctx;
+
+typedef void (*kernel_fn)(const unsigned char *args, kctx *k);
+
+/* A kernel the fake implements on the CPU, by entry name. */
+struct kdesc {
+  const char *name;
+  kernel_fn fn;
+  unsigned nargs;
+  unsigned offsets[4], sizes[4];
+  unsigned pointers; /* bit i: argument i is a pointer */
+  int max_threads;   /* per block (the PTX .maxntid), 0 = the device's */
+  int static_shared; /* bytes */
+};
+
+extern const kdesc fake_kernels[];
+extern const unsigned fake_kernel_count;
+
+/* Whether a kernel may touch [p, p + n): inside one device allocation its
+ * device may access, or one pinned host allocation, neither freed. On
+ * success the allocation stays pinned until the kernel returns; otherwise
+ * the kernel's device faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky), as a
+ * GPU would, instead of crashing the process. */
+bool fake_touch(kctx *k, const void *p, size_t n);
+
+struct CUfunc_st {
+  fake_obj o;
+  const kdesc *k;
+  struct CUmod_st *module;
+  int max_dynamic_shared;
+};
+
+#define MODULE_MAX_FUNCS 16
+
+struct CUmod_st {
+  fake_obj o;
+  int device;
+  int ptx_arch;    /* the PTX .target (sm_XX -> XX), or the device's for binaries */
+  unsigned queued; /* launches of its kernels not yet run */
+  struct CUfunc_st funcs[MODULE_MAX_FUNCS];
+  unsigned nfuncs;
+};
+
+/* The host clock in milliseconds (timing events). */
+double fake_now_ms(void);
+
+/* Runs a queued launch (G not held): a kernel of an unloaded module faults
+ * its device instead of running freed code. */
+void fake_run_kernel(op *o);
 
 /* ---- hooks for fake_interop.c (defined in fake_runtime.c, which owns the
  * state they read) ------------------------------------------------------- */

@@ -4,7 +4,7 @@
  * emitting PTX with one `.entry NAME` per kernel, or a minimal ELF64 image
  * holding the NUL-terminated names: exactly what the fake driver's module
  * loader looks for, so a kernel whose name the fake driver implements (the
- * table in fake_runtime.c: t4a_empty, t4a_fill_u32, t4a_axpy_f32, ...) runs
+ * table in fake_kernels.c: t4a_empty, t4a_fill_u32, t4a_axpy_f32, ...) runs
  * on the CPU. This lets the end-to-end flows (t4a-gpu selftest, the Python
  * and Rust examples) run in GPU-less CI; the GPU lane runs them on real
  * NVRTC.

@@ -4,8 +4,10 @@
 #include "tests/runtime/rtutil.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugin-cuda/cuda_decls.h"
 
@@ -18,6 +20,13 @@ bool rt_on_fake(void) {
   return lib && strstr(lib, "fakecuda") != NULL;
 }
 
+uint64_t rt_scaled(uint64_t n) {
+  const char *s = getenv("T4A_TEST_SANITIZER");
+  if (!s || !*s)
+    return n;
+  return n / 16 ? n / 16 : 1;
+}
+
 void rt_setup(void) {
   B = t4a_test_open_cuda(&T);
   int rc = T->init();
@@ -28,9 +37,43 @@ void rt_setup(void) {
 }
 
 void rt_teardown(void) {
+  if (rt_on_fake()) {
+    const char *(*last)(void);
+    *(void **)&last = rt_driver("fake_cuda_last_violation");
+    ck_assert_msg(rt_fake_violations() == 0, "the fake driver saw %llu violation(s), the last: %s",
+                  (unsigned long long)rt_fake_violations(), last());
+  }
   if (B)
     t4a_gpu_close(B);
   B = NULL;
+}
+
+Suite *rt_suite(const char *name) {
+  static char full[64]; /* Check keeps the pointer; one suite per program */
+#ifdef T4A_TEST_FAKE
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  snprintf(full, sizeof full, "%s-fake", name);
+#else
+  snprintf(full, sizeof full, "%s-gpu", name);
+#endif
+  return suite_create(full);
+}
+
+TCase *rt_tcase(Suite *s, const char *name, double timeout) {
+  TCase *tc = tcase_create(name);
+  tcase_set_timeout(tc, timeout);
+  tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
+  suite_add_tcase(s, tc);
+  return tc;
+}
+
+int rt_run(Suite *s, int min_gpus) {
+#ifdef T4A_TEST_FAKE
+  (void)min_gpus;
+  return t4a_test_run(s);
+#else
+  return t4a_test_gpu_main(s, min_gpus);
+#endif
 }
 
 t4a_runtime rt_create_with(uint64_t staging, uint64_t cache_limit) {
@@ -74,6 +117,38 @@ void rt_sync(t4a_runtime rt) {
   RT_OK(T->witness_release(w));
 }
 
+/* ---- threads with a bounded wait ---------------------------------------------- */
+
+static void *rt_thread_main(void *arg) {
+  rt_thread *t = arg;
+  t->fn(t->arg);
+  __atomic_store_n(&t->done, 1, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+void rt_thread_start(rt_thread *t, void *(*fn)(void *), void *arg) {
+  t->fn = fn;
+  t->arg = arg;
+  t->done = 0;
+  ck_assert_int_eq(pthread_create(&t->th, NULL, rt_thread_main, t), 0);
+}
+
+bool rt_thread_wait(rt_thread *t, double seconds) {
+  for (long ticks = (long)(seconds * 100); ticks >= 0; ticks--) { /* 10 ms each */
+    if (__atomic_load_n(&t->done, __ATOMIC_SEQ_CST)) {
+      pthread_join(t->th, NULL);
+      return true;
+    }
+    if (ticks) {
+      struct timespec ts = {0, 10000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return false;
+}
+
+void rt_thread_join(rt_thread *t) { pthread_join(t->th, NULL); }
+
 /* ---- the driver, for the raw seam ------------------------------------------ */
 
 typedef struct driver {
@@ -98,6 +173,32 @@ static void driver_open(void) {
   *(void **)&drv.get = dlsym(drv.dl, "cuModuleGetFunction");
   *(void **)&drv.launch = dlsym(drv.dl, "cuLaunchKernel");
   ck_assert(drv.load && drv.unload && drv.get && drv.launch);
+}
+
+void *rt_driver(const char *name) {
+  driver_open();
+  void *p = dlsym(drv.dl, name);
+  ck_assert_msg(p != NULL, "the driver lacks %s", name);
+  return p;
+}
+
+static uint64_t fake_count(const char *fn, const char *arg) {
+  if (!rt_on_fake())
+    return UINT64_MAX;
+  uint64_t (*f)(const char *);
+  *(void **)&f = rt_driver(fn);
+  return f(arg);
+}
+
+uint64_t rt_fake_calls(const char *entry) { return fake_count("fake_cuda_calls", entry); }
+uint64_t rt_fake_live(const char *kind) { return fake_count("fake_cuda_live", kind); }
+
+uint64_t rt_fake_violations(void) {
+  if (!rt_on_fake())
+    return UINT64_MAX;
+  uint64_t (*f)(void);
+  *(void **)&f = rt_driver("fake_cuda_violations");
+  return f();
 }
 
 /* Kernels for the raw seam, as PTX the driver compiles at load time (no
@@ -152,6 +253,76 @@ static const char ptx[] =
     ".visible .entry t4a_fault()\n"
     "{\n"
     "  trap;\n"
+    "}\n"
+    "\n"
+    "// out[3 * t ..] = ctaid.x | ctaid.y << 16, ctaid.z | tid.x << 16,\n"
+    "// tid.y | tid.z << 16, t = block * threads per block + thread, both\n"
+    "// numbered z-major: (z * ny + y) * nx + x\n"
+    ".visible .entry t4a_index3d(.param .u64 out)\n"
+    "{\n"
+    "  .reg .b32 %r<19>;\n"
+    "  .reg .b64 %rd<4>;\n"
+    "  ld.param.u64 %rd1, [out];\n"
+    "  mov.u32 %r1, %ctaid.x;\n"
+    "  mov.u32 %r2, %ctaid.y;\n"
+    "  mov.u32 %r3, %ctaid.z;\n"
+    "  mov.u32 %r4, %tid.x;\n"
+    "  mov.u32 %r5, %tid.y;\n"
+    "  mov.u32 %r6, %tid.z;\n"
+    "  mov.u32 %r7, %nctaid.x;\n"
+    "  mov.u32 %r8, %nctaid.y;\n"
+    "  mov.u32 %r9, %ntid.x;\n"
+    "  mov.u32 %r10, %ntid.y;\n"
+    "  mov.u32 %r11, %ntid.z;\n"
+    "  mad.lo.u32 %r12, %r3, %r8, %r2;\n"
+    "  mad.lo.u32 %r12, %r12, %r7, %r1;\n"
+    "  mul.lo.u32 %r13, %r9, %r10;\n"
+    "  mul.lo.u32 %r13, %r13, %r11;\n"
+    "  mad.lo.u32 %r14, %r6, %r10, %r5;\n"
+    "  mad.lo.u32 %r14, %r14, %r9, %r4;\n"
+    "  mad.lo.u32 %r15, %r12, %r13, %r14;\n"
+    "  mul.wide.u32 %rd2, %r15, 12;\n"
+    "  add.s64 %rd3, %rd1, %rd2;\n"
+    "  shl.b32 %r16, %r2, 16;\n"
+    "  or.b32 %r16, %r16, %r1;\n"
+    "  st.u32 [%rd3], %r16;\n"
+    "  shl.b32 %r17, %r4, 16;\n"
+    "  or.b32 %r17, %r17, %r3;\n"
+    "  st.u32 [%rd3+4], %r17;\n"
+    "  shl.b32 %r18, %r6, 16;\n"
+    "  or.b32 %r18, %r18, %r5;\n"
+    "  st.u32 [%rd3+8], %r18;\n"
+    "  ret;\n"
+    "}\n"
+    "\n"
+    "// At most 128 threads per block; through 512 bytes of static shared\n"
+    "// memory, out[base + t] = base + ntid - 1 - t, base = ctaid.x * ntid.x\n"
+    ".shared .align 4 .b8 t4a_bounded_s[512];\n"
+    ".visible .entry t4a_bounded(.param .u64 out)\n"
+    ".maxntid 128, 1, 1\n"
+    "{\n"
+    "  .reg .b32 %r<10>;\n"
+    "  .reg .b64 %rd<4>;\n"
+    "  ld.param.u64 %rd1, [out];\n"
+    "  mov.u32 %r1, %tid.x;\n"
+    "  mov.u32 %r2, %ntid.x;\n"
+    "  mov.u32 %r3, %ctaid.x;\n"
+    "  mul.lo.u32 %r4, %r3, %r2;\n"
+    "  add.u32 %r5, %r4, %r1;\n"
+    "  mov.u32 %r6, t4a_bounded_s;\n"
+    "  shl.b32 %r7, %r1, 2;\n"
+    "  add.u32 %r7, %r6, %r7;\n"
+    "  st.shared.u32 [%r7], %r5;\n"
+    "  bar.sync 0;\n"
+    "  sub.u32 %r8, %r2, %r1;\n"
+    "  sub.u32 %r8, %r8, 1;\n"
+    "  shl.b32 %r8, %r8, 2;\n"
+    "  add.u32 %r8, %r6, %r8;\n"
+    "  ld.shared.u32 %r9, [%r8];\n"
+    "  mul.wide.u32 %rd2, %r5, 4;\n"
+    "  add.s64 %rd3, %rd1, %rd2;\n"
+    "  st.u32 [%rd3], %r9;\n"
+    "  ret;\n"
     "}\n";
 
 const char *rt_test_ptx(void) { return ptx; }

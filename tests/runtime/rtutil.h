@@ -4,6 +4,7 @@
 #ifndef T4A_TEST_RTUTIL_H
 #define T4A_TEST_RTUTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -17,8 +18,31 @@ extern t4a_device_info DEV;
 /* True when the tests run against the fake driver. */
 bool rt_on_fake(void);
 
+/* A size or count for a heavy test: n itself, or n / 16 (at least 1) when
+ * the tests run under compute-sanitizer (T4A_TEST_SANITIZER, set by
+ * tests/gpu/sanitize.sh), whose tools slow memory traffic and launches by
+ * one or two orders of magnitude. What a test checks stays the same. */
+uint64_t rt_scaled(uint64_t n);
+
+/* The checked fixture: opens the plugin, inits, describes device 0; the
+ * teardown (fake lane) also asserts the fake driver saw no violation (a
+ * misuse CUDA would report or leave undefined, see tests/fakecuda). */
 void rt_setup(void);
 void rt_teardown(void);
+
+/* A suite named "<name>-fake" or "<name>-gpu" after the lane this program
+ * was built for (T4A_TEST_FAKE); in the fake lane it also points
+ * T4A_CUDA_LIBRARY at the fake driver. */
+Suite *rt_suite(const char *name);
+
+/* A test case of s with the rt_setup/rt_teardown fixture and a timeout in
+ * seconds (scaled by CK_TIMEOUT_MULTIPLIER in the sanitizer lanes). */
+TCase *rt_tcase(Suite *s, const char *name, double timeout);
+
+/* main()'s result: the fake lane runs the suite; the GPU lane runs it when
+ * at least min_gpus GPUs are usable, else skips (or fails under
+ * make check-gpu). */
+int rt_run(Suite *s, int min_gpus);
 
 /* Asserts a status, printing the backend's detail on mismatch. */
 #define RT_EXPECT(call, status)                                                                    \
@@ -56,13 +80,46 @@ void rt_gate_close(rt_gate *g, t4a_runtime rt);
 void rt_gate_open(rt_gate *g);
 void rt_gate_free(rt_gate *g); /* after the gate opened and drained */
 
+/* A thread whose end can be awaited with a bound, so that a test whose
+ * other thread should not block fails at once instead of deadlocking. */
+typedef struct rt_thread {
+  pthread_t th;
+  void *(*fn)(void *);
+  void *arg;
+  int done;
+} rt_thread;
+
+void rt_thread_start(rt_thread *t, void *(*fn)(void *), void *arg);
+/* Whether it ended within `seconds` (it is then joined). */
+bool rt_thread_wait(rt_thread *t, double seconds);
+void rt_thread_join(rt_thread *t);
+
 /* Enqueues a launch of a named kernel of the test PTX through the raw seam
  * (t4a_fill_u32 and friends); the module is kept in *module. */
 void rt_raw_launch(t4a_runtime rt, void **module, const char *name, void **args);
 void rt_raw_unload(t4a_runtime rt, void *module);
 
-/* The test kernels as PTX (t4a_spin, t4a_fill_u32, t4a_fault): loadable by
- * the real driver (JIT) and by the fake one. */
+/* The test kernels as PTX: loadable by the real driver (JIT) and by the
+ * fake one, which implements the same names on the CPU:
+ *   t4a_spin(flag)            spins until *flag != 0 (the gate)
+ *   t4a_fill_u32(p, v, n)     p[0..n) = v
+ *   t4a_fault()               traps
+ *   t4a_index3d(out)          each thread of a 3-D launch stores its block
+ *                             and thread indices (see test_code.c)
+ *   t4a_bounded(out)          at most 128 threads per block (.maxntid), 512
+ *                             bytes of static shared memory; each block of
+ *                             x writes its global indices reversed */
 const char *rt_test_ptx(void);
+
+/* An entry point of the driver the tests run against (the fake or
+ * libcuda.so.1), for what the raw seam lets a consumer do itself. */
+void *rt_driver(const char *name);
+
+/* Fake lane only: the fake driver's own counts (see tests/fakecuda):
+ * calls of an entry point, live objects of a kind, violations. On the GPU
+ * lane they return UINT64_MAX: tests check them when rt_on_fake(). */
+uint64_t rt_fake_calls(const char *entry);
+uint64_t rt_fake_live(const char *kind);
+uint64_t rt_fake_violations(void);
 
 #endif

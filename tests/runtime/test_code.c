@@ -1,14 +1,17 @@
-/* tests/runtime/test_code.c -- code on the GPU: NVRTC artifacts and their
- * caches, consumer PTX/CUBIN/fatbin, per-runtime modules, launch with
- * geometry checks, the raw function seam.
+/* tests/runtime/test_code.c -- code on the GPU: modules loaded from the test
+ * PTX (3-D launches, thread limits, function attributes, the raw function,
+ * unloading), NVRTC artifacts and their caches, consumer PTX/CUBIN/fatbin,
+ * per-runtime modules, launch with geometry checks.
  *
  * One source, two lanes: against the fake driver (its "kernels" are host
- * functions with the same names) and on the GPU. Needs NVRTC: the fake lane
- * skips without it, the GPU lane fails. */
+ * functions with the same names) and on the GPU. The "modules" test case
+ * needs no compiler; the others need NVRTC: without it the fake lane runs
+ * only "modules", the GPU lane fails. */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "plugin-cuda/cuda_decls.h"
 #include "tests/runtime/rtutil.h"
 
 #define KiB 1024ull
@@ -124,6 +128,348 @@ static void check_axpy(t4a_runtime rt, t4a_function f, uint64_t n, uint64_t seed
   free(y);
   free(out);
 }
+
+/* ---- modules from the test PTX (no compiler needed) --------------------------------- */
+
+static t4a_artifact test_ptx(void) {
+  t4a_artifact a = {0};
+  RT_OK(
+      T->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t.ptx", &a));
+  return a;
+}
+
+/* Launches t4a_index3d with this geometry and checks every thread's
+ * indices bit-exact against the CPU, in a poisoned output. */
+static void check_index3d(t4a_runtime rt, t4a_function f, const uint32_t grid[3],
+                          const uint32_t block[3]) {
+  uint64_t per = (uint64_t)block[0] * block[1] * block[2];
+  uint64_t threads = (uint64_t)grid[0] * grid[1] * grid[2] * per, bytes = threads * 12;
+  t4a_buffer out;
+  RT_OK(T->buffer_alloc(rt, bytes + 64, &out));
+  uint32_t *host = malloc(bytes + 64);
+  memset(host, 0xee, bytes + 64);
+  RT_OK(T->copy_h2d(rt, out, 0, host, bytes + 64));
+  uint64_t addr;
+  RT_OK(T->buffer_device_address(rt, out, &addr));
+  void *args[] = {&addr};
+  t4a_launch_config c = {.struct_size = sizeof c};
+  memcpy(c.grid, grid, sizeof c.grid);
+  memcpy(c.block, block, sizeof c.block);
+  RT_OK(T->launch(rt, f, &c, args));
+  RT_OK(T->copy_d2h(rt, host, out, 0, bytes + 64));
+  for (uint32_t bz = 0; bz < grid[2]; bz++)
+    for (uint32_t by = 0; by < grid[1]; by++)
+      for (uint32_t bx = 0; bx < grid[0]; bx++)
+        for (uint32_t tz = 0; tz < block[2]; tz++)
+          for (uint32_t ty = 0; ty < block[1]; ty++)
+            for (uint32_t tx = 0; tx < block[0]; tx++) {
+              uint64_t b = ((uint64_t)bz * grid[1] + by) * grid[0] + bx;
+              uint64_t t = b * per + ((uint64_t)tz * block[1] + ty) * block[0] + tx;
+              uint32_t want[3] = {bx | by << 16, bz | tx << 16, ty | tz << 16};
+              ck_assert_msg(memcmp(&host[3 * t], want, 12) == 0,
+                            "block (%u,%u,%u) thread (%u,%u,%u): %08x %08x %08x", bx, by, bz, tx,
+                            ty, tz, host[3 * t], host[3 * t + 1], host[3 * t + 2]);
+            }
+  for (uint64_t i = threads * 3; i < threads * 3 + 16; i++)
+    ck_assert_uint_eq(host[i], 0xeeeeeeeeu); /* nothing past the grid */
+  free(host);
+  RT_OK(T->buffer_free(rt, out));
+}
+
+START_TEST(three_d_launches_are_bit_exact) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = test_ptx();
+  t4a_module m;
+  t4a_function f = load(rt, a, &m, "t4a_index3d");
+  static const uint32_t shapes[][2][3] = {
+      {{1, 1, 1}, {1, 1, 1}},   {{3, 2, 5}, {4, 3, 2}},  {{2, 7, 3}, {1, 1, 64}},
+      {{1, 1, 70}, {8, 8, 2}},  {{5, 1, 1}, {32, 4, 1}}, {{1, 300, 1}, {1, 2, 1}},
+      {{2, 2, 2}, {16, 16, 4}},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    check_index3d(rt, f, shapes[i][0], shapes[i][1]);
+  ck_assert_uint_eq(rt_counters(rt).launches, sizeof shapes / sizeof shapes[0]);
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* The z axis has its own limits (64 threads, 65535 blocks on the devices
+ * CUDA supports), and a function's own limit (.maxntid 128 for
+ * t4a_bounded) is below the device's: all checked before the driver. */
+START_TEST(thread_limits_per_axis_and_per_function) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = test_ptx();
+  t4a_module m;
+  t4a_function idx = load(rt, a, &m, "t4a_index3d"), bounded;
+  RT_OK(T->function_get(rt, m, "t4a_bounded", &bounded));
+  uint64_t calls = rt_fake_calls("cuLaunchKernel");
+  uint64_t addr = 0;
+  t4a_buffer out;
+  RT_OK(T->buffer_alloc(rt, 1 << 20, &out));
+  RT_OK(T->buffer_device_address(rt, out, &addr));
+  void *args[] = {&addr};
+  t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+  c.block[2] = (uint32_t)DEV.max_block_dim[2] + 1;
+  RT_EXPECT(T->launch(rt, idx, &c, args), T4A_EINVAL);
+  RT_DETAIL("block.z");
+  c.block[2] = 1;
+  c.grid[2] = (uint32_t)DEV.max_grid_dim[2] + 1;
+  RT_EXPECT(T->launch(rt, idx, &c, args), T4A_EINVAL);
+  RT_DETAIL("grid.z");
+  c.grid[2] = 1;
+  c.block[0] = 16; /* 16 x 8 x 16 = 2048 threads, each axis within its limit */
+  c.block[1] = 8;
+  c.block[2] = 16;
+  RT_EXPECT(T->launch(rt, idx, &c, args), T4A_EINVAL);
+  RT_DETAIL("2048 threads");
+  t4a_launch_config b = {.struct_size = sizeof b, .grid = {2, 1, 1}, .block = {256, 1, 1}};
+  RT_EXPECT(T->launch(rt, bounded, &b, args), T4A_EINVAL);
+  RT_DETAIL("exceeds the 128 that 't4a_bounded' allows");
+  b.block[0] = 64;
+  b.block[1] = 4; /* 256 threads over two axes: still too many for it */
+  RT_EXPECT(T->launch(rt, bounded, &b, args), T4A_EINVAL);
+  if (rt_on_fake())
+    ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel"), calls); /* the driver saw none */
+  /* at its limit it runs: each block's indices reversed through shared memory */
+  b.grid[0] = 37;
+  b.block[0] = 128;
+  b.block[1] = 1;
+  uint32_t *host = malloc(37 * 128 * 4 + 64);
+  memset(host, 0xee, 37 * 128 * 4 + 64);
+  RT_OK(T->copy_h2d(rt, out, 0, host, 37 * 128 * 4 + 64));
+  RT_OK(T->launch(rt, bounded, &b, args));
+  RT_OK(T->copy_d2h(rt, host, out, 0, 37 * 128 * 4 + 64));
+  for (uint32_t i = 0; i < 37 * 128; i++)
+    ck_assert_uint_eq(host[i], i / 128 * 128 + 127 - i % 128);
+  ck_assert_uint_eq(host[(size_t)37 * 128], 0xeeeeeeeeu);
+  free(host);
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(function_attributes_are_the_drivers) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = test_ptx();
+  t4a_module m;
+  t4a_function fill = load(rt, a, &m, "t4a_fill_u32"), bounded;
+  RT_OK(T->function_get(rt, m, "t4a_bounded", &bounded));
+  int32_t arch = DEV.cc_major * 10 + DEV.cc_minor;
+  t4a_function_attributes at;
+  memset(&at, 0x5a, sizeof at);
+  at.struct_size = sizeof at;
+  RT_OK(T->function_attributes(rt, bounded, &at));
+  ck_assert_uint_eq(at.struct_size, sizeof at);
+  ck_assert_int_eq(at.max_threads_per_block, 128); /* its .maxntid */
+  ck_assert_int_gt(at.num_registers, 0);
+  ck_assert_int_eq(at.static_shared_bytes, 512);
+  ck_assert_int_gt(at.max_dynamic_shared_bytes, 0);
+  ck_assert_int_le(at.max_dynamic_shared_bytes + at.static_shared_bytes,
+                   DEV.max_shared_per_block_optin);
+  ck_assert_int_eq(at.local_bytes, 0);
+  ck_assert_int_eq(at.ptx_version, 70);      /* the PTX's .target sm_70 */
+  ck_assert_int_eq(at.binary_version, arch); /* JIT-compiled for this device */
+  RT_OK(T->function_attributes(rt, fill, &at));
+  ck_assert_int_eq(at.max_threads_per_block, DEV.max_threads_per_block);
+  ck_assert_int_eq(at.static_shared_bytes, 0);
+  ck_assert_int_eq(at.ptx_version, 70);
+  ck_assert_int_eq(at.binary_version, arch);
+  /* the dynamic limit is the one set last */
+  RT_OK(T->function_set_max_dynamic_shared(rt, bounded, 4096));
+  RT_OK(T->function_attributes(rt, bounded, &at));
+  ck_assert_int_eq(at.max_dynamic_shared_bytes, 4096);
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* raw_function's CUfunction is the driver's: a consumer launches it
+ * itself, on the raw stream, and the data is right. */
+START_TEST(raw_function_launches_through_the_driver) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = test_ptx();
+  t4a_module m;
+  t4a_function f = load(rt, a, &m, "t4a_fill_u32");
+  void *cufn = NULL;
+  RT_OK(T->raw_function(rt, f, &cufn));
+  ck_assert_ptr_nonnull(cufn);
+  RT_EXPECT(T->raw_function(rt, f, NULL), T4A_EINVAL);
+  uint64_t n = 100003, addr;
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, n * 4, &d));
+  RT_OK(T->buffer_device_address(rt, d, &addr));
+  uint32_t value = 0x7e57ab1e;
+  void *args[] = {&addr, &value, &n};
+  t4a__CUresult (*launch)(t4a__CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                          unsigned, unsigned, t4a__CUstream, void **, void **);
+  *(void **)&launch = rt_driver("cuLaunchKernel");
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  RT_OK(T->raw_runtime(rt, &raw));
+  t4a_raw_section sec = {.struct_size = sizeof sec};
+  RT_OK(T->raw_begin(rt, &sec));
+  ck_assert_int_eq(launch(cufn, 40, 1, 1, 256, 1, 1, 0, raw.stream, args, NULL), 0);
+  RT_OK(T->raw_end(rt, &sec));
+  uint32_t *host = malloc(n * 4);
+  memset(host, 0, n * 4);
+  RT_OK(T->copy_d2h(rt, host, d, 0, n * 4)); /* stream order: after the raw launch */
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(host[i], value);
+  free(host);
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* module_unload waits for nothing: a launch still queued behind a gate
+ * runs correctly after it, the function is stale at once, and the driver
+ * module goes once the work completed (the fake counts it; unloading it
+ * under the queued launch would fault the kernel there). */
+START_TEST(module_unload_is_deferred_behind_queued_kernels) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = test_ptx();
+  uint64_t modules = rt_fake_live("module");
+  t4a_module m;
+  t4a_function f = load(rt, a, &m, "t4a_fill_u32");
+  RT_OK(T->artifact_release(a));
+  uint64_t n = 1 << 16, addr;
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, n * 4, &d));
+  RT_OK(T->buffer_device_address(rt, d, &addr));
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  uint32_t value = 0x600dcafe;
+  void *args[] = {&addr, &value, &n};
+  t4a_launch_config c = geometry(64, 256, 0);
+  RT_OK(T->launch(rt, f, &c, args));
+  RT_OK(T->module_unload(rt, m)); /* the launch has not run */
+  t4a_function_attributes at = {.struct_size = sizeof at};
+  RT_EXPECT(T->function_attributes(rt, f, &at), T4A_EHANDLE);
+  RT_EXPECT(T->launch(rt, f, &c, args), T4A_EHANDLE);
+  if (rt_on_fake())
+    ck_assert_uint_eq(rt_fake_live("module"), modules + 2); /* ours and the gate's */
+  rt_gate_open(&g);
+  uint32_t *host = malloc(n * 4);
+  RT_OK(T->copy_d2h(rt, host, d, 0, n * 4));
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(host[i], value);
+  free(host);
+  rt_sync(rt); /* the seal covering the launch completed: the module goes */
+  if (rt_on_fake())
+    ck_assert_uint_eq(rt_fake_live("module"), modules + 1);
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+typedef struct launcher {
+  t4a_runtime rt;
+  t4a_function f;
+  t4a_buffer d;
+  uint64_t n;
+  uint32_t value;
+  int rc;
+} launcher;
+
+static void *launch_in_thread(void *arg) {
+  launcher *l = arg;
+  uint64_t addr;
+  void *args[] = {&addr, &l->value, &l->n};
+  t4a_launch_config c = {.struct_size = sizeof c, .grid = {16, 1, 1}, .block = {128, 1, 1}};
+  l->rc = T->buffer_device_address(l->rt, l->d, &addr);
+  if (!l->rc)
+    l->rc = T->launch(l->rt, l->f, &c, args);
+  return NULL;
+}
+
+/* Launches work whatever context the calling thread has current: none (a
+ * fresh thread) or another device's; the runtime makes its own current for
+ * the driver call (the fake, like CUDA, refuses a launch in another
+ * context). */
+START_TEST(launch_works_from_any_context) {
+  int32_t count = 0;
+  RT_OK(T->device_count(&count));
+  t4a_runtime rt = rt_create(), other = {0};
+  if (count >= 2)
+    RT_OK(T->runtime_create(1, NULL, &other));
+  t4a_artifact a = test_ptx();
+  t4a_module m;
+  launcher l = {rt, load(rt, a, &m, "t4a_fill_u32"), {0}, 50000, 0x0c0ffee0, -1};
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->buffer_alloc(rt, l.n * 4, &l.d));
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, launch_in_thread, &l), 0);
+  pthread_join(th, NULL);
+  RT_EXPECT(l.rc, T4A_OK);
+  uint32_t *host = malloc(l.n * 4);
+  RT_OK(T->copy_d2h(rt, host, l.d, 0, l.n * 4));
+  for (uint64_t i = 0; i < l.n; i++)
+    ck_assert_uint_eq(host[i], l.value);
+  if (other.bits) { /* device 1's context current on this thread */
+    t4a_buffer x;
+    RT_OK(T->buffer_alloc(other, 16, &x));
+    l.value = 0x5ca1ab1e;
+    launch_in_thread(&l);
+    RT_EXPECT(l.rc, T4A_OK);
+    RT_OK(T->copy_d2h(rt, host, l.d, 0, l.n * 4));
+    for (uint64_t i = 0; i < l.n; i++)
+      ck_assert_uint_eq(host[i], l.value);
+    RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  }
+  free(host);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+typedef struct unloader {
+  t4a_runtime rt;
+  t4a_module m;
+  int rc;
+} unloader;
+
+static void *unload_in_thread(void *arg) {
+  unloader *u = arg;
+  u->rc = T->module_unload(u->rt, u->m);
+  return NULL;
+}
+
+/* module_unload works from any thread, whatever context is current there
+ * (none, or another device's): the driver unloads from the module's own
+ * context. Regression: the idle path called cuModuleUnload without making
+ * the runtime's context current (the fake, like CUDA, refuses that). */
+START_TEST(module_unload_works_from_any_context) {
+  int32_t count = 0;
+  RT_OK(T->device_count(&count));
+  t4a_runtime rt = rt_create(), other = {0};
+  if (count >= 2)
+    RT_OK(T->runtime_create(1, NULL, &other));
+  t4a_artifact a = test_ptx();
+  uint64_t modules = rt_fake_live("module");
+  t4a_module m1, m2;
+  RT_OK(T->module_load(rt, a, &m1));
+  RT_OK(T->module_load(rt, a, &m2));
+  RT_OK(T->artifact_release(a));
+  rt_sync(rt); /* nothing pending: unload is immediate */
+  unloader u = {rt, m1, -1};
+  pthread_t th; /* a fresh thread: no current context */
+  ck_assert_int_eq(pthread_create(&th, NULL, unload_in_thread, &u), 0);
+  pthread_join(th, NULL);
+  ck_assert_msg(u.rc == T4A_OK, "module_unload from a thread without a context: %s",
+                t4a_status_name(u.rc));
+  if (other.bits) { /* another device's context current on this thread */
+    t4a_buffer x;
+    RT_OK(T->buffer_alloc(other, 16, &x));
+  }
+  RT_OK(T->module_unload(rt, m2));
+  if (rt_on_fake())
+    ck_assert_uint_eq(rt_fake_live("module"), modules);
+  if (other.bits)
+    RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* ---- NVRTC artifacts -------------------------------------------------------------- */
 
 START_TEST(compile_and_launch_axpy) {
   t4a_runtime rt = rt_create();
@@ -457,15 +803,21 @@ START_TEST(ten_thousand_launches_one_event) {
   t4a_function f = load(rt, art, &m, "t4a_empty");
   rt_sync(rt);
   t4a_runtime_counters before = rt_counters(rt);
+  uint64_t records = rt_fake_calls("cuEventRecord"), launches = rt_fake_calls("cuLaunchKernel");
   t4a_launch_config c = geometry(1, 32, 0);
-  for (int i = 0; i < 10000; i++)
+  const uint64_t count = rt_scaled(10000);
+  for (uint64_t i = 0; i < count; i++)
     RT_OK(T->launch(rt, f, &c, NULL));
   t4a_witness w;
   RT_OK(T->seal(rt, &w));
   RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
   t4a_runtime_counters after = rt_counters(rt);
-  ck_assert_uint_eq(after.launches - before.launches, 10000);
+  ck_assert_uint_eq(after.launches - before.launches, count);
   ck_assert_uint_eq(after.seal_events_recorded - before.seal_events_recorded, 1);
+  if (rt_on_fake()) { /* the counters' claims, against the driver's own counts */
+    ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - launches, count);
+    ck_assert_uint_eq(rt_fake_calls("cuEventRecord") - records, 1);
+  }
   ck_assert_uint_eq(after.staging_events_recorded, before.staging_events_recorded);
   RT_OK(T->witness_release(w));
   RT_OK(T->artifact_release(art));
@@ -473,9 +825,110 @@ START_TEST(ten_thousand_launches_one_event) {
 }
 END_TEST
 
-/* ---- caches ------------------------------------------------------------------------- */
+/* The architecture a CUBIN was built for: ELF e_flags bits 8..15 from ELF
+ * ABI version 8 (CUDA 13), bits 0..7 before. */
+static int cubin_arch(const unsigned char *elf, uint64_t size) {
+  ck_assert_uint_ge(size, 64);
+  ck_assert(memcmp(elf,
+                   "\x7f"
+                   "ELF",
+                   4) == 0);
+  uint16_t machine;
+  uint32_t flags;
+  memcpy(&machine, elf + 18, 2);
+  memcpy(&flags, elf + 48, 4);
+  ck_assert_uint_eq(machine, 190); /* EM_CUDA */
+  return (int)(elf[8] >= 8 ? flags >> 8 & 0xff : flags & 0xff);
+}
+
+START_TEST(cubin_is_built_for_the_devices_architecture) {
+  t4a_artifact a = compile(kernels);
+  t4a_artifact_kind kind;
+  const void *data;
+  uint64_t size;
+  RT_OK(T->artifact_data(a, &kind, &data, &size));
+  ck_assert_int_eq(kind, T4A_ARTIFACT_CUBIN);
+  ck_assert_int_eq(cubin_arch(data, size), DEV.cc_major * 10 + DEV.cc_minor);
+  RT_OK(T->artifact_release(a));
+  /* and for the one the options name, without a device */
+  const char *arch[] = {"-arch=sm_80"};
+  t4a_compile_options o = request(kernels, -1);
+  o.options = arch;
+  o.option_count = 1;
+  RT_OK(T->artifact_compile(&o, &a));
+  RT_OK(T->artifact_data(a, &kind, &data, &size));
+  ck_assert_int_eq(cubin_arch(data, size), 80);
+  RT_OK(T->artifact_release(a));
+}
+END_TEST
 
 static char cache_dir[64];
+static t4a_compile_cache_stats cache_stats(void);
+static void use_cache_dir(void);
+
+/* T4A_COMPILE_NO_CACHE compiles every time and leaves both caches alone. */
+START_TEST(no_cache_compiles_every_time) {
+  use_cache_dir();
+  t4a_compile_options o = request(kernels, 0);
+  t4a_artifact a;
+  RT_OK(T->artifact_compile(&o, &a)); /* cached: memory and disk */
+  RT_OK(T->artifact_release(a));
+  t4a_compile_cache_stats s0 = cache_stats();
+  ck_assert_uint_eq(s0.disk_entries, 1);
+  o.flags = T4A_COMPILE_NO_CACHE;
+  for (int i = 0; i < 2; i++) {
+    RT_OK(T->artifact_compile(&o, &a));
+    RT_OK(T->artifact_release(a));
+  }
+  t4a_compile_cache_stats s1 = cache_stats();
+  ck_assert_uint_eq(s1.misses - s0.misses, 2);
+  ck_assert_uint_eq(s1.memory_hits, s0.memory_hits);
+  ck_assert_uint_eq(s1.disk_hits, s0.disk_hits);
+  ck_assert_uint_eq(s1.memory_entries, s0.memory_entries);
+  ck_assert_uint_eq(s1.disk_entries, s0.disk_entries);
+  o.flags = 0; /* the cached entry is still there */
+  RT_OK(T->artifact_compile(&o, &a));
+  RT_OK(T->artifact_release(a));
+  ck_assert_uint_eq(cache_stats().memory_hits - s1.memory_hits, 1);
+}
+END_TEST
+
+/* compile_cache_clear empties the caches, never an artifact already
+ * returned, and refuses bits it does not know. */
+START_TEST(cache_clear_keeps_returned_artifacts) {
+  use_cache_dir();
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = compile(kernels);
+  t4a_artifact_kind kind;
+  const void *data;
+  uint64_t size;
+  RT_OK(T->artifact_data(a, &kind, &data, &size));
+  unsigned char *copy = malloc(size);
+  memcpy(copy, data, size);
+  RT_OK(T->compile_cache_clear(T4A_CACHE_MEMORY | T4A_CACHE_DISK));
+  t4a_compile_cache_stats s = cache_stats();
+  ck_assert_uint_eq(s.memory_entries, 0);
+  ck_assert_uint_eq(s.disk_entries, 0);
+  const void *after;
+  uint64_t size_after;
+  RT_OK(T->artifact_data(a, &kind, &after, &size_after));
+  ck_assert_uint_eq(size_after, size);
+  ck_assert(memcmp(after, copy, size) == 0);
+  t4a_module m;
+  t4a_function f = load(rt, a, &m, "t4a_axpy_f32"); /* still loads and runs */
+  check_axpy(rt, f, 4097, t4a_test_seed());
+  for (uint32_t bit = 4; bit; bit <<= 1) {
+    RT_EXPECT(T->compile_cache_clear(bit), T4A_EINVAL);
+    RT_EXPECT(T->compile_cache_clear(bit | T4A_CACHE_MEMORY), T4A_EINVAL);
+  }
+  RT_EXPECT(T->compile_cache_clear(0), T4A_EINVAL);
+  free(copy);
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* ---- caches ------------------------------------------------------------------------- */
 
 static void use_cache_dir(void) {
   snprintf(cache_dir, sizeof cache_dir, "/tmp/t4a-cache-XXXXXX");
@@ -654,44 +1107,51 @@ int main(int argc, char **argv) {
   self_path[n > 0 ? n : 0] = '\0';
   if (argc > 1 && strcmp(argv[1], "--compile-child") == 0)
     return compile_child();
-#ifdef T4A_TEST_FAKE
+#ifdef T4A_TEST_FAKE /* before the probe below, which sets the fake's version */
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
 #endif
   char reason[256] = "";
   bool nvrtc = nvrtc_available(reason, sizeof reason);
-  Suite *s = suite_create(rt_on_fake() ? "code-fake" : "code-gpu");
-  TCase *tc = tcase_create("code");
-  tcase_set_timeout(tc, 300);
-  tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
-  tcase_add_test(tc, compile_and_launch_axpy);
-  tcase_add_test(tc, reduction_matches_the_cpu);
-  tcase_add_test(tc, dynamic_shared_memory_needs_opt_in);
-  tcase_add_test(tc, compile_errors_return_the_log);
-  tcase_add_test(tc, compile_requests_are_checked);
-  tcase_add_test(tc, ptx_on_request);
+  Suite *s = rt_suite("code");
+  TCase *tc = rt_tcase(s, "modules", 120);
+  tcase_add_test(tc, three_d_launches_are_bit_exact);
+  tcase_add_test(tc, thread_limits_per_axis_and_per_function);
+  tcase_add_test(tc, function_attributes_are_the_drivers);
+  tcase_add_test(tc, raw_function_launches_through_the_driver);
+  tcase_add_test(tc, module_unload_is_deferred_behind_queued_kernels);
+  tcase_add_test(tc, module_unload_works_from_any_context);
+  tcase_add_test(tc, launch_works_from_any_context);
   tcase_add_test(tc, consumer_ptx_cubin_and_fatbin);
-  tcase_add_test(tc, runtimes_own_their_modules);
-  tcase_add_test(tc, geometry_is_checked_before_the_driver);
-  tcase_add_test(tc, ten_thousand_launches_one_event);
-  tcase_add_test(tc, memory_and_disk_caches);
-  tcase_add_test(tc, corrupt_entries_are_rejected_and_rewritten);
-  tcase_add_test(tc, disk_cache_off_and_bounded);
-  suite_add_tcase(s, tc);
-#ifdef T4A_TEST_FAKE
-  if (!nvrtc) {
-    printf("SKIP: NVRTC unavailable here (%s)\n", reason);
-    srunner_free(srunner_create(s));
-    return T4A_TEST_SKIP;
-  }
-  return t4a_test_run(s);
-#else
-  if (!nvrtc) {
+#ifndef T4A_TEST_FAKE
+  if (!nvrtc) { /* the GPU lane needs the compiler */
     const char *lane = getenv("T4A_TEST_LANE");
     bool required = lane && strcmp(lane, "gpu") == 0;
     printf("%s: NVRTC unavailable here (%s)\n", required ? "FAIL" : "SKIP", reason);
     srunner_free(srunner_create(s));
     return required ? EXIT_FAILURE : T4A_TEST_SKIP;
   }
-  return t4a_test_gpu_main(s, 1);
 #endif
+  if (nvrtc) {
+    tc = rt_tcase(s, "nvrtc", 300);
+    tcase_add_test(tc, compile_and_launch_axpy);
+    tcase_add_test(tc, reduction_matches_the_cpu);
+    tcase_add_test(tc, dynamic_shared_memory_needs_opt_in);
+    tcase_add_test(tc, compile_errors_return_the_log);
+    tcase_add_test(tc, compile_requests_are_checked);
+    tcase_add_test(tc, ptx_on_request);
+    tcase_add_test(tc, cubin_is_built_for_the_devices_architecture);
+    tc = rt_tcase(s, "launches", 300);
+    tcase_add_test(tc, runtimes_own_their_modules);
+    tcase_add_test(tc, geometry_is_checked_before_the_driver);
+    tcase_add_test(tc, ten_thousand_launches_one_event);
+    tc = rt_tcase(s, "caches", 120);
+    tcase_add_test(tc, memory_and_disk_caches);
+    tcase_add_test(tc, corrupt_entries_are_rejected_and_rewritten);
+    tcase_add_test(tc, disk_cache_off_and_bounded);
+    tcase_add_test(tc, no_cache_compiles_every_time);
+    tcase_add_test(tc, cache_clear_keeps_returned_artifacts);
+  } else {
+    printf("NVRTC unavailable here (%s): only the \"modules\" test case runs\n", reason);
+  }
+  return rt_run(s, 1);
 }

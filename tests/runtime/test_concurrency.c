@@ -103,6 +103,8 @@ START_TEST(sixteen_threads_with_their_own_runtimes) {
                                &kernels));
   pthread_t th[WORKERS + OPENERS];
   result res[WORKERS + OPENERS];
+  uint64_t streams = rt_fake_calls("cuStreamCreate"), kernels_run = rt_fake_calls("cuLaunchKernel");
+  uint64_t streams_gone = rt_fake_calls("cuStreamDestroy");
   memset(res, 0, sizeof res);
   for (int i = 0; i < WORKERS + OPENERS; i++) {
     res[i].index = (unsigned)i;
@@ -111,15 +113,33 @@ START_TEST(sixteen_threads_with_their_own_runtimes) {
   struct timespec ts = {2, 0}; /* bounded: two seconds of churn */
   nanosleep(&ts, NULL);
   atomic_store(&stop, true);
-  unsigned rounds = 0;
+  uint64_t rounds = 0, runtimes = 0, launches = 0;
   for (int i = 0; i < WORKERS + OPENERS; i++) {
     pthread_join(th[i], NULL);
     ck_assert_msg(res[i].failures == 0, "thread %d: %s", i, res[i].why);
     ck_assert_uint_gt(res[i].rounds, 0);
     rounds += res[i].rounds;
+    if (i < WORKERS) { /* each round: one runtime, eight launches, all counted */
+      ck_assert_uint_eq(res[i].launches, 8ull * res[i].rounds);
+      runtimes += res[i].rounds;
+      launches += res[i].launches;
+    }
+  }
+  if (rt_on_fake()) { /* the rounds really happened: the driver saw each */
+    /* Each runtime made its stream or took a destroyed runtime's (a spare
+     * part, plugin-cuda/spare.c): no more streams than runtimes, and every
+     * stream made was destroyed or is held as one of the bounded spares
+     * (4 per device, T4A__SPARES_PER_DEVICE).  */
+    int64_t made = (int64_t)(rt_fake_calls("cuStreamCreate") - streams);
+    int64_t gone = (int64_t)(rt_fake_calls("cuStreamDestroy") - streams_gone);
+    ck_assert_int_ge(made, 1);
+    ck_assert_int_le(made, (int64_t)runtimes);
+    ck_assert_int_le(made - gone, 4); /* the workers use device 0 only */
+    ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - kernels_run, launches);
   }
   RT_OK(T->artifact_release(kernels));
-  printf("%u rounds in 2 s\n", rounds);
+  printf("%llu rounds in 2 s: %llu runtimes, %llu launches\n", (unsigned long long)rounds,
+         (unsigned long long)runtimes, (unsigned long long)launches);
 }
 END_TEST
 

@@ -115,12 +115,69 @@ START_TEST(calls_work_whatever_context_is_current) {
 }
 END_TEST
 
+#ifdef T4A_TEST_FAKE
+/* A driver that wants the function's context current for a launch (the
+ * fake on request: a plain CUDA_ERROR_INVALID_CONTEXT) gets it: the plugin
+ * makes the context current, launches again, and restores the caller's. */
+START_TEST(a_driver_wanting_the_context_gets_it) {
+  setenv("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", "1", 1);
+  t4a_runtime rt = rt_create();
+  t4a_artifact art;
+  const char *ptx = rt_test_ptx();
+  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "test.ptx", &art));
+  t4a_module m;
+  RT_OK(T->module_load(rt, art, &m));
+  t4a_function fill;
+  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &fill));
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  RT_OK(T->raw_runtime(rt, &raw));
+  enum { M = 4099 };
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(rt, M * sizeof(uint32_t), &b));
+  uint64_t addr = 0, n = M;
+  uint32_t value = 0x5a5a5a5au;
+  RT_OK(T->buffer_device_address(rt, b, &addr));
+  void *args[] = {&addr, &value, &n};
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {17, 1, 1}, .block = {256, 1, 1}};
+  ctxapi a = api();
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
+  uint64_t before = rt_fake_calls("cuLaunchKernel");
+  RT_OK(T->launch(rt, fill, &cfg, args));
+  /* refused once, then launched with the context current ... */
+  ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - before, 2);
+  /* ... and the caller's (none) left as the context policy says: none, or
+   * the runtime's (as the CUDA runtime API would leave it) */
+  t4a__CUcontext after = (t4a__CUcontext)1;
+  ck_assert_int_eq(a.get(&after), T4A__CUDA_SUCCESS);
+  ck_assert(after == NULL || after == raw.context);
+  /* with the context current no retry is needed */
+  ck_assert_int_eq(a.set(raw.context), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuLaunchKernel");
+  RT_OK(T->launch(rt, fill, &cfg, args));
+  ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - before, 1);
+  uint32_t *host = malloc(M * sizeof *host);
+  memset(host, 0, M * sizeof *host);
+  RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
+  for (size_t i = 0; i < M; i++)
+    ck_assert_uint_eq(host[i], value);
+  free(host);
+  RT_OK(T->buffer_free(rt, b));
+  RT_OK(T->module_unload(rt, m));
+  RT_OK(T->artifact_release(art));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+#endif
+
 static Suite *suite(void) {
   Suite *s = suite_create("context");
   TCase *tc = tcase_create("context");
   tcase_set_timeout(tc, 60);
   tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
   tcase_add_test(tc, calls_work_whatever_context_is_current);
+#ifdef T4A_TEST_FAKE
+  tcase_add_test(tc, a_driver_wanting_the_context_gets_it);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin-cuda/cuda_decls.h"
 #include "tests/runtime/rtutil.h"
 
 #define MiB (1ull << 20)
@@ -156,6 +157,52 @@ START_TEST(same_device_source_is_not_reused_early) {
 }
 END_TEST
 
+/* The same with the source runtime's block cache off: the freed block goes
+ * back to the pool, which may hand it out again at once to the same stream
+ * (CUDA's stream-ordered reuse, as the fake does); the copy must still read
+ * the old contents. */
+static void retirement_through_the_pool(copy_fn copy, t4a_runtime a, t4a_runtime b) {
+  uint64_t n = 4 * MiB;
+  unsigned char *old = malloc(n), *fresh = malloc(n), *back = malloc(n);
+  t4a_test_fill_random(old, n, 5);
+  t4a_test_fill_random(fresh, n, 6);
+  t4a_buffer s, d, again;
+  RT_OK(T->buffer_alloc(a, n, &s));
+  RT_OK(T->buffer_alloc(b, n, &d));
+  RT_OK(T->copy_h2d(a, s, 0, old, n));
+  rt_sync(a);
+  rt_gate g;
+  rt_gate_close(&g, b);
+  RT_OK(copy(b, d, 0, a, s, 0, n));
+  uint64_t frees = rt_counters(a).driver_frees;
+  RT_OK(T->buffer_free(a, s)); /* to the pool: the cache is off */
+  ck_assert_uint_eq(rt_counters(a).driver_frees, frees + 1);
+  RT_OK(T->buffer_alloc(a, n, &again));
+  RT_OK(T->copy_h2d(a, again, 0, fresh, n)); /* a's stream waits for b's copy first */
+  t4a_witness wa;
+  RT_OK(T->seal(a, &wa));
+  RT_EXPECT(T->witness_wait(wa, 5000000), T4A_ETIMEOUT); /* held behind b's gate */
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(wa, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(wa));
+  RT_OK(T->copy_d2h(b, back, d, 0, n));
+  ck_assert(memcmp(back, old, n) == 0);
+  RT_OK(T->copy_d2h(a, back, again, 0, n));
+  ck_assert(memcmp(back, fresh, n) == 0);
+  rt_gate_free(&g);
+  free(old);
+  free(fresh);
+  free(back);
+}
+
+START_TEST(same_device_source_is_not_reused_early_by_the_pool) {
+  t4a_runtime a = rt_create_with(0, 1), b = rt_create();
+  retirement_through_the_pool(T->copy_from_runtime, a, b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 /* Destroying the source while the destination's copy is held back: destroy
  * waits (a short timeout expires, nothing is released), then succeeds. */
 static void teardown_while_pending(copy_fn copy, t4a_runtime a, t4a_runtime b) {
@@ -268,8 +315,8 @@ START_TEST(peer_copies_are_exact_both_ways) {
     copy_and_check(T->copy_from_peer, b, a, sizes[i], i, 5, t4a_test_seed() + 100 + i);
   }
   if (!rt_on_fake()) { /* 1 GiB at odd offsets, each way */
-    copy_and_check(T->copy_from_peer, a, b, 1024 * MiB, 7, 13, t4a_test_seed() + 7);
-    copy_and_check(T->copy_from_peer, b, a, 1024 * MiB, 1, 3, t4a_test_seed() + 8);
+    copy_and_check(T->copy_from_peer, a, b, rt_scaled(1024 * MiB), 7, 13, t4a_test_seed() + 7);
+    copy_and_check(T->copy_from_peer, b, a, rt_scaled(1024 * MiB), 1, 3, t4a_test_seed() + 8);
   }
   ck_assert_uint_ge(rt_counters(b).copies_peer, 5);
   RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
@@ -288,6 +335,50 @@ END_TEST
 START_TEST(peer_source_is_not_reused_early) {
   t4a_runtime a = create_on(0), b = create_on(1);
   retirement(T->copy_from_peer, a, b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(peer_source_is_not_reused_early_by_the_pool) {
+  t4a_runtime_options o = {.struct_size = sizeof o, .cache_limit_bytes = 1};
+  t4a_runtime a = {0}, b = create_on(1);
+  RT_OK(T->runtime_create(0, &o, &a));
+  retirement_through_the_pool(T->copy_from_peer, a, b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* A kernel on one device may use another device's buffer where peer
+ * access exists: runtimes grant the devices that can reach theirs access
+ * to their pool (pool memory ignores cuCtxEnablePeerAccess; without the
+ * grant the access faults, on the fake as on a GPU). */
+START_TEST(a_kernel_writes_a_peer_buffer) {
+  bool can = false;
+  RT_OK(T->peer_access_supported(1, 0, &can));
+  if (!can) /* nothing to check on GPUs without a peer path */
+    return;
+  t4a_runtime a = create_on(0), b = create_on(1);
+  uint64_t n = 100000, addr;
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(a, n * 4, &d));
+  RT_OK(T->buffer_device_address(a, d, &addr));
+  rt_sync(a);
+  uint32_t value = 0xb0a710ad;
+  void *args[] = {&addr, &value, &n};
+  void *module = NULL;
+  rt_raw_launch(b, &module, "t4a_fill_u32", args); /* on device 1, into device 0's memory */
+  t4a_witness w;
+  RT_OK(T->seal(b, &w));
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
+  uint32_t *back = malloc(n * 4);
+  RT_OK(T->copy_d2h(a, back, d, 0, n * 4));
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(back[i], value);
+  free(back);
+  rt_raw_unload(b, module);
   RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
   RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
 }
@@ -314,9 +405,24 @@ START_TEST(peer_rules_and_the_explicit_host_route) {
   RT_OK(T->buffer_alloc(a2, 64, &d2));
   RT_EXPECT(T->copy_from_peer(a2, d2, 0, a, s, 0, 64), T4A_EINVAL);
   RT_DETAIL("use copy_from_runtime");
-  bool can = false;
-  RT_OK(T->peer_access_supported(1, 0, &can));
-  ck_assert(can || !rt_on_fake());
+  /* copy_from_peer works exactly where peer_access_supported says the
+   * destination's device reaches the source's (the fake's devices do) */
+  for (int dir = 0; dir < 2; dir++) {
+    t4a_runtime to = dir ? a : b, from = dir ? b : a;
+    int32_t dev_to = dir ? 0 : 1, dev_from = dir ? 1 : 0;
+    bool can = !rt_on_fake();
+    RT_OK(T->peer_access_supported(dev_to, dev_from, &can));
+    ck_assert(can || !rt_on_fake());
+    if (can) {
+      copy_and_check(T->copy_from_peer, from, to, 4097, 1, 2, t4a_test_seed() + 20 + dir);
+    } else {
+      t4a_buffer x, y;
+      RT_OK(T->buffer_alloc(from, 64, &x));
+      RT_OK(T->buffer_alloc(to, 64, &y));
+      RT_EXPECT(T->copy_from_peer(to, y, 0, from, x, 0, 64), T4A_EUNSUPPORTED);
+      RT_DETAIL("copy_from_peer_via_host");
+    }
+  }
   /* the explicit route through host memory, any sizes, both ways */
   static const uint64_t sizes[] = {1, 4097, 3 * MiB + 1};
   for (size_t i = 0; i < 3; i++) {
@@ -330,6 +436,85 @@ START_TEST(peer_rules_and_the_explicit_host_route) {
 }
 END_TEST
 
+#ifdef T4A_TEST_FAKE
+/* peer_access_supported(src, dst) is about direction src -> dst, and
+ * copy_from_peer follows it: with device 1 unable to reach device 0 (and
+ * 0 able to reach 1), a copy into device 1 from device 0 is T4A_EUNSUPPORTED
+ * with the reason, the other way works. (Fake only: it removes one
+ * direction with FAKE_CUDA_NO_PEER=1>0.) */
+START_TEST(peer_access_has_a_direction) {
+  setenv("FAKE_CUDA_NO_PEER", "1>0", 1);
+  bool can = true;
+  RT_OK(T->peer_access_supported(1, 0, &can));
+  ck_assert(!can);
+  RT_OK(T->peer_access_supported(0, 1, &can));
+  ck_assert(can);
+  t4a_runtime a = create_on(0), b = create_on(1);
+  t4a_buffer x, y;
+  RT_OK(T->buffer_alloc(a, 64, &x));
+  RT_OK(T->buffer_alloc(b, 64, &y));
+  RT_EXPECT(T->copy_from_peer(b, y, 0, a, x, 0, 64), T4A_EUNSUPPORTED);
+  RT_DETAIL("device 1 cannot access device 0");
+  RT_DETAIL("copy_from_peer_via_host");
+  copy_and_check(T->copy_from_peer, b, a, MiB + 3, 5, 7, t4a_test_seed());
+  copy_and_check(T->copy_from_peer_via_host, a, b, MiB + 3, 5, 7, t4a_test_seed() + 1);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+#endif
+
+/* runtime_wait_witness across devices orders real data: a's kernel (held
+ * behind a gate) writes a pinned buffer; b waits for a's witness and then,
+ * through the raw seam, copies that buffer to its device. b must see a's
+ * values, which exist only once a's work ran. */
+START_TEST(a_runtime_waits_for_a_witness_of_another_device) {
+  t4a_runtime a = create_on(0), b = create_on(1);
+  uint64_t n = 1 << 16;
+  t4a_host_buffer h;
+  void *p;
+  RT_OK(T->host_alloc(a, n * 4, 0, &h, &p));
+  memset(p, 0, n * 4);
+  rt_gate g;
+  rt_gate_close(&g, a);
+  uint64_t addr = (uint64_t)(uintptr_t)p;
+  uint32_t value = 0xfeedf00d;
+  void *args[] = {&addr, &value, &n};
+  rt_raw_launch(a, &g.module, "t4a_fill_u32", args); /* behind the gate */
+  t4a_witness w;
+  RT_OK(T->seal(a, &w));
+  RT_OK(T->runtime_wait_witness(b, w)); /* GPU-side: returns at once */
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(b, n * 4, &d));
+  uint64_t daddr;
+  RT_OK(T->buffer_device_address(b, d, &daddr));
+  t4a__CUresult (*h2d)(t4a__CUdeviceptr, const void *, size_t, t4a__CUstream);
+  *(void **)&h2d = rt_driver("cuMemcpyHtoDAsync_v2");
+  t4a_raw_runtime raw = {.struct_size = sizeof raw};
+  RT_OK(T->raw_runtime(b, &raw));
+  t4a_raw_section sec = {.struct_size = sizeof sec};
+  RT_OK(T->raw_begin(b, &sec));
+  ck_assert_int_eq(h2d(daddr, p, n * 4, raw.stream), 0);
+  RT_OK(T->raw_end(b, &sec));
+  t4a_witness wb;
+  RT_OK(T->seal(b, &wb));
+  RT_EXPECT(T->witness_wait(wb, 5000000), T4A_ETIMEOUT); /* b is held behind a */
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(wb, T4A_WAIT_FOREVER));
+  uint32_t *back = malloc(n * 4);
+  RT_OK(T->copy_d2h(b, back, d, 0, n * 4));
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(back[i], value);
+  free(back);
+  RT_OK(T->witness_release(w));
+  RT_OK(T->witness_release(wb));
+  rt_gate_free(&g);
+  RT_OK(T->host_free(a, h));
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 __attribute__((unused)) static void add_single(Suite *s) {
   TCase *tc = tcase_create("one-device");
   tcase_set_timeout(tc, 300);
@@ -337,6 +522,7 @@ __attribute__((unused)) static void add_single(Suite *s) {
   tcase_add_test(tc, same_device_copies_are_exact);
   tcase_add_test(tc, same_device_copy_follows_the_source);
   tcase_add_test(tc, same_device_source_is_not_reused_early);
+  tcase_add_test(tc, same_device_source_is_not_reused_early_by_the_pool);
   tcase_add_test(tc, same_device_source_destroyed_while_pending);
   tcase_add_test(tc, same_device_runtimes_copy_concurrently);
   tcase_add_test(tc, stale_handle_sharing_the_slot_is_rejected);
@@ -350,9 +536,15 @@ static void add_multi(Suite *s) {
   tcase_add_test(tc, peer_copies_are_exact_both_ways);
   tcase_add_test(tc, peer_copy_follows_the_source);
   tcase_add_test(tc, peer_source_is_not_reused_early);
+  tcase_add_test(tc, peer_source_is_not_reused_early_by_the_pool);
+  tcase_add_test(tc, a_kernel_writes_a_peer_buffer);
   tcase_add_test(tc, peer_source_destroyed_while_pending);
   tcase_add_test(tc, peer_runtimes_copy_concurrently);
   tcase_add_test(tc, peer_rules_and_the_explicit_host_route);
+  tcase_add_test(tc, a_runtime_waits_for_a_witness_of_another_device);
+#ifdef T4A_TEST_FAKE
+  tcase_add_test(tc, peer_access_has_a_direction);
+#endif
   suite_add_tcase(s, tc);
 }
 

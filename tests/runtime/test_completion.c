@@ -1,0 +1,375 @@
+/* tests/runtime/test_completion.c -- completion: seal and its one event,
+ * witnesses (query, wait, timeout, lifetime, waits across runtimes),
+ * retirement of resources behind pending work, and the raw seam whose work
+ * seals cover. Fake and GPU lanes (see test_runtime.c). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugin-cuda/cuda_decls.h"
+
+#include "tests/runtime/rtutil.h"
+
+#define KiB 1024ull
+#define MiB (1ull << 20)
+
+/* ---- seal ---------------------------------------------------------------------- */
+
+START_TEST(one_seal_records_one_event) {
+  t4a_runtime rt = rt_create();
+  t4a_buffer a, b;
+  RT_OK(T->buffer_alloc(rt, MiB, &a));
+  RT_OK(T->buffer_alloc(rt, MiB, &b));
+  rt_sync(rt); /* the pageable copies' staging is not what we count */
+  t4a_runtime_counters before = rt_counters(rt);
+  uint64_t records = rt_fake_calls("cuEventRecord");
+  for (int i = 0; i < 100; i++)
+    RT_OK(T->copy_d2d(rt, i & 1 ? a : b, 0, i & 1 ? b : a, 0, MiB));
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  t4a_runtime_counters after = rt_counters(rt);
+  ck_assert_uint_eq(after.seal_events_recorded - before.seal_events_recorded, 1);
+  if (rt_on_fake()) /* the counter's claim, against the driver's own count */
+    ck_assert_uint_eq(rt_fake_calls("cuEventRecord") - records, 1);
+  ck_assert_uint_eq(after.seals - before.seals, 1);
+  /* nothing new: no event, and the witness covers the previous point */
+  t4a_witness w2;
+  RT_OK(T->seal(rt, &w2));
+  ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, after.seal_events_recorded);
+  if (rt_on_fake())
+    ck_assert_uint_eq(rt_fake_calls("cuEventRecord") - records, 1);
+  RT_OK(T->witness_query(w2));
+  ck_assert_uint_le(rt_counters(rt).events_created, after.events_created);
+  RT_OK(T->witness_release(w));
+  RT_OK(T->witness_release(w2));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(seal_with_nothing_enqueued_is_ready) {
+  t4a_runtime rt = rt_create();
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->witness_query(w));
+  RT_OK(T->witness_wait(w, 0));
+  ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, 0);
+  RT_OK(T->witness_release(w));
+  RT_EXPECT(T->seal(rt, NULL), T4A_EINVAL);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* ---- witnesses ----------------------------------------------------------------- */
+
+START_TEST(witness_query_wait_and_timeout) {
+  t4a_runtime rt = rt_create();
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, 4096, &d));
+  uint32_t v = 0xabcdef01, back = 0;
+  t4a_host_buffer h;
+  void *p;
+  RT_OK(T->host_alloc(rt, 4, 0, &h, &p));
+  memcpy(p, &v, 4);
+  RT_OK(T->copy_h2d_pinned(rt, d, 0, h, 0, 4));
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_EXPECT(T->witness_query(w), T4A_ENOTREADY);
+  RT_EXPECT(T->witness_wait(w, 2000000), T4A_ETIMEOUT); /* 2 ms */
+  RT_DETAIL("not complete after");
+  RT_EXPECT(T->witness_query(w), T4A_ENOTREADY);
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_query(w));
+  RT_OK(T->copy_d2h(rt, &back, d, 0, 4));
+  ck_assert_uint_eq(back, v);
+  RT_OK(T->witness_release(w));
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+START_TEST(witness_outlives_its_runtime) {
+  t4a_runtime rt = rt_create();
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, 1024, &d));
+  char x[1024] = {1};
+  RT_OK(T->copy_h2d(rt, d, 0, x, sizeof x));
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->witness_retain(w)); /* two references */
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_query(w));
+  RT_OK(T->witness_wait(w, 0));
+  RT_OK(T->witness_release(w));
+  RT_OK(T->witness_query(w)); /* one reference left */
+  RT_OK(T->witness_release(w));
+  RT_EXPECT(T->witness_query(w), T4A_EHANDLE);
+  RT_EXPECT(T->witness_release(w), T4A_EHANDLE);
+  t4a_witness null = {0}, forged = {rt.bits};
+  RT_EXPECT(T->witness_query(null), T4A_EINVAL);
+  RT_EXPECT(T->witness_wait(forged, 0), T4A_EHANDLE);
+}
+END_TEST
+
+START_TEST(a_runtime_waits_for_another_runtimes_witness) {
+  t4a_runtime a = rt_create(), b = rt_create();
+  rt_gate g;
+  rt_gate_close(&g, a);
+  t4a_witness wa, wb;
+  RT_OK(T->seal(a, &wa));
+  RT_EXPECT(T->witness_query(wa), T4A_ENOTREADY);
+  RT_OK(T->runtime_wait_witness(b, wa)); /* GPU-side: returns at once */
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(b, 64, &d));
+  t4a_host_buffer h;
+  void *p;
+  RT_OK(T->host_alloc(b, 64, 0, &h, &p));
+  RT_OK(T->copy_h2d_pinned(b, d, 0, h, 0, 64));
+  RT_OK(T->seal(b, &wb));
+  RT_EXPECT(T->witness_wait(wb, 5000000), T4A_ETIMEOUT); /* b is held behind a */
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(wb, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_query(wa));
+  /* waiting on a completed witness, or one's own, costs nothing */
+  RT_OK(T->runtime_wait_witness(b, wa));
+  RT_OK(T->runtime_wait_witness(a, wa));
+  RT_OK(T->witness_release(wa));
+  RT_OK(T->witness_release(wb));
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+typedef struct waiter {
+  t4a_witness w;
+  int rc;
+} waiter;
+
+static void *wait_forever(void *arg) {
+  waiter *x = arg;
+  x->rc = T->witness_wait(x->w, T4A_WAIT_FOREVER);
+  return NULL;
+}
+
+typedef struct same_runtime {
+  t4a_runtime rt;
+  uint64_t seed;
+  t4a_buffer d;
+  t4a_host_buffer h;
+  void *p;
+  t4a_witness w;
+  int failures;
+} same_runtime;
+
+static void *calls_on_the_runtime(void *arg) {
+  same_runtime *c = arg;
+  if (T->buffer_alloc(c->rt, 4096, &c->d) || T->host_alloc(c->rt, 4096, 0, &c->h, &c->p))
+    c->failures++;
+  if (c->failures)
+    return NULL;
+  t4a_test_fill_random(c->p, 4096, c->seed);
+  t4a_runtime_counters k = {.struct_size = sizeof k};
+  if (T->copy_h2d_pinned(c->rt, c->d, 0, c->h, 0, 4096) || T->runtime_counters(c->rt, &k) ||
+      k.copies_h2d_pinned != 1 || T->seal(c->rt, &c->w))
+    c->failures++;
+  return NULL;
+}
+
+/* witness_wait blocks without holding its runtime: while one thread waits
+ * (without limit) on a witness held back by a gate, another thread's calls
+ * on the same runtime complete (within a bound: a regression fails here
+ * instead of deadlocking). */
+START_TEST(witness_wait_does_not_hold_the_runtime) {
+  t4a_runtime rt = rt_create();
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  waiter x = {{0}, -1};
+  RT_OK(T->seal(rt, &x.w));
+  rt_thread waiting, calling;
+  rt_thread_start(&waiting, wait_forever, &x);
+  ck_assert_msg(!rt_thread_wait(&waiting, 0.1), "the wait returned early"); /* now blocked */
+  same_runtime c = {.rt = rt, .seed = t4a_test_seed()};
+  rt_thread_start(&calling, calls_on_the_runtime, &c);
+  bool finished = rt_thread_wait(&calling, 10);
+  bool still_waiting = !__atomic_load_n(&waiting.done, __ATOMIC_SEQ_CST);
+  rt_gate_open(&g);
+  rt_thread_join(&waiting);
+  if (!finished)
+    rt_thread_join(&calling);
+  ck_assert_msg(finished, "calls on the runtime waited for witness_wait");
+  ck_assert_int_eq(c.failures, 0);
+  ck_assert(still_waiting);
+  ck_assert_int_eq(x.rc, T4A_OK);
+  RT_OK(T->witness_wait(c.w, T4A_WAIT_FOREVER));
+  unsigned char back[4096];
+  RT_OK(T->copy_d2h(rt, back, c.d, 0, sizeof back));
+  ck_assert(memcmp(back, c.p, sizeof back) == 0);
+  RT_OK(T->witness_release(x.w));
+  RT_OK(T->witness_release(c.w));
+  RT_OK(T->host_free(rt, c.h));
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* ---- retirement ------------------------------------------------------------------- */
+
+START_TEST(pinned_buffer_is_not_reused_while_a_copy_is_pending) {
+  t4a_runtime rt = rt_create();
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, (64 * KiB), &d));
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  t4a_host_buffer h;
+  void *p;
+  RT_OK(T->host_alloc(rt, (64 * KiB), 0, &h, &p));
+  t4a_test_fill_random(p, (64 * KiB), 99);
+  RT_OK(T->copy_h2d_pinned(rt, d, 0, h, 0, (64 * KiB)));
+  RT_OK(T->host_free(rt, h)); /* the copy has not run: the block must wait */
+  ck_assert_uint_eq(rt_counters(rt).pending_retirements, 1);
+  t4a_host_buffer h2;
+  void *p2;
+  RT_OK(T->host_alloc(rt, (64 * KiB), 0, &h2, &p2));
+  ck_assert_ptr_ne(p2, p); /* not handed out again */
+  memset(p2, 0, (64 * KiB));
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  ck_assert_uint_eq(rt_counters(rt).pending_retirements, 1);
+  rt_gate_open(&g);
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  ck_assert_uint_eq(rt_counters(rt).pending_retirements, 0);
+  /* the device got the data the block held when the copy ran */
+  unsigned char *back = malloc((64 * KiB)), *want = malloc((64 * KiB));
+  t4a_test_fill_random(want, (64 * KiB), 99);
+  RT_OK(T->copy_d2h(rt, back, d, 0, (64 * KiB)));
+  ck_assert(memcmp(back, want, (64 * KiB)) == 0);
+  free(back);
+  free(want);
+  RT_OK(T->witness_release(w));
+  RT_OK(T->host_free(rt, h2));
+  rt_gate_free(&g);
+  t4a_cache_stats s = rt_cache(rt);
+  ck_assert_uint_ge(s.pinned_entries, 1); /* released blocks went to the pinned cache */
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* ---- raw seam -------------------------------------------------------------------- */
+
+START_TEST(raw_seam_work_is_ordered_and_sealed) {
+  t4a_runtime rt = rt_create();
+  uint64_t n = 1 << 20;
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, n * 4, &d));
+  uint32_t *host = malloc(n * 4);
+  for (uint64_t i = 0; i < n; i++)
+    host[i] = (uint32_t)i;
+  RT_OK(T->copy_h2d(rt, d, 0, host, n * 4));
+  rt_sync(rt);
+  uint64_t before = rt_counters(rt).seal_events_recorded;
+  /* consumer work on the raw stream, between runtime copies */
+  uint64_t addr;
+  RT_OK(T->buffer_device_address(rt, d, &addr));
+  uint32_t value = 0xc0ffee;
+  uint64_t half = n / 2;
+  void *args[] = {&addr, &value, &half};
+  void *module = NULL;
+  rt_raw_launch(rt, &module, "t4a_fill_u32", args);
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w)); /* covers the raw work */
+  ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, before + 1);
+  ck_assert_uint_eq(rt_counters(rt).raw_sections, 1);
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->copy_d2h(rt, host, d, 0, n * 4));
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(host[i], i < half ? value : (uint32_t)i);
+  RT_OK(T->witness_release(w));
+  rt_raw_unload(rt, module);
+  free(host);
+  t4a_raw_section s = {.struct_size = sizeof s};
+  RT_OK(T->raw_begin(rt, &s));
+  t4a_runtime other = rt_create();
+  RT_EXPECT(T->raw_end(other, &s), T4A_EINVAL);
+  RT_OK(T->raw_end(rt, &s));
+  RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+static t4a__CUcontext current_context(void) {
+  t4a__CUresult (*get)(t4a__CUcontext *);
+  *(void **)&get = rt_driver("cuCtxGetCurrent");
+  t4a__CUcontext c = (t4a__CUcontext)(uintptr_t)1;
+  ck_assert_int_eq(get(&c), 0);
+  return c;
+}
+
+static void set_context(t4a__CUcontext c) {
+  t4a__CUresult (*set)(t4a__CUcontext);
+  *(void **)&set = rt_driver("cuCtxSetCurrent");
+  ck_assert_int_eq(set(c), 0);
+}
+
+/* raw_begin makes the runtime's context current and raw_end restores the
+ * previous one, whatever it was (none, or another device's); pairs nest,
+ * last begun first ended. */
+START_TEST(raw_sections_restore_the_context_and_nest) {
+  int32_t count = 0;
+  RT_OK(T->device_count(&count));
+  t4a_runtime a = rt_create(), b = {0};
+  if (count >= 2)
+    RT_OK(T->runtime_create(1, NULL, &b));
+  else
+    b = rt_create();
+  t4a_raw_runtime ra = {.struct_size = sizeof ra}, rb = {.struct_size = sizeof rb};
+  RT_OK(T->raw_runtime(a, &ra));
+  RT_OK(T->raw_runtime(b, &rb));
+  /* from no context */
+  set_context(NULL);
+  t4a_raw_section outer = {.struct_size = sizeof outer}, inner = {.struct_size = sizeof inner};
+  RT_OK(T->raw_begin(a, &outer));
+  ck_assert_ptr_eq(current_context(), ra.context);
+  RT_OK(T->raw_begin(b, &inner));
+  ck_assert_ptr_eq(current_context(), rb.context);
+  RT_OK(T->raw_end(b, &inner));
+  ck_assert_ptr_eq(current_context(), ra.context);
+  RT_OK(T->raw_end(a, &outer));
+  ck_assert_ptr_null(current_context());
+  /* from another context: b's (another device's when there are two) */
+  set_context(rb.context);
+  RT_OK(T->raw_begin(a, &outer));
+  ck_assert_ptr_eq(current_context(), ra.context);
+  RT_OK(T->raw_end(a, &outer));
+  ck_assert_ptr_eq(current_context(), rb.context);
+  ck_assert_uint_eq(rt_counters(a).raw_sections, 2);
+  ck_assert_uint_eq(rt_counters(b).raw_sections, 1);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+int main(void) {
+  Suite *s = rt_suite("completion");
+  TCase *tc;
+  tc = rt_tcase(s, "seal", 60);
+  tcase_add_test(tc, one_seal_records_one_event);
+  tcase_add_test(tc, seal_with_nothing_enqueued_is_ready);
+  tc = rt_tcase(s, "witness", 60);
+  tcase_add_test(tc, witness_query_wait_and_timeout);
+  tcase_add_test(tc, witness_outlives_its_runtime);
+  tcase_add_test(tc, a_runtime_waits_for_another_runtimes_witness);
+  tcase_add_test(tc, witness_wait_does_not_hold_the_runtime);
+  tc = rt_tcase(s, "retirement", 60);
+  tcase_add_test(tc, pinned_buffer_is_not_reused_while_a_copy_is_pending);
+  tc = rt_tcase(s, "raw-seam", 60);
+  tcase_add_test(tc, raw_seam_work_is_ordered_and_sealed);
+  tcase_add_test(tc, raw_sections_restore_the_context_and_nest);
+  return rt_run(s, 1);
+}
