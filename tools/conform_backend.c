@@ -207,14 +207,10 @@ static void sweep_handles(sweep *s) {
    * stream and event are never used before init) */
   t4a_external_memory em = {.struct_size = sizeof em, .address = 4096, .bytes = 1};
   int64_t extent = 1;
-  t4a_dlpack_export ex = {.struct_size = sizeof ex,
-                          .dtype = {T4A_DL_UINT, 8, 1},
-                          .ndim = 1,
-                          .shape = &extent};
-  t4a_dl_managed_tensor tensor = {{&byte, {T4A_DL_CUDA, 0}, 1, {T4A_DL_UINT, 8, 1}, &extent,
-                                   NULL, 0},
-                                  NULL,
-                                  NULL};
+  t4a_dlpack_export ex = {
+      .struct_size = sizeof ex, .dtype = {T4A_DL_UINT, 8, 1}, .ndim = 1, .shape = &extent};
+  t4a_dl_managed_tensor tensor = {
+      {&byte, {T4A_DL_CUDA, 0}, 1, {T4A_DL_UINT, 8, 1}, &extent, NULL, 0}, NULL, NULL};
   void *stream = (void *)(uintptr_t)T4A_STREAM_LEGACY, *event = (void *)(uintptr_t)FORGED;
   NI(buffer_wrap_external, rt, &em, &bo);
   NI(stream_wait_witness, rt, stream, w);

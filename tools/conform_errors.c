@@ -302,10 +302,8 @@ static void handles(t4a__cf *c) {
     EACH(rts, "runtime_wait_stream", t->runtime_wait_stream((t4a_runtime){H}, legacy));
   if (t->dlpack_export) {
     int64_t extent = 1;
-    t4a_dlpack_export ex = {.struct_size = sizeof ex,
-                            .dtype = {T4A_DL_UINT, 8, 1},
-                            .ndim = 1,
-                            .shape = &extent};
+    t4a_dlpack_export ex = {
+        .struct_size = sizeof ex, .dtype = {T4A_DL_UINT, 8, 1}, .ndim = 1, .shape = &extent};
     void *tensor;
     EACH(rts, "dlpack_export", t->dlpack_export((t4a_runtime){H}, xa, &ex, &tensor));
     EACH(bufs, "dlpack_export", t->dlpack_export(a, (t4a_buffer){H}, &ex, &tensor));

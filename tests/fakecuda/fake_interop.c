@@ -45,9 +45,9 @@ R fake_sym_cuPointerGetAttributes(unsigned int n, t4a__CUpointer_attribute *attr
       return T4A__CUDA_ERROR_INVALID_VALUE;
     switch (attributes[i]) {
     case T4A__CU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
-      unsigned type = !known                ? 0
+      unsigned type = !known               ? 0
                       : kind == MEM_DEVICE ? (unsigned)T4A__CU_MEMORYTYPE_DEVICE
-                                            : (unsigned)T4A__CU_MEMORYTYPE_HOST;
+                                           : (unsigned)T4A__CU_MEMORYTYPE_HOST;
       memcpy(data[i], &type, sizeof type);
       break;
     }

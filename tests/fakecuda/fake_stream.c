@@ -199,10 +199,10 @@ R fake_sym_cuStreamCreate(t4a__CUstream *s, unsigned flags) {
 R fake_sym_cuStreamDestroy(t4a__CUstream s) {
   FAKE_ENTER("cuStreamDestroy");
   LOCK();
-  R r = fake_stream_is_default(s) ? fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
-                                                "cuStreamDestroy: a default stream handle (%p)",
-                                                (void *)s)
-                                  : fake_stream_get(&s, "cuStreamDestroy");
+  R r = fake_stream_is_default(s)
+            ? fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
+                          "cuStreamDestroy: a default stream handle (%p)", (void *)s)
+            : fake_stream_get(&s, "cuStreamDestroy");
   if (!r) {
     s->o.dead = true;
     s->stop = true; /* returns at once; the queue still drains, as in CUDA */
