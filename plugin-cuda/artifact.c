@@ -41,7 +41,10 @@ static uint32_t aindex(const art *a) {
 /* ---- the table ------------------------------------------------------------- */
 
 static int aget(t4a_artifact a, const char *what, art **out) {
-  return t4a__htable_get(&arts, &artifact_kind, 0, a.bits, what, (void **)out);
+  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
+  int rc = t4a__htable_get(&arts, &artifact_kind, 0, a.bits, what, &entry);
+  *out = entry;
+  return rc;
 }
 
 /* Adds an artifact owning data and log (alock held); one reference. */

@@ -25,11 +25,17 @@ static const t4a__hkind function_kind = {
     "the function's module was unloaded; load it again and look the function up"};
 
 static int module_of(t4a__runtime *rt, t4a_module h, const char *what, t4a__module **out) {
-  return t4a__htable_get(&rt->code.mods, &module_kind, rt->index, h.bits, what, (void **)out);
+  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
+  int rc = t4a__htable_get(&rt->code.mods, &module_kind, rt->index, h.bits, what, &entry);
+  *out = entry;
+  return rc;
 }
 
 int t4a__function_get(t4a__runtime *rt, t4a_function h, const char *what, t4a__function **out) {
-  return t4a__htable_get(&rt->code.funcs, &function_kind, rt->index, h.bits, what, (void **)out);
+  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
+  int rc = t4a__htable_get(&rt->code.funcs, &function_kind, rt->index, h.bits, what, &entry);
+  *out = entry;
+  return rc;
 }
 
 void t4a__modules_init(t4a__runtime *rt) {

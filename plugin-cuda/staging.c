@@ -287,7 +287,7 @@ static int staged_d2h_one(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uin
 
 int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes) {
   t4a__staging *s = &rt->stage;
-  if (!s->count || !s->chunk_bytes)
+  if (!s->count || !s->ring || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_d2h: the runtime has no staging; recreate it");
   int rc = close_fill(rt);
   if (rc)
@@ -396,6 +396,8 @@ int t4a__staged_h2d_2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *src,
 int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const t4a__rect *r) {
   t4a__staging *s = &rt->stage;
   int rc;
+  if (!s->count || !s->ring || !s->chunk_bytes || !r->width)
+    return t4a__fail(T4A_EINTERNAL, "copy_2d_d2h: the runtime has no staging; recreate it");
   if (r->width > s->chunk_bytes || !t4a__be.cu.cuMemcpy2DAsync) { /* row by row */
     for (uint64_t i = 0; i < r->rows; i++)
       if ((rc = t4a__staged_d2h(rt, dst + i * r->dst_pitch, src + i * r->src_pitch, r->width)))

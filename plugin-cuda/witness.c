@@ -37,7 +37,10 @@ static t4a__htable wtable = {.item_size = sizeof(wslot)};
 
 /* Resolves a witness handle (wlock held). */
 static int wget(t4a_witness w, const char *what, wslot **out) {
-  return t4a__htable_get(&wtable, &witness_kind, 0, w.bits, what, (void **)out);
+  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
+  int rc = t4a__htable_get(&wtable, &witness_kind, 0, w.bits, what, &entry);
+  *out = entry;
+  return rc;
 }
 
 /* A new witness with one reference (wlock not held). */
@@ -98,8 +101,10 @@ typedef struct wref {
 
 static int wread(t4a_witness w, const char *what, wref *out) {
   pthread_mutex_lock(&wlock);
-  wslot *s;
+  wslot *s = NULL;
   int rc = wget(w, what, &s);
+  if (rc == T4A_OK && !s)
+    rc = T4A_EINTERNAL; /* never: wget sets s on success (clang's analyzer cannot see it) */
   if (rc == T4A_OK)
     *out = (wref){s->rt_index, s->rt_gen, s->seq, s->final};
   pthread_mutex_unlock(&wlock);

@@ -413,7 +413,7 @@ typedef struct t4a_raw_section {
  * rows > 1) and at most the device's max_pitch. */
 typedef struct t4a_copy_2d {
   uint32_t struct_size;
-  uint32_t reserved; /* must be 0 */
+  uint32_t reserved;   /* must be 0 */
   uint64_t dst_offset; /* bytes from the start of the destination to its first row */
   uint64_t dst_pitch;  /* bytes from one destination row to the next */
   uint64_t src_offset;
@@ -426,8 +426,8 @@ typedef struct t4a_copy_2d {
 typedef struct t4a_memory_info {
   uint32_t struct_size;
   uint32_t reserved;
-  uint64_t device_free;  /* the device's free memory now, as the driver says (all processes) */
-  uint64_t device_total; /* the device's memory */
+  uint64_t device_free;     /* the device's free memory now, as the driver says (all processes) */
+  uint64_t device_total;    /* the device's memory */
   uint64_t pool_reserved;   /* device memory the runtime's pool holds */
   uint64_t pool_used;       /* of it, allocated (live buffers and cached blocks) */
   uint64_t pool_high_water; /* most pool_used ever (since creation) */

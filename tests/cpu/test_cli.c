@@ -331,7 +331,8 @@ START_TEST(log_and_text_output_escape_control_characters) {
   ASSERT_OUT("search path:  /nonexistent/\\x1b]0;title\\x07\\xff\n");
   ASSERT_OUT("t4a[loader] info: loaded ");
   ASSERT_OUT("(\\n\\x1b[2Jt4a[cuda] error: forged\\r\\t\\x7f\\u009b\"\\\\\xc3\xa9\\x80\\xc0\\x80");
-  assert_printable();  unsetenv_hostile();
+  assert_printable();
+  unsetenv_hostile();
 }
 END_TEST
 
@@ -348,7 +349,8 @@ START_TEST(info_json_stays_valid_with_hostile_strings) {
   /* each string read only up to its array's end: name[32] is the first 31 bytes */
   ASSERT_OUT("\"name\":\"\\u000a\\u001b[2Jt4a[cuda] error: forged\\u000d\\u0009\\u007f\",");
   ASSERT_OUT("\\u009b\\\"\\\\\xc3\xa9\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd");
-  ASSERT_OUT("\"pci_bus_id\":\"\\u000a\\u001b[2J");  unsetenv_hostile();
+  ASSERT_OUT("\"pci_bus_id\":\"\\u000a\\u001b[2J");
+  unsetenv_hostile();
 }
 END_TEST
 

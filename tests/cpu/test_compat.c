@@ -52,6 +52,8 @@ START_TEST(a_v1_0_plugin_shows_no_v1_1_slot) {
    * the plugin's table does not reach it */
 #define SLOT_NULL(slot)                                                                            \
   ck_assert_msg(!T4A_GPU_BACKEND_V1_HAS(t, slot) && t->slot == NULL, #slot " is not NULL");
+  ck_assert_ptr_nonnull(t);
+  // cppcheck-suppress nullPointerRedundantCheck ; HAS checks t, which is non-NULL here
   V1_1_SLOTS(SLOT_NULL)
 #undef SLOT_NULL
   /* and everything v1.0 works: a round trip through a runtime */

@@ -299,7 +299,7 @@ START_TEST(cross_wait_survives_a_faulted_source_destroyed_meanwhile) {
 END_TEST
 
 static void *open_gate_later(void *arg) {
-  struct timespec ts = {0, 200 * 1000 * 1000};
+  struct timespec ts = {0, 200000000L};
   nanosleep(&ts, NULL);
   rt_gate_open(arg);
   return NULL;
@@ -309,7 +309,7 @@ static void *open_gate_later(void *arg) {
  * its next user must wait for the stream, not reuse it at once. */
 START_TEST(a_chunk_whose_event_failed_is_not_reused_early) {
   t4a_runtime rt = rt_create_with(1 * MiB, 0); /* two chunks of 512 KiB */
-  const uint64_t n = 512 * 1024;
+  const uint64_t n = (uint64_t)512 * 1024;
   unsigned char *src = malloc(3 * n), *back = malloc(3 * n);
   t4a_test_fill_random(src, 3 * n, t4a_test_seed());
   t4a_buffer d;

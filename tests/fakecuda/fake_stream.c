@@ -53,10 +53,11 @@ static void run(op *o) {
       break;
     if (o->kind == OP_COPY)
       memcpy(o->dst, o->src, o->bytes);
-    else if (o->width == 2)
+    else if (o->width == 2) {
+      uint16_t v16 = (uint16_t)o->value32;
       for (size_t i = 0; i < o->bytes / 2; i++)
-        memcpy((char *)o->dst + 2 * i, &(uint16_t){(uint16_t)o->value32}, 2);
-    else if (o->width == 4)
+        memcpy((char *)o->dst + 2 * i, &v16, 2);
+    } else if (o->width == 4)
       for (size_t i = 0; i < o->bytes / 4; i++)
         memcpy((char *)o->dst + 4 * i, &o->value32, 4);
     else

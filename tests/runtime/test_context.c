@@ -22,7 +22,7 @@ static ctxapi api(void) {
   const char *lib = getenv("T4A_CUDA_LIBRARY");
   void *dl = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   ck_assert_ptr_nonnull(dl);
-  ctxapi a;
+  ctxapi a = {0};
   *(void **)&a.get = dlsym(dl, "cuCtxGetCurrent");
   *(void **)&a.set = dlsym(dl, "cuCtxSetCurrent");
   ck_assert(a.get && a.set);
@@ -49,8 +49,10 @@ static void *work(void *arg) {
     return NULL;
   t4a_buffer b;
   uint32_t *host = malloc(N * sizeof *host);
-  if (T->buffer_alloc(j->rt, N * sizeof *host, &b) != T4A_OK)
+  if (!host || T->buffer_alloc(j->rt, N * sizeof *host, &b) != T4A_OK) {
+    free(host);
     return NULL;
+  }
   uint64_t addr = 0, n = N;
   T->buffer_device_address(j->rt, b, &addr);
   void *args[] = {&addr, &j->value, &n};
@@ -156,6 +158,7 @@ START_TEST(a_driver_wanting_the_context_gets_it) {
   RT_OK(T->launch(rt, fill, &cfg, args));
   ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - before, 1);
   uint32_t *host = malloc(M * sizeof *host);
+  ck_assert_ptr_nonnull(host);
   memset(host, 0, M * sizeof *host);
   RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
   for (size_t i = 0; i < M; i++)

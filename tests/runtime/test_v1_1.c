@@ -139,10 +139,10 @@ START_TEST(copies_2d_of_every_kind_are_exact) {
   }
   /* rows wider than a staging chunk go row by row: still exact */
   t4a_copy_2d wide = {.struct_size = sizeof wide,
-                      .width = 700 * 1024,
+                      .width = (uint64_t)700 * 1024,
                       .rows = 2,
-                      .dst_pitch = 800 * 1024,
-                      .src_pitch = 900 * 1024};
+                      .dst_pitch = (uint64_t)800 * 1024,
+                      .src_pitch = (uint64_t)900 * 1024};
   t4a_test_fill_random(host, n, t4a_test_seed() + 999);
   RT_OK(T->copy_h2d(rt, a, 0, ref, n));
   RT_OK(T->copy_2d_h2d(rt, a, host, &wide));
@@ -152,7 +152,7 @@ START_TEST(copies_2d_of_every_kind_are_exact) {
   /* what is refused, naming the row */
   t4a_copy_2d bad = {
       .struct_size = sizeof bad, .width = 100, .rows = 10, .dst_pitch = 1000, .src_pitch = 100};
-  bad.dst_offset = n - 5 * 1000 - 50; /* rows 0..4 fit, row 5 does not */
+  bad.dst_offset = n - (uint64_t)5 * 1000 - 50; /* rows 0..4 fit, row 5 does not */
   RT_EXPECT(T->copy_2d_d2d(rt, b, a, &bad), T4A_ERANGE);
   RT_DETAIL("row 5");
   bad.dst_offset = 0;
