@@ -149,10 +149,16 @@ _Static_assert(sizeof(t4a_dl_pack_version) == 8 && sizeof(t4a_dl_device) == 8 &&
                    sizeof(t4a_dl_managed_tensor) == 64 &&
                    sizeof(t4a_dl_managed_tensor_versioned) == 80,
                "DLPack struct sizes");
-_Static_assert(T4A_DLPACK_MAJOR == 1 && T4A_DL_CUDA == 2 && T4A_DL_CUDA_HOST == 3 &&
-                   T4A_DL_FLOAT == 2 && T4A_DL_BFLOAT == 4 && T4A_DL_BOOL == 6 &&
-                   T4A_DL_FLOAT4_E2M1FN == 17 && T4A_DL_FLAG_READ_ONLY == 1,
-               "DLPack values");
+/* one assertion per value (the expanded macros would make operands like
+ * `2 == 2` twice in one expression) */
+_Static_assert(T4A_DLPACK_MAJOR == 1, "DLPack major");
+_Static_assert(T4A_DL_CUDA == 2, "kDLCUDA");
+_Static_assert(T4A_DL_CUDA_HOST == 3, "kDLCUDAHost");
+_Static_assert(T4A_DL_FLOAT == 2, "kDLFloat");
+_Static_assert(T4A_DL_BFLOAT == 4, "kDLBfloat");
+_Static_assert(T4A_DL_BOOL == 6, "kDLBool");
+_Static_assert(T4A_DL_FLOAT4_E2M1FN == 17, "kDLFloat4_e2m1fn");
+_Static_assert(T4A_DL_FLAG_READ_ONLY == 1, "DLPACK_FLAG_BITMASK_READ_ONLY");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 bytes");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 8, "options layout");
 _Static_assert(T4A_LAUNCH_CONFIG_V1_0_SIZE == 32, "launch config v1.0 is 32 bytes");

@@ -254,7 +254,8 @@ R fake_sym_cuMemFreeAsync(t4a__CUdeviceptr ptr, t4a__CUstream s) {
   if (!r && (!a || a->state != A_LIVE || !a->pool))
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE, "cuMemFreeAsync(%p): %s", (void *)(uintptr_t)ptr,
                     a ? "freed already" : "no pool allocation");
-  if (!r) {
+  /* a is set when r is 0 (`&& a` for the analyzer, which cannot see fake_misuse's code) */
+  if (!r && a) {
     a->state = A_FREEING; /* a second free of the same block is an error */
     a->free_stream = s;
     op o = {.kind = OP_FREE, .target = a, .gen = a->gen};

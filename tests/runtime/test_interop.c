@@ -710,15 +710,15 @@ START_TEST(dlpack_export_fills_every_field) {
   /* versioned, read-only, the spec's data/byte_offset form, negative strides */
   int64_t shape3[3] = {2, 5, 7}, strides3[3] = {-35, 7, -1};
   t4a_dl_data_type c64 = {T4A_DL_COMPLEX, 64, 1};
-  q = request(T4A_DLPACK_VERSIONED | T4A_DLPACK_READ_ONLY | T4A_DLPACK_BYTE_OFFSET, 8 * 41, c64, 3,
-              shape3, strides3);
+  q = request(T4A_DLPACK_VERSIONED | T4A_DLPACK_READ_ONLY | T4A_DLPACK_BYTE_OFFSET,
+              (uint64_t)8 * 41, c64, 3, shape3, strides3);
   RT_OK(T->dlpack_export(rt, b, &q, &out));
   t4a_dl_managed_tensor_versioned *vt = out;
   ck_assert_uint_eq(vt->version.major, T4A_DLPACK_MAJOR);
   ck_assert_uint_eq(vt->version.minor, T4A_DLPACK_MINOR);
   ck_assert_uint_eq(vt->flags, T4A_DL_FLAG_READ_ONLY);
   ck_assert_ptr_eq(vt->dl_tensor.data, (void *)(uintptr_t)base);
-  ck_assert_uint_eq(vt->dl_tensor.byte_offset, 8 * 41);
+  ck_assert_uint_eq(vt->dl_tensor.byte_offset, (uint64_t)8 * 41);
   ck_assert(vt->dl_tensor.strides[0] == -35 && vt->dl_tensor.strides[1] == 7 &&
             vt->dl_tensor.strides[2] == -1);
   ck_assert(vt->dl_tensor.dtype.code == T4A_DL_COMPLEX && vt->dl_tensor.dtype.bits == 64);
@@ -849,7 +849,7 @@ static void make_tensor(made *m, uint64_t data, uint64_t byte_offset, int32_t nd
 
 START_TEST(dlpack_import_wraps_a_producers_tensor) {
   t4a_runtime producer = rt_create(), rt = rt_create();
-  const uint64_t n = 64 * 1024;
+  const uint64_t n = (uint64_t)64 * 1024;
   t4a_buffer mem;
   RT_OK(T->buffer_alloc(producer, n, &mem));
   uint64_t base = address_of(producer, mem);
@@ -867,13 +867,13 @@ START_TEST(dlpack_import_wraps_a_producers_tensor) {
   ck_assert_uint_eq(off, 0);
   uint64_t size = 0;
   RT_OK(T->buffer_size(rt, ext, &size));
-  ck_assert_uint_eq(size, 100 * 30 * 4);
+  ck_assert_uint_eq(size, (uint64_t)100 * 30 * 4);
   ck_assert_uint_eq(address_of(rt, ext), base + 256);
   RT_OK(T->copy_d2h(rt, got, ext, 0, size));
   ck_assert(memcmp(got, ref + 256, size) == 0);
   filler f = filler_load(rt); /* a t4a kernel writes the producer's memory */
   fill_u32(rt, &f, address_of(rt, ext), 0xdeadbeefu, 3000);
-  for (int i = 0; i < 3000; i++)
+  for (size_t i = 0; i < 3000; i++)
     memcpy(ref + 256 + 4 * i, &(uint32_t){0xdeadbeefu}, 4);
   RT_OK(T->buffer_free(rt, ext));
   ck_assert_int_eq(m.deleted, 0); /* not before the kernel is known done */
@@ -886,9 +886,9 @@ START_TEST(dlpack_import_wraps_a_producers_tensor) {
   made l;
   make_tensor(&l, base + 4096, 0, 2, shape2, strides2, (t4a_dl_data_type){T4A_DL_UINT, 16, 1});
   RT_OK(T->dlpack_import(rt, &l.l, 0, &ext, &off));
-  ck_assert_uint_eq(off, 3 * 64 * 2); /* three rows below element 0 */
+  ck_assert_uint_eq(off, (uint64_t)3 * 64 * 2); /* three rows below element 0 */
   RT_OK(T->buffer_size(rt, ext, &size));
-  ck_assert_uint_eq(size, (3 * 64 + 7 * 2 + 1) * 2);
+  ck_assert_uint_eq(size, (uint64_t)(3 * 64 + 7 * 2 + 1) * 2);
   ck_assert_uint_eq(address_of(rt, ext), base + 4096 - off);
   RT_OK(T->copy_d2h(rt, got, ext, 0, size));
   ck_assert(memcmp(got, ref + 4096 - off, size) == 0);
@@ -967,7 +967,7 @@ END_TEST
 
 START_TEST(dlpack_round_trip_between_runtimes) {
   t4a_runtime a = rt_create(), b = rt_create();
-  const uint64_t n = 256 * 1024;
+  const uint64_t n = (uint64_t)256 * 1024;
   t4a_buffer x;
   RT_OK(T->buffer_alloc(a, n, &x));
   unsigned char *ref = malloc(n), *got = malloc(n);
