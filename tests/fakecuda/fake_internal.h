@@ -38,6 +38,7 @@ typedef CUresult R;
 #define t4a__CUdevice_attribute CUdevice_attribute
 #define t4a__CUfunction_attribute CUfunction_attribute
 #define t4a__CUmemPool_attribute CUmemPool_attribute
+#define t4a__CUdriverProcAddressQueryResult CUdriverProcAddressQueryResult
 #define t4a__CUpointer_attribute CUpointer_attribute
 #else
 typedef t4a__CUresult R;
