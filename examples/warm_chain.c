@@ -6,7 +6,13 @@
  * process (its own stream, the same CUBIN), with both times and their
  * ratio (medians of several alternating repetitions).
  *
- *   warm_chain [N]      (default 10000)
+ * With --graph the runtime's chain is captured once (graph_begin, N
+ * launches, graph_end: the capture and instantiation are timed apart) and
+ * each repetition is one graph_launch of it, then the seal and wait: the
+ * graph replays the chain without N submissions, which is how it beats
+ * the raw per-launch loop it is compared with.
+ *
+ *   warm_chain [--graph] [N]      (default 10000)
  *
  * Exit status: 0 done and the result verified, 1 wrong result, 2 no usable
  * backend or GPU. */
@@ -64,9 +70,10 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  long chain = argc > 1 ? atol(argv[1]) : 10000;
-  if (chain < 1) {
-    fprintf(stderr, "usage: warm_chain [N >= 1]\n");
+  int graph_mode = argc > 1 && strcmp(argv[1], "--graph") == 0;
+  long chain = argc > 1 + graph_mode ? atol(argv[1 + graph_mode]) : 10000;
+  if (chain < 1 || argc > 2 + graph_mode) {
+    fprintf(stderr, "usage: warm_chain [--graph] [N >= 1]\n");
     return 2;
   }
   t4a_gpu_backend *backend;
@@ -132,13 +139,29 @@ int main(int argc, char **argv) {
   check(t->artifact_release(code), "artifact_release");
 
   enum { REPS = 7 };
-  double ours[REPS], direct[REPS];
+  double ours[REPS], direct[REPS], capture = 0;
+  t4a_graph graph = {0};
+  if (graph_mode) {
+    if (!t->graph_begin) {
+      fprintf(stderr, "warm_chain: this backend has no graphs (ABI 1.0)\n");
+      return 2;
+    }
+    double t0 = now();
+    check(t->graph_begin(rt), "graph_begin");
+    for (long i = 0; i < chain; i++)
+      check(t->launch(rt, axpy, &cfg, args), "launch (captured)");
+    check(t->graph_end(rt, &graph), "graph_end");
+    capture = now() - t0;
+  }
   t4a_runtime_counters before = {.struct_size = sizeof before};
   check(t->runtime_counters(rt, &before), "runtime_counters");
   for (int r = 0; r < REPS; r++) {
     double t0 = now();
-    for (long i = 0; i < chain; i++)
-      check(t->launch(rt, axpy, &cfg, args), "launch");
+    if (graph_mode)
+      check(t->graph_launch(rt, graph), "graph_launch");
+    else
+      for (long i = 0; i < chain; i++)
+        check(t->launch(rt, axpy, &cfg, args), "launch");
     t4a_witness w;
     check(t->seal(rt, &w), "seal");
     check(t->witness_wait(w, T4A_WAIT_FOREVER), "witness_wait");
@@ -162,17 +185,28 @@ int main(int argc, char **argv) {
   qsort(ours, REPS, sizeof *ours, cmp);
   qsort(direct, REPS, sizeof *direct, cmp);
   double mo = ours[REPS / 2], md = direct[REPS / 2];
-  printf("chain of %ld launches + 1 seal/wait, %d repetitions (medians):\n", chain, REPS);
+  printf("chain of %ld launches + 1 seal/wait, %d repetitions (medians)%s:\n", chain, REPS,
+         graph_mode ? ", the runtime's chain replayed as one graph" : "");
   printf("  launches:                  %llu\n",
          (unsigned long long)(after.launches - before.launches));
+  if (graph_mode) {
+    printf("  graph launches:            %llu (a graph of %ld kernels, captured and instantiated "
+           "in %.3f ms)\n",
+           (unsigned long long)(after.graph_launches - before.graph_launches), chain,
+           capture * 1e3);
+    printf("  live graphs:               %llu\n", (unsigned long long)after.live_graphs);
+  }
   printf("  completion events recorded: %llu (%d seals)\n",
          (unsigned long long)(after.seal_events_recorded - before.seal_events_recorded), REPS);
   printf("  pending retirements:       %llu\n", (unsigned long long)after.pending_retirements);
-  printf("  t4a runtime:   %9.3f ms  (%.3f us per launch)\n", mo * 1e3, mo * 1e6 / (double)chain);
+  printf("  %s %9.3f ms  (%.3f us per launch)\n",
+         graph_mode ? "t4a graph:    " : "t4a runtime:  ", mo * 1e3, mo * 1e6 / (double)chain);
   printf("  Driver API:    %9.3f ms  (%.3f us per launch)\n", md * 1e3, md * 1e6 / (double)chain);
   printf("  ratio t4a/raw: %9.3f\n", mo / md);
   printf("  result:        %s (y = %g, want %g)\n", wrong ? "WRONG" : "verified", (double)y[0],
          want);
+  if (graph_mode)
+    check(t->graph_release(rt, graph), "graph_release");
   check(t->runtime_destroy(rt, T4A_WAIT_FOREVER), "runtime_destroy");
   t4a_gpu_close(backend);
   return wrong ? 1 : 0;

@@ -20,6 +20,9 @@ typedef struct t4a__device {
   /* A sticky fault seen by any runtime on this device: the primary context
    * all of them share is unusable (CUresult, 0 = none). */
   atomic_uint fault;
+  /* v1.1: launch_ex's capabilities (false when the driver cannot say) */
+  bool cooperative; /* CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH */
+  bool clusters;    /* CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH */
 } t4a__device;
 
 enum t4a__init_state { T4A__INIT_NONE = 0, T4A__INIT_READY = 1, T4A__INIT_FAILED = 2 };

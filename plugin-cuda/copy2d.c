@@ -115,6 +115,8 @@ static int pinned_2d(t4a_runtime h, bool to_device, t4a_buffer bh, t4a_host_buff
   if (rc)
     goto out;
   hb->last_use = rt->done.next_seq;
+  if (rt->cap.active)
+    t4a__capture_copy(rt, bh.bits, 0, hh.bits);
   t4a__rt_dirty(rt);
   if (to_device) {
     rt->c.copies_h2d_pinned++;
@@ -164,6 +166,8 @@ int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t
   }
   if ((rc = dma_2d(rt, what, g, NULL, d->ptr + g->dst_offset, NULL, s->ptr + g->src_offset)))
     goto out;
+  if (rt->cap.active)
+    t4a__capture_copy(rt, dst.bits, src.bits, 0);
   t4a__rt_dirty(rt);
   rt->c.copies_d2d++;
   rt->c.bytes_d2d += area(g);
@@ -185,7 +189,9 @@ static int pageable_2d(t4a_runtime h, bool to_device, t4a_buffer bh, void *host,
   int rc = t4a__rt_lock(h, what, &rt);
   if (rc)
     return rc;
-  if ((rc = t4a__buffer_get(rt, bh, what, &b)) ||
+  if ((rc =
+           t4a__capture_refuse(&rt->cap, what, "goes through the staging and waits on the host")) ||
+      (rc = t4a__buffer_get(rt, bh, what, &b)) ||
       (rc = rect_ok(what, rt, g, to_device ? b->size : UINT64_MAX, to_device ? UINT64_MAX : b->size,
                     &empty)) ||
       empty)

@@ -63,6 +63,13 @@ static int lock_pair(const char *what, t4a_runtime dh, t4a_buffer db, uint64_t d
   const char *bad = !t4a__range_ok(doff, n, p->d->size)   ? "destination"
                     : !t4a__range_ok(soff, n, p->s->size) ? "source"
                                                           : NULL;
+  int refused = t4a__capture_refuse(&p->dst->cap, what, "orders work of another runtime");
+  if (!refused)
+    refused = t4a__capture_refuse(&p->src->cap, what, "(on the source runtime) records an event");
+  if (refused) {
+    unlock_pair(p);
+    return refused;
+  }
   if (bad) {
     uint64_t off = bad[0] == 'd' ? doff : soff, size = bad[0] == 'd' ? p->d->size : p->s->size;
     unlock_pair(p);

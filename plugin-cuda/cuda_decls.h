@@ -31,6 +31,10 @@ typedef unsigned int t4a__CUfunction_attribute;
 typedef unsigned int t4a__CUmemPool_attribute;
 typedef unsigned int t4a__CUdriverProcAddressQueryResult;
 typedef unsigned int t4a__CUjit_option;
+typedef struct CUgraph_st *t4a__CUgraph;
+typedef struct CUgraphExec_st *t4a__CUgraphExec;
+typedef struct CUgraphNode_st *t4a__CUgraphNode;
+typedef size_t (*t4a__CUoccupancyB2DSize)(int block_size);
 typedef unsigned int t4a__CUpointer_attribute;
 
 /* Structs the driver API takes. Their fields are spelled once, in macros, so
@@ -66,6 +70,37 @@ typedef unsigned int t4a__CUpointer_attribute;
   size_t dstPitch;                                                                                 \
   size_t WidthInBytes;                                                                             \
   size_t Height;
+/* The members of CUlaunchAttributeValue we use; the padding and the 8-byte
+ * member give it cuda.h's size and alignment (it holds pointers there). */
+#define T4A__CULAUNCHATTRIBUTEVALUE_FIELDS                                                         \
+  char pad[64];                                                                                    \
+  t4a__cuuint64_t align8;                                                                          \
+  int cooperative;                                                                                 \
+  struct {                                                                                         \
+    unsigned int x, y, z;                                                                          \
+  } clusterDim;                                                                                    \
+  int priority;
+#define T4A__CULAUNCHATTRIBUTE_FIELDS                                                              \
+  unsigned int id; /* CUlaunchAttributeID */                                                       \
+  char pad[4];                                                                                     \
+  union CUlaunchAttributeValue_union value;
+#define T4A__CULAUNCHCONFIG_FIELDS                                                                 \
+  unsigned int gridDimX, gridDimY, gridDimZ;                                                       \
+  unsigned int blockDimX, blockDimY, blockDimZ;                                                    \
+  unsigned int sharedMemBytes;                                                                     \
+  t4a__CUstream hStream;                                                                           \
+  struct CUlaunchAttribute_st *attrs;                                                              \
+  unsigned int numAttrs;
+/* CUDA_KERNEL_NODE_PARAMS as of CUDA 12.0 (_v2: kern and ctx appended). */
+#define T4A__CUDA_KERNEL_NODE_PARAMS_FIELDS                                                        \
+  t4a__CUfunction func;                                                                            \
+  unsigned int gridDimX, gridDimY, gridDimZ;                                                       \
+  unsigned int blockDimX, blockDimY, blockDimZ;                                                    \
+  unsigned int sharedMemBytes;                                                                     \
+  void **kernelParams;                                                                             \
+  void **extra;                                                                                    \
+  void *kern; /* CUkernel */                                                                       \
+  t4a__CUcontext ctx;
 
 #ifndef __cuda_cuda_h__
 struct CUuuid_st {
@@ -83,12 +118,27 @@ struct CUmemAccessDesc_st {
 struct CUDA_MEMCPY2D_st {
   T4A__CUDA_MEMCPY2D_FIELDS
 };
+union CUlaunchAttributeValue_union {
+  T4A__CULAUNCHATTRIBUTEVALUE_FIELDS
+};
+struct CUlaunchAttribute_st {
+  T4A__CULAUNCHATTRIBUTE_FIELDS
+};
+struct CUlaunchConfig_st {
+  T4A__CULAUNCHCONFIG_FIELDS
+};
+struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+  T4A__CUDA_KERNEL_NODE_PARAMS_FIELDS
+};
 #endif
 typedef struct CUuuid_st t4a__CUuuid;
 typedef struct CUmemLocation_st t4a__CUmemLocation;
 typedef struct CUmemPoolProps_st t4a__CUmemPoolProps;
 typedef struct CUmemAccessDesc_st t4a__CUmemAccessDesc;
 typedef struct CUDA_MEMCPY2D_st t4a__CUDA_MEMCPY2D;
+typedef struct CUlaunchAttribute_st t4a__CUlaunchAttribute;
+typedef struct CUlaunchConfig_st t4a__CUlaunchConfig;
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st t4a__CUDA_KERNEL_NODE_PARAMS;
 
 /* ---- constants (checked against cuda.h by tests/cpu/test_decls.c) ------ */
 #define T4A__CUDA_DECL_CONSTANTS(X)                                                                \
@@ -178,6 +228,23 @@ typedef struct CUDA_MEMCPY2D_st t4a__CUDA_MEMCPY2D;
   X(CU_MEMPOOL_ATTR_USED_MEM_CURRENT, 7)                                                           \
   X(CU_MEMPOOL_ATTR_USED_MEM_HIGH, 8)                                                              \
   X(CU_EVENT_DEFAULT, 0)                                                                           \
+  X(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, 720)                                                  \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)                                                    \
+  X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)                                                    \
+  X(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, 905)                                                      \
+  X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, 910)                                                     \
+  X(CUDA_ERROR_INVALID_CLUSTER_SIZE, 912)                                                          \
+  X(CU_STREAM_CAPTURE_MODE_RELAXED, 2)                                                             \
+  X(CU_STREAM_CAPTURE_STATUS_NONE, 0)                                                              \
+  X(CU_STREAM_CAPTURE_STATUS_ACTIVE, 1)                                                            \
+  X(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, 2)                                                            \
+  X(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, 4)                                                      \
+  X(CU_LAUNCH_ATTRIBUTE_PRIORITY, 8)                                                               \
+  X(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 39)                                        \
+  X(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 95)                                                    \
+  X(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 106)                                        \
+  X(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 120)                                                       \
+  X(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 14)                                       \
   X(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 2)                                                           \
   X(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, 3)                                                        \
   X(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 9)                                                        \
@@ -276,6 +343,35 @@ enum {
   X(cuMemHostUnregister, "cuMemHostUnregister", 0, (void *p))                                      \
   X(cuEventElapsedTime, "cuEventElapsedTime_v2", 0,                                                \
     (float *ms, t4a__CUevent start, t4a__CUevent end))                                             \
+  /* ABI 1.1, execution and graphs: optional likewise */                                           \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", 0, (t4a__CUstream s, unsigned int mode))      \
+  X(cuStreamEndCapture, "cuStreamEndCapture", 0, (t4a__CUstream s, t4a__CUgraph * g))              \
+  X(cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", 0,                                        \
+    (t4a__CUstream s, unsigned int *status, t4a__cuuint64_t *id, t4a__CUgraph *g,                  \
+     const t4a__CUgraphNode **deps, size_t *count))                                                \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 0,                                 \
+    (t4a__CUgraphExec * e, t4a__CUgraph g, unsigned long long flags))                              \
+  X(cuGraphLaunch, "cuGraphLaunch", 0, (t4a__CUgraphExec e, t4a__CUstream s))                      \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", 0, (t4a__CUgraphExec e))                             \
+  X(cuGraphDestroy, "cuGraphDestroy", 0, (t4a__CUgraph g))                                         \
+  X(cuGraphGetNodes, "cuGraphGetNodes", 0, (t4a__CUgraph g, t4a__CUgraphNode * nodes, size_t * n)) \
+  X(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2", 0,                        \
+    (t4a__CUgraphExec e, t4a__CUgraphNode n, const t4a__CUDA_KERNEL_NODE_PARAMS *p))               \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx", 0,                                                       \
+    (const t4a__CUlaunchConfig *c, t4a__CUfunction f, void **params, void **extra))                \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 0, \
+    (int *blocks, t4a__CUfunction f, int block, size_t shared))                                    \
+  X(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 0,                       \
+    (int *min_grid, int *block, t4a__CUfunction f, t4a__CUoccupancyB2DSize shared_of_block,        \
+     size_t shared, int limit))                                                                    \
+  X(cuOccupancyMaxPotentialClusterSize, "cuOccupancyMaxPotentialClusterSize", 0,                   \
+    (int *size, t4a__CUfunction f, const t4a__CUlaunchConfig *c))                                  \
+  X(cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters", 0,                               \
+    (int *clusters, t4a__CUfunction f, const t4a__CUlaunchConfig *c))                              \
+  X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 0,                                   \
+    (t4a__CUstream * s, unsigned int flags, int priority))                                         \
+  X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 0, (int *least, int *greatest))    \
+  X(cuStreamGetPriority, "cuStreamGetPriority", 0, (t4a__CUstream s, int *priority))               \
   /* ABI 1.1 interop: optional, buffer_wrap_external and dlpack_import say */                      \
   /* T4A_EUNSUPPORTED without it */                                                                \
   X(cuPointerGetAttributes, "cuPointerGetAttributes", 0,                                           \

@@ -70,6 +70,14 @@ static int describe(int ordinal, t4a__device *dv) {
           T4A__CUDA_SUCCESS &&
       pitch > 0)
     i->max_pitch = (uint64_t)pitch;
+  int cooperative = 0, clusters = 0;
+  dv->cooperative =
+      cu->cuDeviceGetAttribute(&cooperative, T4A__CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+                               dv->dev) == T4A__CUDA_SUCCESS &&
+      cooperative;
+  dv->clusters = cu->cuDeviceGetAttribute(&clusters, T4A__CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH,
+                                          dv->dev) == T4A__CUDA_SUCCESS &&
+                 clusters;
   return T4A_OK;
 }
 

@@ -59,7 +59,10 @@ int t4a__slot_runtime_wait_event(t4a_runtime h, void *event) {
   if (rc)
     return rc;
   t4a__CUcontext saved;
-  if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
+  if ((rc = t4a__capture_refuse(&rt->cap, "runtime_wait_event",
+                                "waits for work outside the capture"))) {
+    /* refused: nothing enqueued */
+  } else if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
     t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, (t4a__CUevent)event, 0);
     t4a__ctx_leave(rt, saved);
     if (r != T4A__CUDA_SUCCESS)
@@ -82,7 +85,9 @@ int t4a__slot_runtime_wait_stream(t4a_runtime h, void *stream) {
     return rc;
   t4a__event *e = NULL;
   t4a__CUcontext saved;
-  if ((rc = t4a__event_get(rt, rt->ordinal, &e)))
+  if ((rc = t4a__capture_refuse(&rt->cap, "runtime_wait_stream",
+                                "waits for work outside the capture")) ||
+      (rc = t4a__event_get(rt, rt->ordinal, &e)))
     goto out;
   if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
     t4a__CUresult r = t4a__be.cu.cuEventRecord(e->ev, consumer_stream(stream));

@@ -1,5 +1,6 @@
 /* plugin-cuda/handle.h -- handles and the tables behind them, for every object
- * kind (runtime, buffer, host buffer, witness, artifact, module, function).
+ * kind (runtime, buffer, host buffer, witness, artifact, module, function,
+ * graph).
  *
  * A handle is 64 bits: tag 4 | runtime slot 12 | index 20 | generation 28.
  * The tag says the kind, the runtime slot the owner (0 for process-wide
@@ -28,7 +29,8 @@ enum t4a__tag {
   T4A__TAG_WITNESS = 4,
   T4A__TAG_ARTIFACT = 5,
   T4A__TAG_MODULE = 6,
-  T4A__TAG_FUNCTION = 7
+  T4A__TAG_FUNCTION = 7,
+  T4A__TAG_GRAPH = 8
 };
 
 #define T4A__MAX_RUNTIMES 4096u

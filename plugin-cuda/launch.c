@@ -35,30 +35,30 @@ out:
   return rc;
 }
 
-static int check_geometry(const t4a__runtime *rt, const t4a__function *f,
-                          const t4a_launch_config *c) {
+int t4a__check_geometry(const t4a__runtime *rt, const t4a__function *f, const uint32_t grid[3],
+                        const uint32_t block[3], uint32_t shared, const char *what) {
   const t4a_device_info *d = &t4a__be.devices[rt->ordinal].info;
   static const char axis[3] = {'x', 'y', 'z'};
   for (int i = 0; i < 3; i++) {
-    if (c->grid[i] == 0 || c->grid[i] > (uint32_t)d->max_grid_dim[i])
-      return t4a__fail(T4A_EINVAL, "launch: grid.%c = %u is outside 1..%d; fix the grid of '%s'",
-                       axis[i], c->grid[i], (int)d->max_grid_dim[i], f->name);
-    if (c->block[i] == 0 || c->block[i] > (uint32_t)d->max_block_dim[i])
-      return t4a__fail(T4A_EINVAL, "launch: block.%c = %u is outside 1..%d; fix the block of '%s'",
-                       axis[i], c->block[i], (int)d->max_block_dim[i], f->name);
+    if (grid[i] == 0 || grid[i] > (uint32_t)d->max_grid_dim[i])
+      return t4a__fail(T4A_EINVAL, "%s: grid.%c = %u is outside 1..%d; fix the grid of '%s'", what,
+                       axis[i], grid[i], (int)d->max_grid_dim[i], f->name);
+    if (block[i] == 0 || block[i] > (uint32_t)d->max_block_dim[i])
+      return t4a__fail(T4A_EINVAL, "%s: block.%c = %u is outside 1..%d; fix the block of '%s'",
+                       what, axis[i], block[i], (int)d->max_block_dim[i], f->name);
   }
-  uint64_t threads = (uint64_t)c->block[0] * c->block[1] * c->block[2];
+  uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
   if (threads > (uint64_t)f->max_threads)
     return t4a__fail(T4A_EINVAL,
-                     "launch: a block of %llu threads (%u x %u x %u) exceeds the %d that '%s' "
+                     "%s: a block of %llu threads (%u x %u x %u) exceeds the %d that '%s' "
                      "allows; use smaller blocks",
-                     (unsigned long long)threads, c->block[0], c->block[1], c->block[2],
+                     what, (unsigned long long)threads, block[0], block[1], block[2],
                      (int)f->max_threads, f->name);
-  if (c->shared_bytes > (uint32_t)f->max_dynamic)
+  if (shared > (uint32_t)f->max_dynamic)
     return t4a__fail(T4A_EINVAL,
-                     "launch: %u bytes of dynamic shared memory exceed the %d allowed for '%s'; "
+                     "%s: %u bytes of dynamic shared memory exceed the %d allowed for '%s'; "
                      "ask for less or raise the limit with function_set_max_dynamic_shared",
-                     c->shared_bytes, (int)f->max_dynamic, f->name);
+                     what, shared, (int)f->max_dynamic, f->name);
   return T4A_OK;
 }
 
@@ -68,7 +68,8 @@ int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cf
   t4a__function *f;
   if (rc || (rc = t4a__rt_lock(h, "launch", &rt)))
     return rc;
-  if ((rc = t4a__function_get(rt, fh, "launch", &f)) || (rc = check_geometry(rt, f, cfg)))
+  if ((rc = t4a__function_get(rt, fh, "launch", &f)) ||
+      (rc = t4a__check_geometry(rt, f, cfg->grid, cfg->block, cfg->shared_bytes, "launch")))
     goto out;
   /* The hot path makes no context current: the driver launches in the
    * context of the function and the stream (measured on driver 580.159.04,
@@ -93,7 +94,10 @@ int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cf
     rc = t4a__rt_cu_fail(rt, r, "launch of '%s' failed", f->name);
     goto out;
   }
-  rt->c.launches++;
+  if (rt->cap.active) /* recorded into the graph, not run */
+    t4a__capture_kernel(rt, fh.bits, f->fn, cfg->grid, cfg->block, cfg->shared_bytes);
+  else
+    rt->c.launches++;
   t4a__rt_dirty(rt);
 out:
   t4a__rt_unlock(rt);

@@ -47,6 +47,13 @@ static int normalise_options(const t4a_runtime_options *in, t4a_runtime_options 
     o->pool_release_threshold = in->pool_release_threshold;
     o->cache_limit_bytes = in->cache_limit_bytes;
     o->copy_threads = in->copy_threads;
+    if (in->struct_size >= T4A_RUNTIME_OPTIONS_V1_1_SIZE) {
+      if (in->reserved_v1_1)
+        return t4a__fail(T4A_EINVAL,
+                         "t4a_runtime_options.reserved_v1_1 = 0x%x; clear it (it must be 0)",
+                         in->reserved_v1_1);
+      o->stream_priority = in->stream_priority; /* checked against the device at creation */
+    }
   }
   if (!o->staging_bytes)
     o->staging_bytes = DEFAULT_STAGING;
@@ -126,7 +133,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   t4a__CUresult r;
   t4a__CUcontext saved = NULL;
   t4a__spare sp;
-  bool warm = t4a__spare_take(ordinal, o.staging_bytes, &sp);
+  bool warm = t4a__spare_take(ordinal, o.staging_bytes, o.stream_priority, &sp);
   if (warm) { /* a destroyed runtime's parts: context reference, stream, pool, staging */
     rt->ctx = sp.ctx;
     rt->stream = sp.stream;
@@ -144,9 +151,12 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
     }
     goto fail_stream;
   }
-  if (!warm &&
-      (r = cu->cuStreamCreate(&rt->stream, T4A__CU_STREAM_NON_BLOCKING)) != T4A__CUDA_SUCCESS) {
-    rc = t4a__cu_fail(r, "runtime_create: cuStreamCreate failed; free resources and retry");
+  if ((rc = t4a__priority_range(rt)) || (rc = t4a__priority_check(rt, o.stream_priority)) ||
+      (!warm && (rc = t4a__stream_create(rt, o.stream_priority)))) {
+    if (warm) {
+      t4a__staging_release(&sp.stage);
+      cu->cuMemPoolDestroy(sp.pool);
+    }
     goto fail_enter;
   }
   if ((rc = t4a__memory_init(rt, warm ? sp.pool : NULL, warm ? sp.pool_access : 0))) {
@@ -156,6 +166,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   }
   t4a__pinned_init(rt);
   t4a__modules_init(rt);
+  t4a__capture_init(rt);
   if ((rc = t4a__completion_init(rt, (o.flags & T4A_RUNTIME_TIMING) != 0))) {
     if (warm)
       t4a__staging_release(&sp.stage);
@@ -237,6 +248,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   bool idle = false;
   if (!rt->fault && t4a__ctx_enter(rt, &saved) == T4A_OK) {
+    t4a__capture_abort(rt);       /* a capture in progress is discarded */
     t4a__memory_wait_readers(rt); /* other runtimes' copies from our buffers */
     rc = drain(rt, timeout_ns);
     if (rc == T4A_ETIMEOUT) {
@@ -254,8 +266,11 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   }
   int fault = rt->fault, failure = rc;
   t4a__witness_finalise(rt, idle ? T4A_OK : T4A_EDEVICEFAULT);
+  if (rt->cap.active) /* faulted: the driver's capture is left, our record freed */
+    t4a__recorded_free(&rt->cap.rec);
   uint64_t pool_access = rt->mem.pool_access;
   t4a__CUmemoryPool pool = t4a__memory_fini(rt, idle, idle);
+  t4a__graphs_fini(rt, idle); /* before the modules their kernels are in */
   t4a__modules_fini(rt, idle);
   bool events_kept = t4a__completion_fini(rt, idle);
   t4a__pinned_fini(rt, idle);
@@ -263,8 +278,14 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
    * next runtime_create on this device (spare.c) */
   bool spared = false;
   if (pool && !rt->release_r && !events_kept) {
-    t4a__spare sp = {rt->ordinal,          rt->dev, rt->ctx, rt->stream, pool, pool_access,
-                     t4a__staging_take(rt)};
+    t4a__spare sp = {rt->ordinal,
+                     rt->dev,
+                     rt->ctx,
+                     rt->stream,
+                     pool,
+                     pool_access,
+                     t4a__staging_take(rt),
+                     rt->opts.stream_priority};
     spared = t4a__spare_give(&sp);
     if (!spared) {
       rt->stage = sp.stage; /* released below, like any other */

@@ -215,6 +215,11 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   int rc = t4a__rt_lock(h, "buffer_alloc", &rt);
   if (rc)
     return rc;
+  if ((rc = t4a__capture_refuse(&rt->cap, "buffer_alloc",
+                                "would hand out memory the graph cannot own"))) {
+    t4a__rt_unlock(rt);
+    return rc;
+  }
   uint64_t cap = 0;
   t4a__CUdeviceptr ptr = 0;
   if (bytes) {
@@ -285,7 +290,9 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   int rc = t4a__rt_lock(h, "buffer_free", &rt);
   if (rc)
     return rc;
-  if ((rc = t4a__buffer_get(rt, buf, "buffer_free", &b)))
+  if ((rc = t4a__capture_refuse(&rt->cap, "buffer_free",
+                                "would let memory the graph may use be reused")) ||
+      (rc = t4a__buffer_get(rt, buf, "buffer_free", &b)))
     goto out;
   bool had_reader = b->reader != NULL;
   if ((rc = t4a__buffer_wait_reader(rt, b)))
@@ -345,7 +352,8 @@ int t4a__slot_cache_trim(t4a_runtime h, uint64_t keep_bytes) {
   int rc = t4a__rt_lock(h, "cache_trim", &rt);
   if (rc)
     return rc;
-  rc = t4a__cache_trim_locked(rt, keep_bytes);
+  if (!(rc = t4a__capture_refuse(&rt->cap, "cache_trim", "frees memory on the stream")))
+    rc = t4a__cache_trim_locked(rt, keep_bytes);
   t4a__rt_unlock(rt);
   return rc;
 }
@@ -461,8 +469,11 @@ int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pat
           : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
   if (r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
-  else
+  else {
+    if (rt->cap.active)
+      t4a__capture_copy(rt, bh.bits, 0, 0);
     t4a__rt_dirty(rt);
+  }
 out:
   t4a__rt_unlock(rt);
   return rc;

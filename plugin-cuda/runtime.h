@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "plugin-cuda/backend.h"
+#include "plugin-cuda/capture.h"
 #include "plugin-cuda/completion.h"
 #include "plugin-cuda/handle.h"
 #include "plugin-cuda/memory.h"
@@ -58,12 +59,17 @@ struct t4a__runtime {
   t4a__CUstream stream;
   t4a_runtime_options opts; /* normalised */
   t4a_runtime_counters c;   /* every subsystem counts here */
+  /* The device's stream priority range, asked at creation (priority.c);
+   * both 0 when the driver cannot say. */
+  int32_t priority_least, priority_greatest;
 
   t4a__completion done; /* completion.h */
   t4a__memory mem;      /* memory.h */
   t4a__pinned pin;      /* pinned.h */
   t4a__staging stage;   /* staging.h */
   t4a__modules code;    /* module.h */
+  t4a__capture cap;     /* capture.h: the capture in progress */
+  t4a__htable graphs;   /* capture.h: of t4a__graph */
 };
 
 /* Looks up and locks the runtime of a handle; T4A_EHANDLE (stale, foreign,
@@ -148,5 +154,17 @@ void t4a__rt_quarantine(const t4a__runtime *rt);
 /* Plugin teardown: frees the structs of destroyed runtimes (live ones are
  * left: their driver objects cannot be released from a destructor). */
 void t4a__runtimes_unload(void);
+
+/* ---- priority.c (v1.1): stream priority, with rt's context current ---- */
+
+/* Asks the device's priority range into rt (0 .. 0 without the call). */
+int t4a__priority_range(t4a__runtime *rt);
+
+/* T4A_ERANGE / T4A_EUNSUPPORTED unless `priority` (0 = default) is one the
+ * device has. */
+int t4a__priority_check(const t4a__runtime *rt, int32_t priority);
+
+/* Creates rt->stream (non-blocking) at `priority`. */
+int t4a__stream_create(t4a__runtime *rt, int32_t priority);
 
 #endif

@@ -106,6 +106,23 @@ int t4a__slot_host_unregister(t4a_runtime rt, t4a_host_buffer hb);
 /* witness.c (v1.1) */
 int t4a__slot_witness_elapsed(t4a_witness start, t4a_witness end, uint64_t *ns);
 
+/* priority.c, launch_ex.c, occupancy.c, graph.c (v1.1) */
+int t4a__slot_runtime_info(t4a_runtime rt, t4a_runtime_info *out);
+int t4a__slot_launch_ex(t4a_runtime rt, t4a_function f, const t4a_launch_ex_config *cfg,
+                        void **args);
+int t4a__slot_occupancy_max_active_blocks(t4a_runtime rt, t4a_function f, uint32_t block_threads,
+                                          uint32_t shared_bytes, uint32_t *blocks_per_sm);
+int t4a__slot_occupancy_suggest_block_size(t4a_runtime rt, t4a_function f, uint32_t shared_bytes,
+                                           uint32_t block_limit, uint32_t *block_threads,
+                                           uint32_t *min_grid);
+int t4a__slot_occupancy_max_active_clusters(t4a_runtime rt, t4a_function f,
+                                            const t4a_launch_ex_config *cfg, uint32_t *clusters);
+int t4a__slot_graph_begin(t4a_runtime rt);
+int t4a__slot_graph_end(t4a_runtime rt, t4a_graph *out);
+int t4a__slot_graph_launch(t4a_runtime rt, t4a_graph g);
+int t4a__slot_graph_set_kernel_args(t4a_runtime rt, t4a_graph g, uint64_t kernel, void **args);
+int t4a__slot_graph_info(t4a_runtime rt, t4a_graph g, t4a_graph_info *out);
+int t4a__slot_graph_release(t4a_runtime rt, t4a_graph g);
 /* external.c, foreign.c, dlpack.c (v1.1 interop) */
 int t4a__slot_buffer_wrap_external(t4a_runtime rt, const t4a_external_memory *mem, t4a_buffer *out);
 int t4a__slot_stream_wait_witness(t4a_runtime rt, void *stream, t4a_witness w);

@@ -48,11 +48,11 @@ static bool enabled(void) {
   return !(v && strcmp(v, "0") == 0);
 }
 
-bool t4a__spare_take(int32_t ordinal, uint64_t bytes, t4a__spare *out) {
+bool t4a__spare_take(int32_t ordinal, uint64_t bytes, int32_t priority, t4a__spare *out) {
   pthread_mutex_lock(&lock);
   int64_t best = -1;
   for (uint32_t i = 0; i < count; i++)
-    if (spares[i].ordinal == ordinal &&
+    if (spares[i].ordinal == ordinal && spares[i].priority == priority &&
         (best < 0 || (spares[i].stage.bytes == bytes && spares[best].stage.bytes != bytes)))
       best = i;
   if (best >= 0) {

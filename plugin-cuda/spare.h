@@ -28,11 +28,12 @@ typedef struct t4a__spare {
   t4a__CUmemoryPool pool; /* empty and trimmed */
   uint64_t pool_access;   /* devices granted access to the pool */
   t4a__staging stage;     /* idle: no chunk busy */
+  int32_t priority;       /* the stream's priority (v1.1) */
 } t4a__spare;
 
-/* Takes a spare of device `ordinal`, preferring one whose staging has
- * `staging_bytes`; false when there is none. */
-bool t4a__spare_take(int32_t ordinal, uint64_t staging_bytes, t4a__spare *out);
+/* Takes a spare of device `ordinal` whose stream has `priority`, preferring
+ * one whose staging has `staging_bytes`; false when there is none. */
+bool t4a__spare_take(int32_t ordinal, uint64_t staging_bytes, int32_t priority, t4a__spare *out);
 
 /* Keeps s for a later runtime_create; false (nothing kept) when the bounds
  * are reached: the caller releases the parts then. */

@@ -61,6 +61,8 @@ static int pinned_copy(t4a_runtime h, bool to_device, t4a_buffer bh, uint64_t bo
     goto out;
   }
   hb->last_use = rt->done.next_seq;
+  if (rt->cap.active)
+    t4a__capture_copy(rt, bh.bits, 0, hh.bits);
   if (to_device)
     count(rt, &rt->c.copies_h2d_pinned, &rt->c.bytes_h2d, n);
   else
@@ -100,6 +102,11 @@ int t4a__slot_copy_h2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, const
   int rc = begin(h, "copy_h2d", dst, dst_offset, bytes, "destination", &rt, &b);
   if (rc)
     return rc;
+  if ((rc = t4a__capture_refuse(&rt->cap, "copy_h2d",
+                                "goes through the staging and waits on the host"))) {
+    t4a__rt_unlock(rt);
+    return rc;
+  }
   if (bytes && (rc = staged(rt, true, b->ptr + dst_offset, (void *)(uintptr_t)src, bytes)) == 0)
     count(rt, &rt->c.copies_h2d_pageable, &rt->c.bytes_h2d, bytes);
   t4a__rt_unlock(rt);
@@ -115,6 +122,11 @@ int t4a__slot_copy_d2h(t4a_runtime h, void *dst, t4a_buffer src, uint64_t src_of
   int rc = begin(h, "copy_d2h", src, src_offset, bytes, "source", &rt, &b);
   if (rc)
     return rc;
+  if ((rc = t4a__capture_refuse(&rt->cap, "copy_d2h",
+                                "goes through the staging and waits on the host"))) {
+    t4a__rt_unlock(rt);
+    return rc;
+  }
   if (bytes && (rc = staged(rt, false, b->ptr + src_offset, dst, bytes)) == 0)
     count(rt, &rt->c.copies_d2h_pageable, &rt->c.bytes_d2h, bytes);
   t4a__rt_unlock(rt);
@@ -149,8 +161,11 @@ int t4a__slot_copy_d2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, t4a_b
   t4a__ctx_leave(rt, saved);
   if (r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "copy_d2d of %llu bytes failed", (unsigned long long)bytes);
-  else
+  else {
+    if (rt->cap.active)
+      t4a__capture_copy(rt, dst.bits, src.bits, 0);
     count(rt, &rt->c.copies_d2d, &rt->c.bytes_d2d, bytes);
+  }
 out:
   t4a__rt_unlock(rt);
   return rc;

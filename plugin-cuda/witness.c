@@ -142,6 +142,10 @@ int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
   int rc = t4a__rt_lock(h, "seal", &rt);
   if (rc)
     return rc;
+  if ((rc = t4a__capture_refuse(&rt->cap, "seal", "records a completion event"))) {
+    t4a__rt_unlock(rt);
+    return rc;
+  }
   rt->c.seals++;
   uint64_t seq;
   if ((rc = t4a__seal_epoch(rt, &seq)) == T4A_OK) {
@@ -319,7 +323,12 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
     return rc;
   t4a__runtime *rt;
   if ((rc = t4a__rt_lock(h, "runtime_wait_witness", &rt)) == T4A_OK) {
-    if ((rc = t4a__witness_pin_check(&p, "runtime_wait_witness")) == T4A_OK && p.e && rt != p.src) {
+    if ((rc = t4a__witness_pin_check(&p, "runtime_wait_witness"))) {
+      /* the witness's device faulted: nothing enqueued */
+    } else if ((rc = t4a__capture_refuse(&rt->cap, "runtime_wait_witness",
+                                         "waits for work outside the capture"))) {
+      /* refused: nothing enqueued */
+    } else if (p.e && rt != p.src) {
       t4a__CUcontext saved;
       if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
         t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, p.ev, 0);

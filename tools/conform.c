@@ -23,6 +23,8 @@ typedef struct slot {
 #define T4A__CF_SLOT(s)                                                                            \
   { #s, t->s != NULL }
 
+#define MAX_SLOTS 96 /* at least the table's */
+
 /* Every slot of the table (v1.0 and v1.1), by name, and whether the backend
  * fills it (the loader's copy reads NULL beyond the plugin's struct_size);
  * returns how many. */
@@ -50,7 +52,11 @@ static size_t slots_of(const t4a_gpu_backend_v1 *t, slot *out, size_t cap) {
       T4A__CF_SLOT(memset), T4A__CF_SLOT(copy_2d_h2d_pinned), T4A__CF_SLOT(copy_2d_d2h_pinned),
       T4A__CF_SLOT(copy_2d_d2d), T4A__CF_SLOT(copy_2d_h2d), T4A__CF_SLOT(copy_2d_d2h),
       T4A__CF_SLOT(runtime_memory_info), T4A__CF_SLOT(host_register), T4A__CF_SLOT(host_unregister),
-      T4A__CF_SLOT(witness_elapsed), T4A__CF_SLOT(buffer_wrap_external),
+      T4A__CF_SLOT(witness_elapsed), T4A__CF_SLOT(runtime_info), T4A__CF_SLOT(launch_ex),
+      T4A__CF_SLOT(occupancy_max_active_blocks), T4A__CF_SLOT(occupancy_suggest_block_size),
+      T4A__CF_SLOT(occupancy_max_active_clusters), T4A__CF_SLOT(graph_begin),
+      T4A__CF_SLOT(graph_end), T4A__CF_SLOT(graph_launch), T4A__CF_SLOT(graph_set_kernel_args),
+      T4A__CF_SLOT(graph_info), T4A__CF_SLOT(graph_release), T4A__CF_SLOT(buffer_wrap_external),
       T4A__CF_SLOT(stream_wait_witness), T4A__CF_SLOT(runtime_wait_event),
       T4A__CF_SLOT(runtime_wait_stream), T4A__CF_SLOT(dlpack_export), T4A__CF_SLOT(dlpack_import)};
   size_t n = sizeof all / sizeof all[0];
@@ -152,8 +158,8 @@ static void print_result(t4a__cf *c, report *r, double ms) {
 
 /* Runs the checks of one phase. */
 static void run_phase(t4a__cf *c, int phase, report *r) {
-  slot slots[64];
-  size_t nslots = slots_of(c->t, slots, 64);
+  slot slots[MAX_SLOTS];
+  size_t nslots = slots_of(c->t, slots, MAX_SLOTS);
   for (size_t a = 0; a < sizeof areas / sizeof areas[0]; a++)
     for (size_t i = 0; i < *areas[a].count; i++) {
       const t4a__cf_check *k = &areas[a].checks[i];
@@ -178,8 +184,8 @@ static void run_phase(t4a__cf *c, int phase, report *r) {
 }
 
 static void print_null_slots(const t4a__cf *c) {
-  slot slots[64];
-  size_t n = slots_of(c->t, slots, 64), none = 1;
+  slot slots[MAX_SLOTS];
+  size_t n = slots_of(c->t, slots, MAX_SLOTS), none = 1;
   if (c->o->json)
     printf(",\"null_slots\":[");
   else

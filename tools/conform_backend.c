@@ -203,12 +203,30 @@ static void sweep_handles(sweep *s) {
   NI(host_register, rt, &byte, 1, 0, &ho);
   NI(host_unregister, rt, hb);
   NI(witness_elapsed, w, w, &ns);
+  /* v1.1: execution and graphs */
+  t4a_graph gr = {FORGED}, go = {0};
+  t4a_runtime_info ri = {.struct_size = sizeof ri};
+  t4a_graph_info gi = {.struct_size = sizeof gi};
+  t4a_launch_ex_config ex = {
+      .struct_size = sizeof ex, .grid = {2, 1, 1}, .block = {1, 1, 1}, .cluster = {2, 1, 1}};
+  uint32_t u1 = 0, u2 = 0;
+  NI(runtime_info, rt, &ri);
+  NI(launch_ex, rt, f, &ex, NULL);
+  NI(occupancy_max_active_blocks, rt, f, 32, 0, &u1);
+  NI(occupancy_suggest_block_size, rt, f, 0, 0, &u1, &u2);
+  NI(occupancy_max_active_clusters, rt, f, &ex, &u1);
+  NI(graph_begin, rt);
+  NI(graph_end, rt, &go);
+  NI(graph_launch, rt, gr);
+  NI(graph_set_kernel_args, rt, gr, 0, NULL);
+  NI(graph_info, rt, gr, &gi);
+  NI(graph_release, rt, gr);
   /* v1.1 interop: well-formed arguments, so only the gate can refuse (the
    * stream and event are never used before init) */
   t4a_external_memory em = {.struct_size = sizeof em, .address = 4096, .bytes = 1};
   int64_t extent = 1;
-  t4a_dlpack_export ex = {
-      .struct_size = sizeof ex, .dtype = {T4A_DL_UINT, 8, 1}, .ndim = 1, .shape = &extent};
+  t4a_dlpack_export dx = {
+      .struct_size = sizeof dx, .dtype = {T4A_DL_UINT, 8, 1}, .ndim = 1, .shape = &extent};
   t4a_dl_managed_tensor tensor = {
       {&byte, {T4A_DL_CUDA, 0}, 1, {T4A_DL_UINT, 8, 1}, &extent, NULL, 0}, NULL, NULL};
   void *stream = (void *)(uintptr_t)T4A_STREAM_LEGACY, *event = (void *)(uintptr_t)FORGED;
@@ -216,7 +234,7 @@ static void sweep_handles(sweep *s) {
   NI(stream_wait_witness, rt, stream, w);
   NI(runtime_wait_event, rt, event);
   NI(runtime_wait_stream, rt, stream);
-  NI(dlpack_export, rt, b, &ex, &p);
+  NI(dlpack_export, rt, b, &dx, &p);
   NI(dlpack_import, rt, &tensor, 0, &bo, &u);
 }
 

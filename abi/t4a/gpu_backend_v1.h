@@ -66,6 +66,9 @@
  *                  reference counted, shared by runtimes that load it.
  *   module      -- an artifact loaded into one runtime.
  *   function    -- a kernel of a module; invalid once its module unloads.
+ *   graph       -- work captured from one runtime (graph_begin/graph_end),
+ *                  replayed on it by graph_launch, released by
+ *                  graph_release (v1.1).
  *
  * Destroying a runtime invalidates every buffer, host buffer, module and
  * function it owns (their handles become stale) after its outstanding work
@@ -77,8 +80,9 @@
  * All GPU work a runtime enqueues (copies, launches, frees) runs on its one
  * stream in the order of the calls that enqueued it. Work submitted by the
  * consumer on the raw stream (see the raw seam) takes its place in that same
- * order. Host-side waits happen only where a slot's contract says so (the
- * staged pageable transfers, witness_wait, runtime_destroy).
+ * order, and so does each replay of a graph (graph_launch). Host-side waits
+ * happen only where a slot's contract says so (the staged pageable
+ * transfers, witness_wait, runtime_destroy).
  *
  * ------------------------------------------------------------------------
  * Threading
@@ -190,6 +194,9 @@ typedef struct t4a_module {
 typedef struct t4a_function {
   uint64_t bits;
 } t4a_function;
+typedef struct t4a_graph {
+  uint64_t bits;
+} t4a_graph; /* v1.1 */
 
 /* Timeout value meaning "wait without limit". */
 #define T4A_WAIT_FOREVER UINT64_MAX
@@ -274,6 +281,13 @@ typedef struct t4a_runtime_options {
    * online CPUs)); 1 = only the calling thread. */
   uint32_t copy_threads;
   uint32_t reserved; /* must be 0 */
+  /* -- v1.1 -- */
+  /* Priority of the runtime's stream, in the driver's convention: lower
+   * numbers run first. 0 = the default (the device's least priority);
+   * otherwise within [priority_greatest, priority_least] of runtime_info
+   * (e.g. -5 .. 0 on an H200), else T4A_ERANGE. Not clamped. */
+  int32_t stream_priority;
+  uint32_t reserved_v1_1; /* must be 0 */
 } t4a_runtime_options;
 
 /* Bits of t4a_runtime_options.flags (v1.1). */
@@ -310,6 +324,11 @@ typedef struct t4a_runtime_counters {
   uint64_t live_buffers;      /* current */
   uint64_t live_host_buffers; /* current */
   uint64_t raw_sections;      /* raw_begin/raw_end pairs */
+  /* -- v1.1 -- */
+  uint64_t graphs_captured; /* graph_end calls that returned a graph */
+  uint64_t graph_launches;  /* graph_launch calls (replays enqueued) */
+  uint64_t graph_updates;   /* graph_set_kernel_args calls */
+  uint64_t live_graphs;     /* current */
 } t4a_runtime_counters;
 
 /* Host-side cache of freed device blocks of one runtime. */
@@ -437,6 +456,56 @@ typedef struct t4a_memory_info {
 
 /* Bits of host_register's flags (v1.1). */
 #define T4A_HOST_REGISTER_READ_ONLY 0x1u /* the device only reads it: H2D copies only */
+
+/* Bits of t4a_launch_ex_config.flags (v1.1). */
+#define T4A_LAUNCH_COOPERATIVE 0x1u          /* every block co-resident: grid-wide sync allowed */
+#define T4A_LAUNCH_CLUSTER_NON_PORTABLE 0x2u /* clusters above the portable 8 blocks */
+#define T4A_LAUNCH_PRIORITY 0x4u             /* `priority` applies to this launch */
+
+/* An extended launch (v1.1): launch's geometry plus thread block clusters,
+ * a cooperative launch and a per-launch priority. */
+typedef struct t4a_launch_ex_config {
+  uint32_t struct_size;
+  uint32_t flags;        /* T4A_LAUNCH_* */
+  uint32_t grid[3];      /* blocks; every dimension >= 1 */
+  uint32_t block[3];     /* threads; every dimension >= 1 */
+  uint32_t shared_bytes; /* dynamic shared memory per block */
+  /* Blocks per cluster in each dimension, each dividing the grid's; all
+   * 0 = no clusters. Needs T4A_EXEC_CLUSTERS (compute capability 9.0). */
+  uint32_t cluster[3];
+  int32_t priority;  /* with T4A_LAUNCH_PRIORITY: like stream_priority */
+  uint32_t reserved; /* must be 0 */
+} t4a_launch_ex_config;
+
+/* Bits of t4a_runtime_info.exec_flags (v1.1): what the device and driver
+ * can do for launch_ex and the graph slots. */
+#define T4A_EXEC_CLUSTERS 0x1u    /* thread block clusters */
+#define T4A_EXEC_COOPERATIVE 0x2u /* cooperative launches */
+#define T4A_EXEC_GRAPHS 0x4u      /* stream capture and graph replay */
+#define T4A_EXEC_PRIORITIES 0x8u  /* stream and launch priorities */
+
+/* Facts of one runtime (v1.1). */
+typedef struct t4a_runtime_info {
+  uint32_t struct_size;
+  uint32_t flags; /* the runtime's T4A_RUNTIME_* */
+  int32_t device_ordinal;
+  int32_t stream_priority;   /* its stream's priority */
+  int32_t priority_least;    /* the device's range: the lowest priority (usually 0) */
+  int32_t priority_greatest; /* the highest (a lower number, e.g. -5) */
+  uint32_t exec_flags;       /* T4A_EXEC_* */
+  uint32_t capturing;        /* 1 between graph_begin and graph_end, else 0 */
+} t4a_runtime_info;
+
+/* A captured graph (v1.1). */
+typedef struct t4a_graph_info {
+  uint32_t struct_size;
+  uint32_t reserved;
+  uint64_t nodes;   /* nodes of the graph as the driver counts them (raw-seam work included) */
+  uint64_t kernels; /* launches captured through launch/launch_ex: graph_set_kernel_args
+                       indices 0 .. kernels - 1, in call order */
+  uint64_t copies;  /* copies and memsets captured through the table */
+  uint64_t replays; /* graph_launch calls so far */
+} t4a_graph_info;
 
 /* ------------------------------------------------------------------------
  * Interop (v1.1): memory the runtime did not allocate, and DLPack.
@@ -932,6 +1001,99 @@ struct t4a_gpu_backend_v1 {
    * runtime is destroyed. */
   int (*witness_elapsed)(t4a_witness start, t4a_witness end, uint64_t *ns);
 
+  /* -- execution and graphs (v1.1) ----------------------------------------
+   * runtime_info: the runtime's device, flags, stream priority, the
+   * device's priority range, what launch_ex and graphs can do here
+   * (T4A_EXEC_*), and whether a capture is in progress. */
+  int (*runtime_info)(t4a_runtime rt, t4a_runtime_info *out);
+
+  /* launch_ex: launch with clusters, cooperatively, or at a priority,
+   * through cuLaunchKernelEx, on rt's stream (captured like launch between
+   * graph_begin and graph_end). Checked before the driver sees it, naming
+   * the bad value: launch's geometry checks; each cluster dimension >= 1
+   * and dividing the grid's (T4A_EINVAL); a cluster larger than the
+   * occupancy API allows for this kernel, block and shared memory (8
+   * blocks portably, more only with T4A_LAUNCH_CLUSTER_NON_PORTABLE where
+   * the device can: T4A_EINVAL); a cooperative grid larger than the blocks
+   * that can be co-resident (occupancy_max_active_blocks times the
+   * multiprocessors, or clusters times cluster size: T4A_EINVAL); a
+   * priority outside the device's range (T4A_ERANGE); unknown flags or
+   * reserved != 0 (T4A_EINVAL). A device or driver without clusters,
+   * cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
+   * occupancy answers are cached per function and configuration, so a
+   * repeated launch asks the driver nothing but the launch. */
+  int (*launch_ex)(t4a_runtime rt, t4a_function f, const t4a_launch_ex_config *cfg, void **args);
+
+  /* occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
+   * with block_threads threads and shared_bytes of dynamic shared memory
+   * one multiprocessor holds at once (0 when none fits). block_threads
+   * must be 1 .. f's limit (T4A_EINVAL). */
+  int (*occupancy_max_active_blocks)(t4a_runtime rt, t4a_function f, uint32_t block_threads,
+                                     uint32_t shared_bytes, uint32_t *blocks_per_sm);
+
+  /* occupancy_suggest_block_size: the block size that maximises f's
+   * occupancy with shared_bytes of dynamic shared memory per block, at
+   * most block_limit threads (0 = f's limit), and the smallest grid that
+   * fills the device at that size. */
+  int (*occupancy_suggest_block_size)(t4a_runtime rt, t4a_function f, uint32_t shared_bytes,
+                                      uint32_t block_limit, uint32_t *block_threads,
+                                      uint32_t *min_grid);
+
+  /* occupancy_max_active_clusters: *clusters = how many clusters of
+   * cfg's shape (cfg->cluster must be set; grid ignored beyond its
+   * checks) can be resident on the device at once. */
+  int (*occupancy_max_active_clusters)(t4a_runtime rt, t4a_function f,
+                                       const t4a_launch_ex_config *cfg, uint32_t *clusters);
+
+  /* graph_begin: starts capturing rt's stream: until graph_end, the work
+   * rt enqueues (launch, launch_ex, the pinned and device copies, memset,
+   * work on the raw stream) is recorded into a graph instead of running.
+   * Refused during a capture, with T4A_EBUSY naming the call and leaving
+   * the runtime and the capture as they were: what blocks the host or
+   * cannot be captured (copy_h2d, copy_d2h and their 2D forms, which go
+   * through the staging; seal; runtime_wait_witness; copies between
+   * runtimes (copy_from_runtime, copy_from_peer, copy_from_peer_via_host,
+   * whichever of the two captures), and what would change memory the
+   * graph may use (buffer_alloc, buffer_free, cache_trim): allocate before
+   * graph_begin, free after graph_end. A second graph_begin is
+   * T4A_EBUSY. Capture is the driver's relaxed mode: other runtimes and
+   * threads are unaffected. runtime_destroy ends a capture in progress and
+   * discards it. */
+  int (*graph_begin)(t4a_runtime rt);
+
+  /* graph_end: ends the capture and instantiates what it recorded; *out
+   * is a graph of rt (rt owns it). The recorded work has not run. When a
+   * captured call failed, or instantiation fails, the capture ends all
+   * the same, nothing is returned, and the status says why; capture
+   * again. Not capturing: T4A_EINVAL. */
+  int (*graph_end)(t4a_runtime rt, t4a_graph *out);
+
+  /* graph_launch: replays g on rt's stream, in call order with everything
+   * else rt enqueues (the next seal covers it: one event). Arguments and
+   * addresses are those captured (or set by graph_set_kernel_args); the
+   * buffers, host buffers and functions the captured work names must
+   * still be live: T4A_EHANDLE naming the first one released since the
+   * capture (a buffer named only inside a kernel argument cannot be
+   * checked: keep those until graph_release). g of another runtime:
+   * T4A_EHANDLE. During a capture: T4A_EBUSY. One driver call. */
+  int (*graph_launch)(t4a_runtime rt, t4a_graph g);
+
+  /* graph_set_kernel_args: replaces the arguments of captured kernel
+   * `kernel` (0-based, in capture order: see t4a_graph_info.kernels) for
+   * replays enqueued after this call, without re-instantiating (replays
+   * already enqueued keep the old ones). args is as for launch: the values
+   * are copied now. Out of range: T4A_ERANGE. */
+  int (*graph_set_kernel_args)(t4a_runtime rt, t4a_graph g, uint64_t kernel, void **args);
+
+  /* graph_info: what g holds and how often it was replayed. */
+  int (*graph_info)(t4a_runtime rt, t4a_graph g, t4a_graph_info *out);
+
+  /* graph_release: the handle is stale at once; the executable graph is
+   * destroyed after its last replay completed (retired behind the seal
+   * covering it; kept, counted as quarantined, if the runtime faults).
+   * runtime_destroy releases the graphs left. */
+  int (*graph_release)(t4a_runtime rt, t4a_graph g);
+
   /* -- interop (v1.1) -----------------------------------------------------
    * Memory and streams the runtime does not own, and DLPack. Consumer
    * streams (`stream` arguments) are CUstreams of rt's device's primary
@@ -970,12 +1132,15 @@ struct t4a_gpu_backend_v1 {
   /* runtime_wait_event: work rt enqueues after this call runs after the
    * consumer's CUevent `event` (its most recent cuEventRecord at the time of
    * this call; never recorded: nothing to wait for), GPU-side. The event
-   * may belong to any context; the consumer keeps owning it. */
+   * may belong to any context; the consumer keeps owning it. During a
+   * capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
+   * work outside the capture). */
   int (*runtime_wait_event)(t4a_runtime rt, void *event);
 
   /* runtime_wait_stream: work rt enqueues after this call runs after all
    * work the consumer enqueued on `stream` so far, GPU-side (an event of
-   * rt's pool recorded on `stream`, waited on by rt's stream). */
+   * rt's pool recorded on `stream`, waited on by rt's stream). During a
+   * capture: T4A_EBUSY, as runtime_wait_event. */
   int (*runtime_wait_stream)(t4a_runtime rt, void *stream);
 
   /* dlpack_export: *out = a new DLManagedTensor (req->flags without
@@ -1048,12 +1213,18 @@ typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t calle
 #define T4A_RAW_RUNTIME_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_runtime, device)
 #define T4A_RAW_SECTION_V1_0_SIZE T4A_SIZE_THROUGH(t4a_raw_section, runtime_bits)
 
-/* Sizes of what ABI 1.1 added: the table as of 1.1, and the first published
- * size of each struct 1.1 introduced. Frozen likewise. */
+/* Sizes of what ABI 1.1 added: the table as of 1.1, the first published
+ * size of each struct 1.1 introduced, and the 1.1 size of each struct it
+ * grew (device info, runtime options, counters). Frozen likewise. */
 #define T4A_GPU_BACKEND_V1_1_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, dlpack_import)
 #define T4A_DEVICE_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_device_info, max_pitch)
 #define T4A_COPY_2D_V1_1_SIZE T4A_SIZE_THROUGH(t4a_copy_2d, rows)
 #define T4A_MEMORY_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_memory_info, staging_bytes)
+#define T4A_RUNTIME_OPTIONS_V1_1_SIZE T4A_SIZE_THROUGH(t4a_runtime_options, reserved_v1_1)
+#define T4A_RUNTIME_COUNTERS_V1_1_SIZE T4A_SIZE_THROUGH(t4a_runtime_counters, live_graphs)
+#define T4A_LAUNCH_EX_CONFIG_V1_1_SIZE T4A_SIZE_THROUGH(t4a_launch_ex_config, reserved)
+#define T4A_RUNTIME_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_runtime_info, capturing)
+#define T4A_GRAPH_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_graph_info, replays)
 #define T4A_EXTERNAL_MEMORY_V1_1_SIZE T4A_SIZE_THROUGH(t4a_external_memory, user)
 #define T4A_DLPACK_EXPORT_V1_1_SIZE T4A_SIZE_THROUGH(t4a_dlpack_export, user)
 

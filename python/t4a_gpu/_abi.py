@@ -182,6 +182,17 @@ class t4a_function(Handle):
 STRUCTS.append(t4a_function)
 _export('t4a_function')
 
+
+class t4a_graph(Handle):
+    """v1.1"""
+    _fields_ = [
+        ('bits', c_uint64),
+    ]
+
+
+STRUCTS.append(t4a_graph)
+_export('t4a_graph')
+
 # Timeout value meaning "wait without limit".
 T4A_WAIT_FOREVER = 0xffffffffffffffff
 _export('T4A_WAIT_FOREVER')
@@ -321,6 +332,15 @@ class t4a_runtime_options(Structure):
         ('copy_threads', c_uint32),
         # must be 0
         ('reserved', c_uint32),
+        # -- v1.1 --
+        #
+        # Priority of the runtime's stream, in the driver's convention: lower
+        # numbers run first. 0 = the default (the device's least priority);
+        # otherwise within [priority_greatest, priority_least] of runtime_info
+        # (e.g. -5 .. 0 on an H200), else T4A_ERANGE. Not clamped.
+        ('stream_priority', c_int32),
+        # must be 0
+        ('reserved_v1_1', c_uint32),
     ]
 
 
@@ -377,6 +397,16 @@ class t4a_runtime_counters(Structure):
         ('live_host_buffers', c_uint64),
         # raw_begin/raw_end pairs
         ('raw_sections', c_uint64),
+        # -- v1.1 --
+        #
+        # graph_end calls that returned a graph
+        ('graphs_captured', c_uint64),
+        # graph_launch calls (replays enqueued)
+        ('graph_launches', c_uint64),
+        # graph_set_kernel_args calls
+        ('graph_updates', c_uint64),
+        # current
+        ('live_graphs', c_uint64),
     ]
 
 
@@ -604,6 +634,112 @@ _export('t4a_memory_info')
 # the device only reads it: H2D copies only
 T4A_HOST_REGISTER_READ_ONLY = 1
 _export('T4A_HOST_REGISTER_READ_ONLY')
+
+# Bits of t4a_launch_ex_config.flags (v1.1).
+#
+# every block co-resident: grid-wide sync allowed
+T4A_LAUNCH_COOPERATIVE = 1
+_export('T4A_LAUNCH_COOPERATIVE')
+
+# clusters above the portable 8 blocks
+T4A_LAUNCH_CLUSTER_NON_PORTABLE = 2
+_export('T4A_LAUNCH_CLUSTER_NON_PORTABLE')
+
+# `priority` applies to this launch
+T4A_LAUNCH_PRIORITY = 4
+_export('T4A_LAUNCH_PRIORITY')
+
+
+class t4a_launch_ex_config(Structure):
+    """An extended launch (v1.1): launch's geometry plus thread block clusters,
+    a cooperative launch and a per-launch priority.
+    """
+    _fields_ = [
+        ('struct_size', c_uint32),
+        # T4A_LAUNCH_*
+        ('flags', c_uint32),
+        # blocks; every dimension >= 1
+        ('grid', c_uint32 * 3),
+        # threads; every dimension >= 1
+        ('block', c_uint32 * 3),
+        # dynamic shared memory per block
+        ('shared_bytes', c_uint32),
+        # Blocks per cluster in each dimension, each dividing the grid's; all
+        # 0 = no clusters. Needs T4A_EXEC_CLUSTERS (compute capability 9.0).
+        ('cluster', c_uint32 * 3),
+        # with T4A_LAUNCH_PRIORITY: like stream_priority
+        ('priority', c_int32),
+        # must be 0
+        ('reserved', c_uint32),
+    ]
+
+
+STRUCTS.append(t4a_launch_ex_config)
+_export('t4a_launch_ex_config')
+
+# Bits of t4a_runtime_info.exec_flags (v1.1): what the device and driver
+# can do for launch_ex and the graph slots.
+#
+# thread block clusters
+T4A_EXEC_CLUSTERS = 1
+_export('T4A_EXEC_CLUSTERS')
+
+# cooperative launches
+T4A_EXEC_COOPERATIVE = 2
+_export('T4A_EXEC_COOPERATIVE')
+
+# stream capture and graph replay
+T4A_EXEC_GRAPHS = 4
+_export('T4A_EXEC_GRAPHS')
+
+# stream and launch priorities
+T4A_EXEC_PRIORITIES = 8
+_export('T4A_EXEC_PRIORITIES')
+
+
+class t4a_runtime_info(Structure):
+    """Facts of one runtime (v1.1)."""
+    _fields_ = [
+        ('struct_size', c_uint32),
+        # the runtime's T4A_RUNTIME_*
+        ('flags', c_uint32),
+        ('device_ordinal', c_int32),
+        # its stream's priority
+        ('stream_priority', c_int32),
+        # the device's range: the lowest priority (usually 0)
+        ('priority_least', c_int32),
+        # the highest (a lower number, e.g. -5)
+        ('priority_greatest', c_int32),
+        # T4A_EXEC_*
+        ('exec_flags', c_uint32),
+        # 1 between graph_begin and graph_end, else 0
+        ('capturing', c_uint32),
+    ]
+
+
+STRUCTS.append(t4a_runtime_info)
+_export('t4a_runtime_info')
+
+
+class t4a_graph_info(Structure):
+    """A captured graph (v1.1)."""
+    _fields_ = [
+        ('struct_size', c_uint32),
+        ('reserved', c_uint32),
+        # nodes of the graph as the driver counts them (raw-seam work included)
+        ('nodes', c_uint64),
+        # launches captured through launch/launch_ex: graph_set_kernel_args
+        # indices 0 .. kernels - 1, in call order
+        ('kernels', c_uint64),
+        # copies and memsets captured through the table
+        ('copies', c_uint64),
+        # graph_launch calls so far
+        ('replays', c_uint64),
+    ]
+
+
+STRUCTS.append(t4a_graph_info)
+_export('t4a_graph_info')
 
 
 class t4a_external_memory(Structure):
@@ -1384,6 +1520,117 @@ class t4a_gpu_backend_v1(Structure):
         # T4A_EINVAL); T4A_ENOTREADY until both completed; valid after the
         # runtime is destroyed.
         ('witness_elapsed', CFUNCTYPE(c_int, t4a_witness, t4a_witness, POINTER(c_uint64))),
+        # -- execution and graphs (v1.1)
+        # runtime_info: the runtime's device, flags, stream priority, the
+        # device's priority range, what launch_ex and graphs can do here
+        # (T4A_EXEC_*), and whether a capture is in progress.
+        ('runtime_info', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_runtime_info))),
+        # launch_ex: launch with clusters, cooperatively, or at a priority,
+        # through cuLaunchKernelEx, on rt's stream (captured like launch between
+        # graph_begin and graph_end). Checked before the driver sees it, naming
+        # the bad value: launch's geometry checks; each cluster dimension >= 1
+        # and dividing the grid's (T4A_EINVAL); a cluster larger than the
+        # occupancy API allows for this kernel, block and shared memory (8
+        # blocks portably, more only with T4A_LAUNCH_CLUSTER_NON_PORTABLE where
+        # the device can: T4A_EINVAL); a cooperative grid larger than the blocks
+        # that can be co-resident (occupancy_max_active_blocks times the
+        # multiprocessors, or clusters times cluster size: T4A_EINVAL); a
+        # priority outside the device's range (T4A_ERANGE); unknown flags or
+        # reserved != 0 (T4A_EINVAL). A device or driver without clusters,
+        # cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
+        # occupancy answers are cached per function and configuration, so a
+        # repeated launch asks the driver nothing but the launch.
+        ('launch_ex', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_function,
+            POINTER(t4a_launch_ex_config),
+            POINTER(c_void_p),
+        )),
+        # occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
+        # with block_threads threads and shared_bytes of dynamic shared memory
+        # one multiprocessor holds at once (0 when none fits). block_threads
+        # must be 1 .. f's limit (T4A_EINVAL).
+        ('occupancy_max_active_blocks', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_function,
+            c_uint32,
+            c_uint32,
+            POINTER(c_uint32),
+        )),
+        # occupancy_suggest_block_size: the block size that maximises f's
+        # occupancy with shared_bytes of dynamic shared memory per block, at
+        # most block_limit threads (0 = f's limit), and the smallest grid that
+        # fills the device at that size.
+        ('occupancy_suggest_block_size', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_function,
+            c_uint32,
+            c_uint32,
+            POINTER(c_uint32),
+            POINTER(c_uint32),
+        )),
+        # occupancy_max_active_clusters: *clusters = how many clusters of
+        # cfg's shape (cfg->cluster must be set; grid ignored beyond its
+        # checks) can be resident on the device at once.
+        ('occupancy_max_active_clusters', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_function,
+            POINTER(t4a_launch_ex_config),
+            POINTER(c_uint32),
+        )),
+        # graph_begin: starts capturing rt's stream: until graph_end, the work
+        # rt enqueues (launch, launch_ex, the pinned and device copies, memset,
+        # work on the raw stream) is recorded into a graph instead of running.
+        # Refused during a capture, with T4A_EBUSY naming the call and leaving
+        # the runtime and the capture as they were: what blocks the host or
+        # cannot be captured (copy_h2d, copy_d2h and their 2D forms, which go
+        # through the staging; seal; runtime_wait_witness; copies between
+        # runtimes (copy_from_runtime, copy_from_peer, copy_from_peer_via_host,
+        # whichever of the two captures), and what would change memory the
+        # graph may use (buffer_alloc, buffer_free, cache_trim): allocate before
+        # graph_begin, free after graph_end. A second graph_begin is
+        # T4A_EBUSY. Capture is the driver's relaxed mode: other runtimes and
+        # threads are unaffected. runtime_destroy ends a capture in progress and
+        # discards it.
+        ('graph_begin', CFUNCTYPE(c_int, t4a_runtime)),
+        # graph_end: ends the capture and instantiates what it recorded; *out
+        # is a graph of rt (rt owns it). The recorded work has not run. When a
+        # captured call failed, or instantiation fails, the capture ends all
+        # the same, nothing is returned, and the status says why; capture
+        # again. Not capturing: T4A_EINVAL.
+        ('graph_end', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_graph))),
+        # graph_launch: replays g on rt's stream, in call order with everything
+        # else rt enqueues (the next seal covers it: one event). Arguments and
+        # addresses are those captured (or set by graph_set_kernel_args); the
+        # buffers, host buffers and functions the captured work names must
+        # still be live: T4A_EHANDLE naming the first one released since the
+        # capture (a buffer named only inside a kernel argument cannot be
+        # checked: keep those until graph_release). g of another runtime:
+        # T4A_EHANDLE. During a capture: T4A_EBUSY. One driver call.
+        ('graph_launch', CFUNCTYPE(c_int, t4a_runtime, t4a_graph)),
+        # graph_set_kernel_args: replaces the arguments of captured kernel
+        # `kernel` (0-based, in capture order: see t4a_graph_info.kernels) for
+        # replays enqueued after this call, without re-instantiating (replays
+        # already enqueued keep the old ones). args is as for launch: the values
+        # are copied now. Out of range: T4A_ERANGE.
+        ('graph_set_kernel_args', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_graph,
+            c_uint64,
+            POINTER(c_void_p),
+        )),
+        # graph_info: what g holds and how often it was replayed.
+        ('graph_info', CFUNCTYPE(c_int, t4a_runtime, t4a_graph, POINTER(t4a_graph_info))),
+        # graph_release: the handle is stale at once; the executable graph is
+        # destroyed after its last replay completed (retired behind the seal
+        # covering it; kept, counted as quarantined, if the runtime faults).
+        # runtime_destroy releases the graphs left.
+        ('graph_release', CFUNCTYPE(c_int, t4a_runtime, t4a_graph)),
         # -- interop (v1.1)
         # Memory and streams the runtime does not own, and DLPack. Consumer
         # streams (`stream` arguments) are CUstreams of rt's device's primary
@@ -1425,11 +1672,14 @@ class t4a_gpu_backend_v1(Structure):
         # runtime_wait_event: work rt enqueues after this call runs after the
         # consumer's CUevent `event` (its most recent cuEventRecord at the time of
         # this call; never recorded: nothing to wait for), GPU-side. The event
-        # may belong to any context; the consumer keeps owning it.
+        # may belong to any context; the consumer keeps owning it. During a
+        # capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
+        # work outside the capture).
         ('runtime_wait_event', CFUNCTYPE(c_int, t4a_runtime, c_void_p)),
         # runtime_wait_stream: work rt enqueues after this call runs after all
         # work the consumer enqueued on `stream` so far, GPU-side (an event of
-        # rt's pool recorded on `stream`, waited on by rt's stream).
+        # rt's pool recorded on `stream`, waited on by rt's stream). During a
+        # capture: T4A_EBUSY, as runtime_wait_event.
         ('runtime_wait_stream', CFUNCTYPE(c_int, t4a_runtime, c_void_p)),
         # dlpack_export: *out = a new DLManagedTensor (req->flags without
         # T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or
@@ -1543,6 +1793,11 @@ FROZEN_SIZES = {
     't4a_device_info': ('T4A_DEVICE_INFO_V1_1_SIZE', 'max_pitch'),
     't4a_copy_2d': ('T4A_COPY_2D_V1_1_SIZE', 'rows'),
     't4a_memory_info': ('T4A_MEMORY_INFO_V1_1_SIZE', 'staging_bytes'),
+    't4a_runtime_options': ('T4A_RUNTIME_OPTIONS_V1_1_SIZE', 'reserved_v1_1'),
+    't4a_runtime_counters': ('T4A_RUNTIME_COUNTERS_V1_1_SIZE', 'live_graphs'),
+    't4a_launch_ex_config': ('T4A_LAUNCH_EX_CONFIG_V1_1_SIZE', 'reserved'),
+    't4a_runtime_info': ('T4A_RUNTIME_INFO_V1_1_SIZE', 'capturing'),
+    't4a_graph_info': ('T4A_GRAPH_INFO_V1_1_SIZE', 'replays'),
     't4a_external_memory': ('T4A_EXTERNAL_MEMORY_V1_1_SIZE', 'user'),
     't4a_dlpack_export': ('T4A_DLPACK_EXPORT_V1_1_SIZE', 'user'),
 }
@@ -1563,12 +1818,18 @@ T4A_FUNCTION_ATTRIBUTES_V1_0_SIZE = size_through(t4a_function_attributes, 'binar
 T4A_LAUNCH_CONFIG_V1_0_SIZE = size_through(t4a_launch_config, 'shared_bytes')
 T4A_RAW_RUNTIME_V1_0_SIZE = size_through(t4a_raw_runtime, 'device')
 T4A_RAW_SECTION_V1_0_SIZE = size_through(t4a_raw_section, 'runtime_bits')
-# Sizes of what ABI 1.1 added: the table as of 1.1, and the first published
-# size of each struct 1.1 introduced. Frozen likewise.
+# Sizes of what ABI 1.1 added: the table as of 1.1, the first published
+# size of each struct 1.1 introduced, and the 1.1 size of each struct it
+# grew (device info, runtime options, counters). Frozen likewise.
 T4A_GPU_BACKEND_V1_1_SIZE = size_through(t4a_gpu_backend_v1, 'dlpack_import')
 T4A_DEVICE_INFO_V1_1_SIZE = size_through(t4a_device_info, 'max_pitch')
 T4A_COPY_2D_V1_1_SIZE = size_through(t4a_copy_2d, 'rows')
 T4A_MEMORY_INFO_V1_1_SIZE = size_through(t4a_memory_info, 'staging_bytes')
+T4A_RUNTIME_OPTIONS_V1_1_SIZE = size_through(t4a_runtime_options, 'reserved_v1_1')
+T4A_RUNTIME_COUNTERS_V1_1_SIZE = size_through(t4a_runtime_counters, 'live_graphs')
+T4A_LAUNCH_EX_CONFIG_V1_1_SIZE = size_through(t4a_launch_ex_config, 'reserved')
+T4A_RUNTIME_INFO_V1_1_SIZE = size_through(t4a_runtime_info, 'capturing')
+T4A_GRAPH_INFO_V1_1_SIZE = size_through(t4a_graph_info, 'replays')
 T4A_EXTERNAL_MEMORY_V1_1_SIZE = size_through(t4a_external_memory, 'user')
 T4A_DLPACK_EXPORT_V1_1_SIZE = size_through(t4a_dlpack_export, 'user')
 _export('size_through', 'FROZEN_SIZES', *[v[0] for v in FROZEN_SIZES.values()])
@@ -1968,6 +2229,82 @@ SLOT_DOCS = {
         'T4A_RUNTIME_TIMING (else T4A_EUNSUPPORTED; from two runtimes:\n'
         'T4A_EINVAL); T4A_ENOTREADY until both completed; valid after the\n'
         'runtime is destroyed.'),
+    'runtime_info': (
+        "runtime_info: the runtime's device, flags, stream priority, the\n"
+        "device's priority range, what launch_ex and graphs can do here\n"
+        '(T4A_EXEC_*), and whether a capture is in progress.'),
+    'launch_ex': (
+        'launch_ex: launch with clusters, cooperatively, or at a priority,\n'
+        "through cuLaunchKernelEx, on rt's stream (captured like launch between\n"
+        'graph_begin and graph_end). Checked before the driver sees it, naming\n'
+        "the bad value: launch's geometry checks; each cluster dimension >= 1\n"
+        "and dividing the grid's (T4A_EINVAL); a cluster larger than the\n"
+        'occupancy API allows for this kernel, block and shared memory (8\n'
+        'blocks portably, more only with T4A_LAUNCH_CLUSTER_NON_PORTABLE where\n'
+        'the device can: T4A_EINVAL); a cooperative grid larger than the blocks\n'
+        'that can be co-resident (occupancy_max_active_blocks times the\n'
+        'multiprocessors, or clusters times cluster size: T4A_EINVAL); a\n'
+        "priority outside the device's range (T4A_ERANGE); unknown flags or\n"
+        'reserved != 0 (T4A_EINVAL). A device or driver without clusters,\n'
+        'cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The\n'
+        'occupancy answers are cached per function and configuration, so a\n'
+        'repeated launch asks the driver nothing but the launch.'),
+    'occupancy_max_active_blocks': (
+        'occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f\n'
+        'with block_threads threads and shared_bytes of dynamic shared memory\n'
+        'one multiprocessor holds at once (0 when none fits). block_threads\n'
+        "must be 1 .. f's limit (T4A_EINVAL)."),
+    'occupancy_suggest_block_size': (
+        "occupancy_suggest_block_size: the block size that maximises f's\n"
+        'occupancy with shared_bytes of dynamic shared memory per block, at\n'
+        "most block_limit threads (0 = f's limit), and the smallest grid that\n"
+        'fills the device at that size.'),
+    'occupancy_max_active_clusters': (
+        'occupancy_max_active_clusters: *clusters = how many clusters of\n'
+        "cfg's shape (cfg->cluster must be set; grid ignored beyond its\n"
+        'checks) can be resident on the device at once.'),
+    'graph_begin': (
+        "graph_begin: starts capturing rt's stream: until graph_end, the work\n"
+        'rt enqueues (launch, launch_ex, the pinned and device copies, memset,\n'
+        'work on the raw stream) is recorded into a graph instead of running.\n'
+        'Refused during a capture, with T4A_EBUSY naming the call and leaving\n'
+        'the runtime and the capture as they were: what blocks the host or\n'
+        'cannot be captured (copy_h2d, copy_d2h and their 2D forms, which go\n'
+        'through the staging; seal; runtime_wait_witness; copies between\n'
+        'runtimes (copy_from_runtime, copy_from_peer, copy_from_peer_via_host,\n'
+        'whichever of the two captures), and what would change memory the\n'
+        'graph may use (buffer_alloc, buffer_free, cache_trim): allocate before\n'
+        'graph_begin, free after graph_end. A second graph_begin is\n'
+        "T4A_EBUSY. Capture is the driver's relaxed mode: other runtimes and\n"
+        'threads are unaffected. runtime_destroy ends a capture in progress and\n'
+        'discards it.'),
+    'graph_end': (
+        'graph_end: ends the capture and instantiates what it recorded; *out\n'
+        'is a graph of rt (rt owns it). The recorded work has not run. When a\n'
+        'captured call failed, or instantiation fails, the capture ends all\n'
+        'the same, nothing is returned, and the status says why; capture\n'
+        'again. Not capturing: T4A_EINVAL.'),
+    'graph_launch': (
+        "graph_launch: replays g on rt's stream, in call order with everything\n"
+        'else rt enqueues (the next seal covers it: one event). Arguments and\n'
+        'addresses are those captured (or set by graph_set_kernel_args); the\n'
+        'buffers, host buffers and functions the captured work names must\n'
+        'still be live: T4A_EHANDLE naming the first one released since the\n'
+        'capture (a buffer named only inside a kernel argument cannot be\n'
+        'checked: keep those until graph_release). g of another runtime:\n'
+        'T4A_EHANDLE. During a capture: T4A_EBUSY. One driver call.'),
+    'graph_set_kernel_args': (
+        'graph_set_kernel_args: replaces the arguments of captured kernel\n'
+        '`kernel` (0-based, in capture order: see t4a_graph_info.kernels) for\n'
+        'replays enqueued after this call, without re-instantiating (replays\n'
+        'already enqueued keep the old ones). args is as for launch: the values\n'
+        'are copied now. Out of range: T4A_ERANGE.'),
+    'graph_info': 'graph_info: what g holds and how often it was replayed.',
+    'graph_release': (
+        'graph_release: the handle is stale at once; the executable graph is\n'
+        'destroyed after its last replay completed (retired behind the seal\n'
+        'covering it; kept, counted as quarantined, if the runtime faults).\n'
+        'runtime_destroy releases the graphs left.'),
     'buffer_wrap_external': (
         'Memory and streams the runtime does not own, and DLPack. Consumer\n'
         "streams (`stream` arguments) are CUstreams of rt's device's primary\n"
@@ -2004,11 +2341,14 @@ SLOT_DOCS = {
         'runtime_wait_event: work rt enqueues after this call runs after the\n'
         "consumer's CUevent `event` (its most recent cuEventRecord at the time of\n"
         'this call; never recorded: nothing to wait for), GPU-side. The event\n'
-        'may belong to any context; the consumer keeps owning it.'),
+        'may belong to any context; the consumer keeps owning it. During a\n'
+        'capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for\n'
+        'work outside the capture).'),
     'runtime_wait_stream': (
         'runtime_wait_stream: work rt enqueues after this call runs after all\n'
         'work the consumer enqueued on `stream` so far, GPU-side (an event of\n'
-        "rt's pool recorded on `stream`, waited on by rt's stream)."),
+        "rt's pool recorded on `stream`, waited on by rt's stream). During a\n"
+        'capture: T4A_EBUSY, as runtime_wait_event.'),
     'dlpack_export': (
         'dlpack_export: *out = a new DLManagedTensor (req->flags without\n'
         'T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or\n'

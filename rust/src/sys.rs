@@ -82,6 +82,9 @@
 //!                  reference counted, shared by runtimes that load it.
 //!   module      -- an artifact loaded into one runtime.
 //!   function    -- a kernel of a module; invalid once its module unloads.
+//!   graph       -- work captured from one runtime (graph_begin/graph_end),
+//!                  replayed on it by graph_launch, released by
+//!                  graph_release (v1.1).
 //!
 //! Destroying a runtime invalidates every buffer, host buffer, module and
 //! function it owns (their handles become stale) after its outstanding work
@@ -93,8 +96,9 @@
 //! All GPU work a runtime enqueues (copies, launches, frees) runs on its one
 //! stream in the order of the calls that enqueued it. Work submitted by the
 //! consumer on the raw stream (see the raw seam) takes its place in that same
-//! order. Host-side waits happen only where a slot's contract says so (the
-//! staged pageable transfers, witness_wait, runtime_destroy).
+//! order, and so does each replay of a graph (graph_launch). Host-side waits
+//! happen only where a slot's contract says so (the staged pageable
+//! transfers, witness_wait, runtime_destroy).
 //!
 //! ------------------------------------------------------------------------
 //! Threading
@@ -424,6 +428,13 @@ pub struct t4a_function {
     pub bits: u64,
 }
 
+/// v1.1
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct t4a_graph {
+    pub bits: u64,
+}
+
 /// Timeout value meaning "wait without limit".
 pub const T4A_WAIT_FOREVER: u64 = u64::MAX;
 
@@ -630,6 +641,15 @@ pub struct t4a_runtime_options {
     pub copy_threads: u32,
     /// must be 0
     pub reserved: u32,
+    /// -- v1.1 --
+    ///
+    /// Priority of the runtime's stream, in the driver's convention: lower
+    /// numbers run first. 0 = the default (the device's least priority);
+    /// otherwise within [priority_greatest, priority_least] of runtime_info
+    /// (e.g. -5 .. 0 on an H200), else T4A_ERANGE. Not clamped.
+    pub stream_priority: i32,
+    /// must be 0
+    pub reserved_v1_1: u32,
 }
 
 impl Default for t4a_runtime_options {
@@ -703,6 +723,16 @@ pub struct t4a_runtime_counters {
     pub live_host_buffers: u64,
     /// raw_begin/raw_end pairs
     pub raw_sections: u64,
+    /// -- v1.1 --
+    ///
+    /// graph_end calls that returned a graph
+    pub graphs_captured: u64,
+    /// graph_launch calls (replays enqueued)
+    pub graph_launches: u64,
+    /// graph_set_kernel_args calls
+    pub graph_updates: u64,
+    /// current
+    pub live_graphs: u64,
 }
 
 impl Default for t4a_runtime_counters {
@@ -1102,6 +1132,158 @@ impl t4a_memory_info {
 ///
 /// the device only reads it: H2D copies only
 pub const T4A_HOST_REGISTER_READ_ONLY: u32 = 1;
+
+/// Bits of t4a_launch_ex_config.flags (v1.1).
+///
+/// every block co-resident: grid-wide sync allowed
+pub const T4A_LAUNCH_COOPERATIVE: u32 = 1;
+
+/// clusters above the portable 8 blocks
+pub const T4A_LAUNCH_CLUSTER_NON_PORTABLE: u32 = 2;
+
+/// `priority` applies to this launch
+pub const T4A_LAUNCH_PRIORITY: u32 = 4;
+
+/// An extended launch (v1.1): launch's geometry plus thread block clusters,
+/// a cooperative launch and a per-launch priority.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_launch_ex_config {
+    pub struct_size: u32,
+    /// T4A_LAUNCH_*
+    pub flags: u32,
+    /// blocks; every dimension >= 1
+    pub grid: [u32; 3],
+    /// threads; every dimension >= 1
+    pub block: [u32; 3],
+    /// dynamic shared memory per block
+    pub shared_bytes: u32,
+    /// Blocks per cluster in each dimension, each dividing the grid's; all
+    /// 0 = no clusters. Needs T4A_EXEC_CLUSTERS (compute capability 9.0).
+    pub cluster: [u32; 3],
+    /// with T4A_LAUNCH_PRIORITY: like stream_priority
+    pub priority: i32,
+    /// must be 0
+    pub reserved: u32,
+}
+
+impl Default for t4a_launch_ex_config {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_launch_ex_config {
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// Bits of t4a_runtime_info.exec_flags (v1.1): what the device and driver
+/// can do for launch_ex and the graph slots.
+///
+/// thread block clusters
+pub const T4A_EXEC_CLUSTERS: u32 = 1;
+
+/// cooperative launches
+pub const T4A_EXEC_COOPERATIVE: u32 = 2;
+
+/// stream capture and graph replay
+pub const T4A_EXEC_GRAPHS: u32 = 4;
+
+/// stream and launch priorities
+pub const T4A_EXEC_PRIORITIES: u32 = 8;
+
+/// Facts of one runtime (v1.1).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_runtime_info {
+    pub struct_size: u32,
+    /// the runtime's T4A_RUNTIME_*
+    pub flags: u32,
+    pub device_ordinal: i32,
+    /// its stream's priority
+    pub stream_priority: i32,
+    /// the device's range: the lowest priority (usually 0)
+    pub priority_least: i32,
+    /// the highest (a lower number, e.g. -5)
+    pub priority_greatest: i32,
+    /// T4A_EXEC_*
+    pub exec_flags: u32,
+    /// 1 between graph_begin and graph_end, else 0
+    pub capturing: u32,
+}
+
+impl Default for t4a_runtime_info {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_runtime_info {
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// A captured graph (v1.1).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_graph_info {
+    pub struct_size: u32,
+    pub reserved: u32,
+    /// nodes of the graph as the driver counts them (raw-seam work included)
+    pub nodes: u64,
+    /// launches captured through launch/launch_ex: graph_set_kernel_args
+    /// indices 0 .. kernels - 1, in call order
+    pub kernels: u64,
+    /// copies and memsets captured through the table
+    pub copies: u64,
+    /// graph_launch calls so far
+    pub replays: u64,
+}
+
+impl Default for t4a_graph_info {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_graph_info {
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
 
 /// Memory the runtime did not allocate, wrapped as a buffer
 /// (buffer_wrap_external): device memory of the runtime's device (from
@@ -1786,6 +1968,84 @@ pub struct t4a_gpu_backend_v1 {
     /// T4A_EINVAL); T4A_ENOTREADY until both completed; valid after the
     /// runtime is destroyed.
     pub witness_elapsed: Option<unsafe extern "C" fn(start: t4a_witness, end: t4a_witness, ns: *mut u64) -> c_int>,
+    // -- execution and graphs (v1.1)
+    /// runtime_info: the runtime's device, flags, stream priority, the
+    /// device's priority range, what launch_ex and graphs can do here
+    /// (T4A_EXEC_*), and whether a capture is in progress.
+    pub runtime_info: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_runtime_info) -> c_int>,
+    /// launch_ex: launch with clusters, cooperatively, or at a priority,
+    /// through cuLaunchKernelEx, on rt's stream (captured like launch between
+    /// graph_begin and graph_end). Checked before the driver sees it, naming
+    /// the bad value: launch's geometry checks; each cluster dimension >= 1
+    /// and dividing the grid's (T4A_EINVAL); a cluster larger than the
+    /// occupancy API allows for this kernel, block and shared memory (8
+    /// blocks portably, more only with T4A_LAUNCH_CLUSTER_NON_PORTABLE where
+    /// the device can: T4A_EINVAL); a cooperative grid larger than the blocks
+    /// that can be co-resident (occupancy_max_active_blocks times the
+    /// multiprocessors, or clusters times cluster size: T4A_EINVAL); a
+    /// priority outside the device's range (T4A_ERANGE); unknown flags or
+    /// reserved != 0 (T4A_EINVAL). A device or driver without clusters,
+    /// cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
+    /// occupancy answers are cached per function and configuration, so a
+    /// repeated launch asks the driver nothing but the launch.
+    pub launch_ex: Option<unsafe extern "C" fn(rt: t4a_runtime, f: t4a_function, cfg: *const t4a_launch_ex_config, args: *mut *mut c_void) -> c_int>,
+    /// occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
+    /// with block_threads threads and shared_bytes of dynamic shared memory
+    /// one multiprocessor holds at once (0 when none fits). block_threads
+    /// must be 1 .. f's limit (T4A_EINVAL).
+    pub occupancy_max_active_blocks: Option<unsafe extern "C" fn(rt: t4a_runtime, f: t4a_function, block_threads: u32, shared_bytes: u32, blocks_per_sm: *mut u32) -> c_int>,
+    /// occupancy_suggest_block_size: the block size that maximises f's
+    /// occupancy with shared_bytes of dynamic shared memory per block, at
+    /// most block_limit threads (0 = f's limit), and the smallest grid that
+    /// fills the device at that size.
+    pub occupancy_suggest_block_size: Option<unsafe extern "C" fn(rt: t4a_runtime, f: t4a_function, shared_bytes: u32, block_limit: u32, block_threads: *mut u32, min_grid: *mut u32) -> c_int>,
+    /// occupancy_max_active_clusters: *clusters = how many clusters of
+    /// cfg's shape (cfg->cluster must be set; grid ignored beyond its
+    /// checks) can be resident on the device at once.
+    pub occupancy_max_active_clusters: Option<unsafe extern "C" fn(rt: t4a_runtime, f: t4a_function, cfg: *const t4a_launch_ex_config, clusters: *mut u32) -> c_int>,
+    /// graph_begin: starts capturing rt's stream: until graph_end, the work
+    /// rt enqueues (launch, launch_ex, the pinned and device copies, memset,
+    /// work on the raw stream) is recorded into a graph instead of running.
+    /// Refused during a capture, with T4A_EBUSY naming the call and leaving
+    /// the runtime and the capture as they were: what blocks the host or
+    /// cannot be captured (copy_h2d, copy_d2h and their 2D forms, which go
+    /// through the staging; seal; runtime_wait_witness; copies between
+    /// runtimes (copy_from_runtime, copy_from_peer, copy_from_peer_via_host,
+    /// whichever of the two captures), and what would change memory the
+    /// graph may use (buffer_alloc, buffer_free, cache_trim): allocate before
+    /// graph_begin, free after graph_end. A second graph_begin is
+    /// T4A_EBUSY. Capture is the driver's relaxed mode: other runtimes and
+    /// threads are unaffected. runtime_destroy ends a capture in progress and
+    /// discards it.
+    pub graph_begin: Option<unsafe extern "C" fn(rt: t4a_runtime) -> c_int>,
+    /// graph_end: ends the capture and instantiates what it recorded; *out
+    /// is a graph of rt (rt owns it). The recorded work has not run. When a
+    /// captured call failed, or instantiation fails, the capture ends all
+    /// the same, nothing is returned, and the status says why; capture
+    /// again. Not capturing: T4A_EINVAL.
+    pub graph_end: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_graph) -> c_int>,
+    /// graph_launch: replays g on rt's stream, in call order with everything
+    /// else rt enqueues (the next seal covers it: one event). Arguments and
+    /// addresses are those captured (or set by graph_set_kernel_args); the
+    /// buffers, host buffers and functions the captured work names must
+    /// still be live: T4A_EHANDLE naming the first one released since the
+    /// capture (a buffer named only inside a kernel argument cannot be
+    /// checked: keep those until graph_release). g of another runtime:
+    /// T4A_EHANDLE. During a capture: T4A_EBUSY. One driver call.
+    pub graph_launch: Option<unsafe extern "C" fn(rt: t4a_runtime, g: t4a_graph) -> c_int>,
+    /// graph_set_kernel_args: replaces the arguments of captured kernel
+    /// `kernel` (0-based, in capture order: see t4a_graph_info.kernels) for
+    /// replays enqueued after this call, without re-instantiating (replays
+    /// already enqueued keep the old ones). args is as for launch: the values
+    /// are copied now. Out of range: T4A_ERANGE.
+    pub graph_set_kernel_args: Option<unsafe extern "C" fn(rt: t4a_runtime, g: t4a_graph, kernel: u64, args: *mut *mut c_void) -> c_int>,
+    /// graph_info: what g holds and how often it was replayed.
+    pub graph_info: Option<unsafe extern "C" fn(rt: t4a_runtime, g: t4a_graph, out: *mut t4a_graph_info) -> c_int>,
+    /// graph_release: the handle is stale at once; the executable graph is
+    /// destroyed after its last replay completed (retired behind the seal
+    /// covering it; kept, counted as quarantined, if the runtime faults).
+    /// runtime_destroy releases the graphs left.
+    pub graph_release: Option<unsafe extern "C" fn(rt: t4a_runtime, g: t4a_graph) -> c_int>,
     // -- interop (v1.1)
     /// Memory and streams the runtime does not own, and DLPack. Consumer
     /// streams (`stream` arguments) are CUstreams of rt's device's primary
@@ -1822,11 +2082,14 @@ pub struct t4a_gpu_backend_v1 {
     /// runtime_wait_event: work rt enqueues after this call runs after the
     /// consumer's CUevent `event` (its most recent cuEventRecord at the time of
     /// this call; never recorded: nothing to wait for), GPU-side. The event
-    /// may belong to any context; the consumer keeps owning it.
+    /// may belong to any context; the consumer keeps owning it. During a
+    /// capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
+    /// work outside the capture).
     pub runtime_wait_event: Option<unsafe extern "C" fn(rt: t4a_runtime, event: *mut c_void) -> c_int>,
     /// runtime_wait_stream: work rt enqueues after this call runs after all
     /// work the consumer enqueued on `stream` so far, GPU-side (an event of
-    /// rt's pool recorded on `stream`, waited on by rt's stream).
+    /// rt's pool recorded on `stream`, waited on by rt's stream). During a
+    /// capture: T4A_EBUSY, as runtime_wait_event.
     pub runtime_wait_stream: Option<unsafe extern "C" fn(rt: t4a_runtime, stream: *mut c_void) -> c_int>,
     /// dlpack_export: *out = a new DLManagedTensor (req->flags without
     /// T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or
@@ -1946,12 +2209,23 @@ impl t4a_gpu_backend_v1 {
         ("host_register", 480),
         ("host_unregister", 488),
         ("witness_elapsed", 496),
-        ("buffer_wrap_external", 504),
-        ("stream_wait_witness", 512),
-        ("runtime_wait_event", 520),
-        ("runtime_wait_stream", 528),
-        ("dlpack_export", 536),
-        ("dlpack_import", 544),
+        ("runtime_info", 504),
+        ("launch_ex", 512),
+        ("occupancy_max_active_blocks", 520),
+        ("occupancy_suggest_block_size", 528),
+        ("occupancy_max_active_clusters", 536),
+        ("graph_begin", 544),
+        ("graph_end", 552),
+        ("graph_launch", 560),
+        ("graph_set_kernel_args", 568),
+        ("graph_info", 576),
+        ("graph_release", 584),
+        ("buffer_wrap_external", 592),
+        ("stream_wait_witness", 600),
+        ("runtime_wait_event", 608),
+        ("runtime_wait_stream", 616),
+        ("dlpack_export", 624),
+        ("dlpack_import", 632),
     ];
 }
 
@@ -2022,11 +2296,12 @@ pub const T4A_RAW_RUNTIME_V1_0_SIZE: usize = 28;
 /// `T4A_SIZE_THROUGH(t4a_raw_section, runtime_bits)` (LP64).
 pub const T4A_RAW_SECTION_V1_0_SIZE: usize = 24;
 
-/// Sizes of what ABI 1.1 added: the table as of 1.1, and the first published
-/// size of each struct 1.1 introduced. Frozen likewise.
+/// Sizes of what ABI 1.1 added: the table as of 1.1, the first published
+/// size of each struct 1.1 introduced, and the 1.1 size of each struct it
+/// grew (device info, runtime options, counters). Frozen likewise.
 ///
 /// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, dlpack_import)` (LP64).
-pub const T4A_GPU_BACKEND_V1_1_SIZE: usize = 544;
+pub const T4A_GPU_BACKEND_V1_1_SIZE: usize = 632;
 
 ///
 /// `T4A_SIZE_THROUGH(t4a_device_info, max_pitch)` (LP64).
@@ -2039,6 +2314,26 @@ pub const T4A_COPY_2D_V1_1_SIZE: usize = 56;
 ///
 /// `T4A_SIZE_THROUGH(t4a_memory_info, staging_bytes)` (LP64).
 pub const T4A_MEMORY_INFO_V1_1_SIZE: usize = 64;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_options, reserved_v1_1)` (LP64).
+pub const T4A_RUNTIME_OPTIONS_V1_1_SIZE: usize = 48;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_counters, live_graphs)` (LP64).
+pub const T4A_RUNTIME_COUNTERS_V1_1_SIZE: usize = 256;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_launch_ex_config, reserved)` (LP64).
+pub const T4A_LAUNCH_EX_CONFIG_V1_1_SIZE: usize = 56;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_info, capturing)` (LP64).
+pub const T4A_RUNTIME_INFO_V1_1_SIZE: usize = 32;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_graph_info, replays)` (LP64).
+pub const T4A_GRAPH_INFO_V1_1_SIZE: usize = 40;
 
 ///
 /// `T4A_SIZE_THROUGH(t4a_external_memory, user)` (LP64).
@@ -2131,12 +2426,13 @@ const _: () = {
     assert!(size_of::<t4a_artifact>() == 8 && align_of::<t4a_artifact>() == 8);
     assert!(size_of::<t4a_module>() == 8 && align_of::<t4a_module>() == 8);
     assert!(size_of::<t4a_function>() == 8 && align_of::<t4a_function>() == 8);
+    assert!(size_of::<t4a_graph>() == 8 && align_of::<t4a_graph>() == 8);
     assert!(size_of::<t4a_error_info>() == 32 && align_of::<t4a_error_info>() == 8);
     assert!(size_of::<t4a_backend_info>() == 336 && align_of::<t4a_backend_info>() == 4);
     assert!(size_of::<t4a_device_info>() == 384 && align_of::<t4a_device_info>() == 8);
     assert!(size_of::<t4a_compiler_info>() == 528 && align_of::<t4a_compiler_info>() == 4);
-    assert!(size_of::<t4a_runtime_options>() == 40 && align_of::<t4a_runtime_options>() == 8);
-    assert!(size_of::<t4a_runtime_counters>() == 224 && align_of::<t4a_runtime_counters>() == 8);
+    assert!(size_of::<t4a_runtime_options>() == 48 && align_of::<t4a_runtime_options>() == 8);
+    assert!(size_of::<t4a_runtime_counters>() == 256 && align_of::<t4a_runtime_counters>() == 8);
     assert!(size_of::<t4a_cache_stats>() == 64 && align_of::<t4a_cache_stats>() == 8);
     assert!(size_of::<t4a_compile_options>() == 48 && align_of::<t4a_compile_options>() == 8);
     assert!(size_of::<t4a_compile_cache_stats>() == 72 && align_of::<t4a_compile_cache_stats>() == 8);
@@ -2146,6 +2442,9 @@ const _: () = {
     assert!(size_of::<t4a_raw_section>() == 24 && align_of::<t4a_raw_section>() == 8);
     assert!(size_of::<t4a_copy_2d>() == 56 && align_of::<t4a_copy_2d>() == 8);
     assert!(size_of::<t4a_memory_info>() == 64 && align_of::<t4a_memory_info>() == 8);
+    assert!(size_of::<t4a_launch_ex_config>() == 56 && align_of::<t4a_launch_ex_config>() == 4);
+    assert!(size_of::<t4a_runtime_info>() == 32 && align_of::<t4a_runtime_info>() == 4);
+    assert!(size_of::<t4a_graph_info>() == 40 && align_of::<t4a_graph_info>() == 8);
     assert!(size_of::<t4a_external_memory>() == 48 && align_of::<t4a_external_memory>() == 8);
     assert!(size_of::<t4a_dl_pack_version>() == 8 && align_of::<t4a_dl_pack_version>() == 4);
     assert!(size_of::<t4a_dl_device>() == 8 && align_of::<t4a_dl_device>() == 4);
@@ -2154,7 +2453,7 @@ const _: () = {
     assert!(size_of::<t4a_dl_managed_tensor>() == 64 && align_of::<t4a_dl_managed_tensor>() == 8);
     assert!(size_of::<t4a_dl_managed_tensor_versioned>() == 80 && align_of::<t4a_dl_managed_tensor_versioned>() == 8);
     assert!(size_of::<t4a_dlpack_export>() == 56 && align_of::<t4a_dlpack_export>() == 8);
-    assert!(size_of::<t4a_gpu_backend_v1>() == 544 && align_of::<t4a_gpu_backend_v1>() == 8);
+    assert!(size_of::<t4a_gpu_backend_v1>() == 632 && align_of::<t4a_gpu_backend_v1>() == 8);
     assert!(size_of::<t4a_gpu_backend_entry>() == 4160 && align_of::<t4a_gpu_backend_entry>() == 1);
     // A slot must be exactly a nullable C function pointer.
     assert!(

@@ -63,6 +63,8 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_module, bits);
     got.push(("struct t4a_function".into(), format!("{} {}", size_of::<t4a_function>(), std::mem::align_of::<t4a_function>())));
     field!(got, t4a_function, bits);
+    got.push(("struct t4a_graph".into(), format!("{} {}", size_of::<t4a_graph>(), std::mem::align_of::<t4a_graph>())));
+    field!(got, t4a_graph, bits);
     got.push(("struct t4a_error_info".into(), format!("{} {}", size_of::<t4a_error_info>(), std::mem::align_of::<t4a_error_info>())));
     field!(got, t4a_error_info, struct_size);
     field!(got, t4a_error_info, status);
@@ -111,6 +113,8 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_runtime_options, cache_limit_bytes);
     field!(got, t4a_runtime_options, copy_threads);
     field!(got, t4a_runtime_options, reserved);
+    field!(got, t4a_runtime_options, stream_priority);
+    field!(got, t4a_runtime_options, reserved_v1_1);
     got.push(("struct t4a_runtime_counters".into(), format!("{} {}", size_of::<t4a_runtime_counters>(), std::mem::align_of::<t4a_runtime_counters>())));
     field!(got, t4a_runtime_counters, struct_size);
     field!(got, t4a_runtime_counters, reserved);
@@ -141,6 +145,10 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_runtime_counters, live_buffers);
     field!(got, t4a_runtime_counters, live_host_buffers);
     field!(got, t4a_runtime_counters, raw_sections);
+    field!(got, t4a_runtime_counters, graphs_captured);
+    field!(got, t4a_runtime_counters, graph_launches);
+    field!(got, t4a_runtime_counters, graph_updates);
+    field!(got, t4a_runtime_counters, live_graphs);
     got.push(("struct t4a_cache_stats".into(), format!("{} {}", size_of::<t4a_cache_stats>(), std::mem::align_of::<t4a_cache_stats>())));
     field!(got, t4a_cache_stats, struct_size);
     field!(got, t4a_cache_stats, reserved);
@@ -215,6 +223,31 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_memory_info, pool_high_water);
     field!(got, t4a_memory_info, cache_bytes);
     field!(got, t4a_memory_info, staging_bytes);
+    got.push(("struct t4a_launch_ex_config".into(), format!("{} {}", size_of::<t4a_launch_ex_config>(), std::mem::align_of::<t4a_launch_ex_config>())));
+    field!(got, t4a_launch_ex_config, struct_size);
+    field!(got, t4a_launch_ex_config, flags);
+    field!(got, t4a_launch_ex_config, grid);
+    field!(got, t4a_launch_ex_config, block);
+    field!(got, t4a_launch_ex_config, shared_bytes);
+    field!(got, t4a_launch_ex_config, cluster);
+    field!(got, t4a_launch_ex_config, priority);
+    field!(got, t4a_launch_ex_config, reserved);
+    got.push(("struct t4a_runtime_info".into(), format!("{} {}", size_of::<t4a_runtime_info>(), std::mem::align_of::<t4a_runtime_info>())));
+    field!(got, t4a_runtime_info, struct_size);
+    field!(got, t4a_runtime_info, flags);
+    field!(got, t4a_runtime_info, device_ordinal);
+    field!(got, t4a_runtime_info, stream_priority);
+    field!(got, t4a_runtime_info, priority_least);
+    field!(got, t4a_runtime_info, priority_greatest);
+    field!(got, t4a_runtime_info, exec_flags);
+    field!(got, t4a_runtime_info, capturing);
+    got.push(("struct t4a_graph_info".into(), format!("{} {}", size_of::<t4a_graph_info>(), std::mem::align_of::<t4a_graph_info>())));
+    field!(got, t4a_graph_info, struct_size);
+    field!(got, t4a_graph_info, reserved);
+    field!(got, t4a_graph_info, nodes);
+    field!(got, t4a_graph_info, kernels);
+    field!(got, t4a_graph_info, copies);
+    field!(got, t4a_graph_info, replays);
     got.push(("struct t4a_external_memory".into(), format!("{} {}", size_of::<t4a_external_memory>(), std::mem::align_of::<t4a_external_memory>())));
     field!(got, t4a_external_memory, struct_size);
     field!(got, t4a_external_memory, flags);
@@ -327,6 +360,17 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_gpu_backend_v1, host_register);
     field!(got, t4a_gpu_backend_v1, host_unregister);
     field!(got, t4a_gpu_backend_v1, witness_elapsed);
+    field!(got, t4a_gpu_backend_v1, runtime_info);
+    field!(got, t4a_gpu_backend_v1, launch_ex);
+    field!(got, t4a_gpu_backend_v1, occupancy_max_active_blocks);
+    field!(got, t4a_gpu_backend_v1, occupancy_suggest_block_size);
+    field!(got, t4a_gpu_backend_v1, occupancy_max_active_clusters);
+    field!(got, t4a_gpu_backend_v1, graph_begin);
+    field!(got, t4a_gpu_backend_v1, graph_end);
+    field!(got, t4a_gpu_backend_v1, graph_launch);
+    field!(got, t4a_gpu_backend_v1, graph_set_kernel_args);
+    field!(got, t4a_gpu_backend_v1, graph_info);
+    field!(got, t4a_gpu_backend_v1, graph_release);
     field!(got, t4a_gpu_backend_v1, buffer_wrap_external);
     field!(got, t4a_gpu_backend_v1, stream_wait_witness);
     field!(got, t4a_gpu_backend_v1, runtime_wait_event);
@@ -351,7 +395,7 @@ fn every_struct_and_field_matches_c() {
         }
     }
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
-    assert_eq!(got.len(), 287, "structs and fields checked");
+    assert_eq!(got.len(), 331, "structs and fields checked");
 }
 
 #[test]
@@ -398,6 +442,13 @@ fn every_constant_matches_c() {
         ("T4A_CACHE_MEMORY", T4A_CACHE_MEMORY as i128),
         ("T4A_CACHE_DISK", T4A_CACHE_DISK as i128),
         ("T4A_HOST_REGISTER_READ_ONLY", T4A_HOST_REGISTER_READ_ONLY as i128),
+        ("T4A_LAUNCH_COOPERATIVE", T4A_LAUNCH_COOPERATIVE as i128),
+        ("T4A_LAUNCH_CLUSTER_NON_PORTABLE", T4A_LAUNCH_CLUSTER_NON_PORTABLE as i128),
+        ("T4A_LAUNCH_PRIORITY", T4A_LAUNCH_PRIORITY as i128),
+        ("T4A_EXEC_CLUSTERS", T4A_EXEC_CLUSTERS as i128),
+        ("T4A_EXEC_COOPERATIVE", T4A_EXEC_COOPERATIVE as i128),
+        ("T4A_EXEC_GRAPHS", T4A_EXEC_GRAPHS as i128),
+        ("T4A_EXEC_PRIORITIES", T4A_EXEC_PRIORITIES as i128),
         ("T4A_EXTERNAL_HOST", T4A_EXTERNAL_HOST as i128),
         ("T4A_STREAM_LEGACY", T4A_STREAM_LEGACY as i128),
         ("T4A_STREAM_PER_THREAD", T4A_STREAM_PER_THREAD as i128),
@@ -451,6 +502,11 @@ fn every_constant_matches_c() {
         ("T4A_DEVICE_INFO_V1_1_SIZE", T4A_DEVICE_INFO_V1_1_SIZE as i128),
         ("T4A_COPY_2D_V1_1_SIZE", T4A_COPY_2D_V1_1_SIZE as i128),
         ("T4A_MEMORY_INFO_V1_1_SIZE", T4A_MEMORY_INFO_V1_1_SIZE as i128),
+        ("T4A_RUNTIME_OPTIONS_V1_1_SIZE", T4A_RUNTIME_OPTIONS_V1_1_SIZE as i128),
+        ("T4A_RUNTIME_COUNTERS_V1_1_SIZE", T4A_RUNTIME_COUNTERS_V1_1_SIZE as i128),
+        ("T4A_LAUNCH_EX_CONFIG_V1_1_SIZE", T4A_LAUNCH_EX_CONFIG_V1_1_SIZE as i128),
+        ("T4A_RUNTIME_INFO_V1_1_SIZE", T4A_RUNTIME_INFO_V1_1_SIZE as i128),
+        ("T4A_GRAPH_INFO_V1_1_SIZE", T4A_GRAPH_INFO_V1_1_SIZE as i128),
         ("T4A_EXTERNAL_MEMORY_V1_1_SIZE", T4A_EXTERNAL_MEMORY_V1_1_SIZE as i128),
         ("T4A_DLPACK_EXPORT_V1_1_SIZE", T4A_DLPACK_EXPORT_V1_1_SIZE as i128),
     ];

@@ -78,7 +78,8 @@ V1_0_SLOTS(FOLLOWS)
 _Static_assert(T4A_GPU_BACKEND_V1_0_SIZE == 8 + 2 * sizeof(void *) + 49 * sizeof(void *),
                "v1.0 table: header + name/version + 49 slots, frozen");
 
-/* v1.1 appends ten slots after raw_end, in this order. */
+/* v1.1 appends these slots after raw_end, in this order: memory and
+ * completion (issue #14), then execution and graphs (issue #15) ... */
 #define V1_1_SLOTS(X)                                                                              \
   X(memset, raw_end)                                                                               \
   X(copy_2d_h2d_pinned, memset)                                                                    \
@@ -89,19 +90,30 @@ _Static_assert(T4A_GPU_BACKEND_V1_0_SIZE == 8 + 2 * sizeof(void *) + 49 * sizeof
   X(runtime_memory_info, copy_2d_d2h)                                                              \
   X(host_register, runtime_memory_info)                                                            \
   X(host_unregister, host_register)                                                                \
-  X(witness_elapsed, host_unregister)
+  X(witness_elapsed, host_unregister)                                                              \
+  X(runtime_info, witness_elapsed)                                                                 \
+  X(launch_ex, runtime_info)                                                                       \
+  X(occupancy_max_active_blocks, launch_ex)                                                        \
+  X(occupancy_suggest_block_size, occupancy_max_active_blocks)                                     \
+  X(occupancy_max_active_clusters, occupancy_suggest_block_size)                                   \
+  X(graph_begin, occupancy_max_active_clusters)                                                    \
+  X(graph_end, graph_begin)                                                                        \
+  X(graph_launch, graph_end)                                                                       \
+  X(graph_set_kernel_args, graph_launch)                                                           \
+  X(graph_info, graph_set_kernel_args)                                                             \
+  X(graph_release, graph_info)
 V1_1_SLOTS(FOLLOWS)
 /* ... then the interop block (#18), in this order. */
 #define V1_1_INTEROP_SLOTS(X)                                                                      \
-  X(buffer_wrap_external, witness_elapsed)                                                         \
+  X(buffer_wrap_external, graph_release)                                                           \
   X(stream_wait_witness, buffer_wrap_external)                                                     \
   X(runtime_wait_event, stream_wait_witness)                                                       \
   X(runtime_wait_stream, runtime_wait_event)                                                       \
   X(dlpack_export, runtime_wait_stream)                                                            \
   X(dlpack_import, dlpack_export)
 V1_1_INTEROP_SLOTS(FOLLOWS)
-_Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + (10 + 6) * sizeof(void *),
-               "v1.1 table: v1.0 + 10 slots + 6 interop slots");
+_Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + (21 + 6) * sizeof(void *),
+               "v1.1 table: v1.0 + 21 slots + 6 interop slots");
 _Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_1_SIZE,
                "the v1.1 table is the whole struct in ABI 1.1");
 _Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 1, "this header is ABI 1.1");
@@ -160,6 +172,21 @@ _Static_assert(T4A_DL_BOOL == 6, "kDLBool");
 _Static_assert(T4A_DL_FLOAT4_E2M1FN == 17, "kDLFloat4_e2m1fn");
 _Static_assert(T4A_DL_FLAG_READ_ONLY == 1, "DLPACK_FLAG_BITMASK_READ_ONLY");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 bytes");
+_Static_assert(T4A_RUNTIME_OPTIONS_V1_1_SIZE == 48 && sizeof(t4a_runtime_options) == 48,
+               "runtime options v1.1 appends stream_priority");
+_Static_assert(offsetof(t4a_runtime_options, stream_priority) == 40, "stream_priority after v1.0");
+_Static_assert(T4A_RUNTIME_COUNTERS_V1_1_SIZE == T4A_RUNTIME_COUNTERS_V1_0_SIZE + 32 &&
+                   sizeof(t4a_runtime_counters) == T4A_RUNTIME_COUNTERS_V1_1_SIZE,
+               "counters v1.1 append four");
+_Static_assert(T4A_LAUNCH_EX_CONFIG_V1_1_SIZE == 56 && sizeof(t4a_launch_ex_config) == 56,
+               "launch_ex config v1.1");
+_Static_assert(offsetof(t4a_launch_ex_config, grid) == 8 &&
+                   offsetof(t4a_launch_ex_config, cluster) == 36,
+               "launch_ex config layout");
+_Static_assert(T4A_RUNTIME_INFO_V1_1_SIZE == 32 && sizeof(t4a_runtime_info) == 32,
+               "runtime info v1.1");
+_Static_assert(T4A_GRAPH_INFO_V1_1_SIZE == 40 && sizeof(t4a_graph_info) == 40, "graph info v1.1");
+_Static_assert(sizeof(t4a_graph) == 8, "graph handles are one 64-bit value");
 _Static_assert(offsetof(t4a_runtime_options, staging_bytes) == 8, "options layout");
 _Static_assert(T4A_LAUNCH_CONFIG_V1_0_SIZE == 32, "launch config v1.0 is 32 bytes");
 _Static_assert(T4A_RUNTIME_COUNTERS_V1_0_SIZE == 8 + 27 * 8, "counters v1.0");

@@ -31,6 +31,17 @@
   X(host_register)                                                                                 \
   X(host_unregister)                                                                               \
   X(witness_elapsed)                                                                               \
+  X(runtime_info)                                                                                  \
+  X(launch_ex)                                                                                     \
+  X(occupancy_max_active_blocks)                                                                   \
+  X(occupancy_suggest_block_size)                                                                  \
+  X(occupancy_max_active_clusters)                                                                 \
+  X(graph_begin)                                                                                   \
+  X(graph_end)                                                                                     \
+  X(graph_launch)                                                                                  \
+  X(graph_set_kernel_args)                                                                         \
+  X(graph_info)                                                                                    \
+  X(graph_release)                                                                                 \
   X(buffer_wrap_external)                                                                          \
   X(stream_wait_witness)                                                                           \
   X(runtime_wait_event)                                                                            \

@@ -35,6 +35,18 @@ struct ours_access_desc {
 struct ours_memcpy2d {
   T4A__CUDA_MEMCPY2D_FIELDS
 };
+union ours_launch_value {
+  T4A__CULAUNCHATTRIBUTEVALUE_FIELDS
+};
+struct ours_launch_attribute {
+  T4A__CULAUNCHATTRIBUTE_FIELDS
+};
+struct ours_launch_config {
+  T4A__CULAUNCHCONFIG_FIELDS
+};
+struct ours_kernel_node_params {
+  T4A__CUDA_KERNEL_NODE_PARAMS_FIELDS
+};
 #define SAME_LAYOUT(ours, theirs, field)                                                           \
   _Static_assert(offsetof(ours, field) == offsetof(theirs, field), #field " offset");
 _Static_assert(sizeof(struct ours_pool_props) == sizeof(CUmemPoolProps), "CUmemPoolProps size");
@@ -68,6 +80,45 @@ SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstArray)
 SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, dstPitch)
 SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, WidthInBytes)
 SAME_LAYOUT(struct ours_memcpy2d, CUDA_MEMCPY2D, Height)
+_Static_assert(sizeof(union ours_launch_value) == sizeof(CUlaunchAttributeValue),
+               "CUlaunchAttributeValue size");
+_Static_assert(_Alignof(union ours_launch_value) == _Alignof(CUlaunchAttributeValue),
+               "CUlaunchAttributeValue alignment");
+SAME_LAYOUT(union ours_launch_value, CUlaunchAttributeValue, cooperative)
+SAME_LAYOUT(union ours_launch_value, CUlaunchAttributeValue, clusterDim)
+SAME_LAYOUT(union ours_launch_value, CUlaunchAttributeValue, clusterDim.x)
+SAME_LAYOUT(union ours_launch_value, CUlaunchAttributeValue, clusterDim.y)
+SAME_LAYOUT(union ours_launch_value, CUlaunchAttributeValue, clusterDim.z)
+SAME_LAYOUT(union ours_launch_value, CUlaunchAttributeValue, priority)
+_Static_assert(sizeof(struct ours_launch_attribute) == sizeof(CUlaunchAttribute),
+               "CUlaunchAttribute size");
+SAME_LAYOUT(struct ours_launch_attribute, CUlaunchAttribute, id)
+SAME_LAYOUT(struct ours_launch_attribute, CUlaunchAttribute, value)
+_Static_assert(sizeof(struct ours_launch_config) == sizeof(CUlaunchConfig), "CUlaunchConfig size");
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, gridDimX)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, gridDimY)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, gridDimZ)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, blockDimX)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, blockDimY)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, blockDimZ)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, sharedMemBytes)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, hStream)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, attrs)
+SAME_LAYOUT(struct ours_launch_config, CUlaunchConfig, numAttrs)
+_Static_assert(sizeof(struct ours_kernel_node_params) == sizeof(CUDA_KERNEL_NODE_PARAMS_v2),
+               "CUDA_KERNEL_NODE_PARAMS_v2 size");
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, func)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, gridDimX)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, gridDimY)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, gridDimZ)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, blockDimX)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, blockDimY)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, blockDimZ)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, sharedMemBytes)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, kernelParams)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, extra)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, kern)
+SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, ctx)
 _Static_assert(sizeof(struct ours_uuid) == sizeof(CUuuid), "CUuuid size");
 SAME_LAYOUT(struct ours_uuid, CUuuid, bytes)
 _Static_assert(sizeof(t4a__CUdeviceptr) == sizeof(CUdeviceptr), "CUdeviceptr size");
@@ -77,6 +128,28 @@ _Static_assert(__builtin_types_compatible_p(t4a__CUcontext, CUcontext), "CUconte
 _Static_assert(__builtin_types_compatible_p(t4a__CUstream, CUstream), "CUstream type");
 _Static_assert(__builtin_types_compatible_p(t4a__CUevent, CUevent), "CUevent type");
 _Static_assert(__builtin_types_compatible_p(t4a__CUmemoryPool, CUmemoryPool), "pool type");
+_Static_assert(__builtin_types_compatible_p(t4a__CUgraph, CUgraph), "CUgraph type");
+_Static_assert(__builtin_types_compatible_p(t4a__CUgraphExec, CUgraphExec), "CUgraphExec type");
+_Static_assert(__builtin_types_compatible_p(t4a__CUgraphNode, CUgraphNode), "CUgraphNode type");
+_Static_assert(__builtin_types_compatible_p(t4a__CUoccupancyB2DSize, CUoccupancyB2DSize),
+               "CUoccupancyB2DSize type");
+
+/* cuda.h of CUDA 12.3 and later maps cuStreamGetCaptureInfo to _v3 (edge
+ * data added) and declares _v2 only in its internal section. The plugin
+ * resolves every name with cudaVersion 12000, for which the driver hands
+ * out _v2, so that is the declaration to check (and the dlsym fallback
+ * name): here is cuda.h's own (the test below finds it in cuda.h verbatim). */
+#define CAPTURE_INFO_V2                                                                            \
+  "CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus "            \
+  "*captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode "                 \
+  "**dependencies_out, size_t *numDependencies_out);"
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                           CUstreamCaptureStatus *captureStatus_out,
+                                           cuuint64_t *id_out, CUgraph *graph_out,
+                                           const CUgraphNode **dependencies_out,
+                                           size_t *numDependencies_out);
+#undef cuStreamGetCaptureInfo
+#define cuStreamGetCaptureInfo cuStreamGetCaptureInfo_v2
 
 /* Each function: our signature is the one cuda.h gives the name (after its
  * own #define to the versioned symbol). */
@@ -149,12 +222,29 @@ START_TEST(default_stream_handles_are_the_drivers) {
 }
 END_TEST
 
+START_TEST(the_capture_info_v2_declaration_is_cuda_hs) {
+  FILE *f = fopen(T4A_CUDA_H, "r");
+  ck_assert_msg(f != NULL, "cannot open %s", T4A_CUDA_H);
+  char line[1024];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    char *p = line;
+    while (*p == ' ')
+      p++;
+    found = strncmp(p, CAPTURE_INFO_V2, strlen(CAPTURE_INFO_V2)) == 0;
+  }
+  fclose(f);
+  ck_assert_msg(found, "cuda.h has no line '%s'", CAPTURE_INFO_V2);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("decls");
   TCase *tc = tcase_create("decls");
   tcase_add_test(tc, fallback_names_are_the_versioned_symbols);
   tcase_add_test(tc, every_curesult_of_cuda_h_is_named);
   tcase_add_test(tc, default_stream_handles_are_the_drivers);
+  tcase_add_test(tc, the_capture_info_v2_declaration_is_cuda_hs);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }

@@ -1,15 +1,19 @@
 /* tests/cpu/test_fault_sweep.c -- fault injection on every driver call.
  *
  * A scenario exercises most of the table (runtimes on two devices, memory,
- * pinned memory, every kind of copy, code and launch, seal and wait, external
- * memory, a DLPack import, waits on a consumer's stream, free and destroy). A clean run counts how
- * often it calls each driver entry point the plugin resolves. Then, for every entry point and every
- * N up to that count, a fresh process runs the scenario with the Nth call failing (FAKE_CUDA_FAIL).
- * Each run must: not crash, return only statuses from the list, and, when every destroy succeeded,
- * leave no driver object alive (the fake driver counts them; under the ASan lane LeakSanitizer
- * checks host memory too), and must have called every external release and DLPack deleter it was
- * handed exactly once (never twice in any run). A run that hits a sticky fault may quarantine, and
- * must say so through its statuses. */
+ * pinned memory, every kind of copy, code and launch, a captured graph
+ * replayed and updated, extended launches, occupancy, a stream priority,
+ * seal and wait, external memory, a DLPack import, waits on a consumer's
+ * stream, free and destroy). A clean run counts how often it calls each
+ * driver entry point the plugin resolves. Then, for every entry point and
+ * every N up to that count, a fresh process runs the scenario with the Nth
+ * call failing (FAKE_CUDA_FAIL). Each run must: not crash, return only
+ * statuses from the list, and, when every destroy succeeded, leave no driver
+ * object alive (the fake driver counts them; under the ASan lane
+ * LeakSanitizer checks host memory too), and must have called every external
+ * release and DLPack deleter it was handed exactly once (never twice in any
+ * run). A run that hits a sticky fault may quarantine, and must say so
+ * through its statuses. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -54,6 +58,7 @@ static void scenario(const t4a_gpu_backend_v1 *t) {
   t4a_runtime_options o = {.struct_size = sizeof o, .staging_bytes = 262144u};
   check(t->runtime_create(0, &o, &a));
   check(t->runtime_create(0, &o, &b));
+  o.stream_priority = -1; /* a stream with a priority */
   check(t->runtime_create(1, &o, &c));
   t4a_buffer x = {0}, y = {0}, z = {0}, w = {0};
   enum { SIZE = 256 * 1024 + 3 }; /* two staging chunks and a bit */
@@ -109,6 +114,23 @@ static void scenario(const t4a_gpu_backend_v1 *t) {
   check(t->raw_runtime(b, &rawb));
   if (rawb.stream)
     check(t->runtime_wait_stream(a, rawb.stream));
+  /* a graph of a launch and a copy, replayed and updated; extended launches */
+  t4a_graph g = {0};
+  check(t->graph_begin(a));
+  check(t->launch(a, f, &cfg, args));
+  check(t->copy_d2d(a, y, 0, x, 0, 4096));
+  check(t->graph_end(a, &g));
+  check(t->graph_launch(a, g));
+  check(t->graph_set_kernel_args(a, g, 0, args));
+  t4a_launch_ex_config ex = {.struct_size = sizeof ex,
+                             .flags = T4A_LAUNCH_COOPERATIVE,
+                             .grid = {2, 1, 1},
+                             .block = {64, 1, 1},
+                             .cluster = {2, 1, 1}};
+  check(t->launch_ex(a, f, &ex, args));
+  uint32_t per_sm = 0, block = 0, grid = 0;
+  check(t->occupancy_max_active_blocks(a, f, 128, 0, &per_sm));
+  check(t->occupancy_suggest_block_size(a, f, 0, 0, &block, &grid));
   t4a_witness wa = {0}, wc = {0};
   check(t->seal(a, &wa));
   if (rawb.stream)
@@ -122,6 +144,8 @@ static void scenario(const t4a_gpu_backend_v1 *t) {
   check(t->copy_d2h(a, page, x, 0, SIZE));
   check(t->witness_release(wa));
   check(t->witness_release(wc));
+  if (g.bits && check(t->graph_release(a, g)) != T4A_OK)
+    destroy_failed = 1; /* a release that fails keeps its object, saying so */
   check(t->module_unload(a, m));
   check(t->artifact_release(art));
   check(t->host_free(a, h));
@@ -142,9 +166,10 @@ static int run(FILE *counts) {
     return RUN_SETUP;
   scenario(t4a_gpu_backend_table(backend));
   void *fake = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
-  uint64_t (*live)(const char *);
+  uint64_t (*live)(const char *), (*graph_stat)(const char *);
   uint64_t (*calls)(const char *);
   *(void **)&live = fake ? dlsym(fake, "fake_cuda_live") : NULL;
+  *(void **)&graph_stat = fake ? dlsym(fake, "fake_cuda_graph_stat") : NULL;
   *(void **)&calls = fake ? dlsym(fake, "fake_cuda_calls") : NULL;
   /* Closing unloads the plugin, which releases the spare parts of destroyed
    * runtimes (spare.c): those calls are swept too. A release that fails
@@ -173,6 +198,13 @@ static int run(FILE *counts) {
     for (int i = 0; i < 6; i++)
       if (live(kinds[i])) {
         fprintf(stderr, "%llu %s objects left\n", (unsigned long long)live(kinds[i]), kinds[i]);
+        code = RUN_LEAK;
+      }
+    static const char *const graph_kinds[] = {"graph", "exec"};
+    for (int i = 0; graph_stat && i < 2; i++)
+      if (graph_stat(graph_kinds[i])) {
+        fprintf(stderr, "%llu %s objects left\n", (unsigned long long)graph_stat(graph_kinds[i]),
+                graph_kinds[i]);
         code = RUN_LEAK;
       }
   }

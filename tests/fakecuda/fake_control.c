@@ -209,7 +209,8 @@ void fake_obj_register(fake_obj *o, obj_kind kind, struct CUctx_st *ctx) {
 }
 
 R fake_obj_check(const void *p, obj_kind kind, const char *what) {
-  static const char *const names[] = {"", "stream", "event", "module", "function", "pool"};
+  static const char *const names[] = {"",     "stream", "event",      "module",          "function",
+                                      "pool", "graph",  "graph node", "executable graph"};
   if (!registered(p))
     return fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE, "%s: %p is no %s handle", what, p,
                        names[kind]);

@@ -197,7 +197,7 @@ R fake_sym_cuDeviceGetAttribute(int *v, t4a__CUdevice_attribute a, t4a__CUdevice
   case T4A__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
   case T4A__CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 1; break;
   case T4A__CU_DEVICE_ATTRIBUTE_MAX_PITCH: *v = 2147483647; break;
-  default: return T4A__CUDA_ERROR_INVALID_VALUE;
+  default: return fake_ext_device_attribute(a, v); /* hook: fake_launch_ex.c */
   }
   return T4A__CUDA_SUCCESS;
 }

@@ -26,6 +26,17 @@
 #if defined(__clang__) || __GNUC__ >= 10
 #pragma GCC diagnostic ignored "-Wenum-conversion"
 #endif
+/* cuda.h of CUDA 12.3 and later maps cuStreamGetCaptureInfo to _v3 and
+ * declares _v2, the one the plugin resolves (cudaVersion 12000), only in
+ * its internal section: the fake defines _v2, as tests/cpu/test_decls.c
+ * checks the plugin's declaration against. */
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                           CUstreamCaptureStatus *captureStatus_out,
+                                           cuuint64_t *id_out, CUgraph *graph_out,
+                                           const CUgraphNode **dependencies_out,
+                                           size_t *numDependencies_out);
+#undef cuStreamGetCaptureInfo
+#define cuStreamGetCaptureInfo cuStreamGetCaptureInfo_v2
 #endif
 #include "plugin-cuda/cuda_decls.h"
 
@@ -40,8 +51,12 @@ typedef CUresult R;
 #define t4a__CUmemPool_attribute CUmemPool_attribute
 #define t4a__CUdriverProcAddressQueryResult CUdriverProcAddressQueryResult
 #define t4a__CUpointer_attribute CUpointer_attribute
+typedef CUstreamCaptureMode fake_capture_mode;     /* fake_graph.c */
+typedef CUstreamCaptureStatus fake_capture_status; /* ... */
 #else
 typedef t4a__CUresult R;
+typedef unsigned fake_capture_mode;
+typedef unsigned fake_capture_status;
 #endif
 #define OK T4A__CUDA_SUCCESS
 #define LOCK() pthread_mutex_lock(&fake_G)
@@ -110,7 +125,16 @@ extern uint64_t fake_guard_violations, fake_oob_attempts;
 
 /* The head of every object a handle points to. Objects are registered when
  * created and never freed: destroying one marks it dead. */
-typedef enum { OBJ_STREAM = 1, OBJ_EVENT, OBJ_MODULE, OBJ_FUNCTION, OBJ_POOL } obj_kind;
+typedef enum {
+  OBJ_STREAM = 1,
+  OBJ_EVENT,
+  OBJ_MODULE,
+  OBJ_FUNCTION,
+  OBJ_POOL,
+  OBJ_GRAPH,      /* fake_graph.c: a graph (template), context-free */
+  OBJ_GRAPH_NODE, /* ... one of its nodes */
+  OBJ_GRAPH_EXEC  /* ... an executable graph, of the context it was instantiated in */
+} obj_kind;
 typedef struct fake_obj {
   obj_kind kind;
   bool dead;
@@ -203,10 +227,13 @@ struct CUevent_st {
 
 typedef struct kdesc kdesc;
 
-/* Launch geometry of a kernel. */
+/* Launch geometry of a kernel; cuLaunchKernelEx adds clusters (blocks per
+ * cluster, all 0 without) and cooperative launches (fake_launch_ex.c). */
 typedef struct geometry {
   unsigned grid[3], block[3], shared;
   int device;
+  unsigned cluster[3];
+  bool cooperative;
 } geometry;
 
 #define OP_MAX_REFS 8
@@ -231,14 +258,18 @@ typedef struct op {
   struct op *next;
 } op;
 
+struct fake_capture; /* fake_graph.c */
+
 struct CUstream_st {
   fake_obj o;
   int device;
   unsigned flags;
+  int priority; /* cuStreamCreateWithPriority (fake_launch_ex.c), clamped */
   op *head, *tail;
   uint64_t enqueued, done; /* operations */
   bool executing, stop;
-  R failed; /* sticky: a fault in this stream's work */
+  R failed;                     /* sticky: a fault in this stream's work */
+  struct fake_capture *capture; /* non-NULL while capturing (fake_graph.c) */
 };
 
 /* Resolves a stream handle (G held): checks it, and replaces a default
@@ -246,10 +277,14 @@ struct CUstream_st {
  * stands for. */
 R fake_stream_get(t4a__CUstream *s, const char *what);
 /* A new stream of ctx (G held), its worker started; NULL when out of
- * memory. Not counted live: cuStreamCreate counts its own. */
-t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags);
+ * memory. Not counted live: fake_stream_create counts its own. */
+t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags, int priority);
+/* Creates a stream of the current context (G not held): cuStreamCreate's
+ * work, and cuStreamCreateWithPriority's. */
+R fake_stream_create(t4a__CUstream *s, unsigned flags, int priority);
 /* Appends a copy of *o to s (G held, s checked); takes a queued use of each
- * of o's refs. */
+ * of o's refs (and of its kernel's module). On a capturing stream the
+ * operation is recorded into the capture instead (fake_capture_op). */
 R fake_enqueue(t4a__CUstream s, const op *o);
 /* Waits (G held) until operation seq of s ran or s failed. */
 void fake_stream_wait_op(t4a__CUstream s, uint64_t seq);
@@ -311,6 +346,10 @@ struct kdesc {
 
 extern const kdesc fake_kernels[];
 extern const unsigned fake_kernel_count;
+/* fake_launch_ex.c's kernels (clusters, grid-wide barriers), found in
+ * module images like fake_kernels.c's. */
+extern const kdesc fake_ext_kernels[];
+extern const unsigned fake_ext_kernel_count;
 
 /* Whether a kernel may touch [p, p + n): inside one device allocation its
  * device may access, or one pinned host allocation, neither freed. On
@@ -324,6 +363,7 @@ struct CUfunc_st {
   const kdesc *k;
   struct CUmod_st *module;
   int max_dynamic_shared;
+  bool nonportable; /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
 };
 
 #define MODULE_MAX_FUNCS 16
@@ -344,19 +384,34 @@ double fake_now_ms(void);
  * its device instead of running freed code. */
 void fake_run_kernel(op *o);
 
-/* ---- hooks for fake_interop.c (defined in fake_runtime.c, which owns the
- * state they read) ------------------------------------------------------- */
+/* What cuLaunchKernel and cuLaunchKernelEx check alike (G held): the
+ * function and the stream (live, one context), the context rule
+ * (FAKE_CUDA_LAUNCH_NEEDS_CONTEXT), the device's fault, and the geometry
+ * within the device's and the function's limits. Sets g->device, and *s
+ * to the stream a default stream handle stands for. */
+R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *s, geometry *g,
+                    void **params, void **extra);
+/* Enqueues a checked launch (G held): its arguments packed, queued uses of
+ * the allocations its pointer arguments name (fake_kernel_refs). */
+R fake_launch_enqueue(t4a__CUfunction f, t4a__CUstream s, const geometry *g, void **params);
+/* Sets o's refs to the allocations its kernel's pointer arguments name. */
+void fake_kernel_refs(op *o);
 
-/* The device of the calling thread's current context, -1 when none. */
-int fake_current_device(void);
+/* ---- hooks into fake_graph.c and fake_launch_ex.c ------------------------- */
 
-/* The live allocation containing p: kind 1 device memory, 2 pinned host
- * memory; its device (-1 for host), start and size. False when none. */
-bool fake_mem_find(const void *p, int *kind, int *device, const void **start, size_t *bytes);
-
-/* (fake_interop.c) The stream a handle names: CU_STREAM_LEGACY (0x1) and
- * CU_STREAM_PER_THREAD (0x2) stand for a default stream of the current
- * context's device, made on first use; any other handle is itself. */
-t4a__CUstream fake_stream_alias(t4a__CUstream s);
+/* fake_graph.c (G held): an operation enqueued on a capturing stream is
+ * recorded into its graph (copies between device and pinned memory,
+ * memsets, kernels), or refused (event records and waits, frees, pageable
+ * copies: a misuse) and the capture invalidated. */
+R fake_capture_op(t4a__CUstream s, const op *o);
+/* fake_graph.c (G held): a call illegal on a capturing stream (query,
+ * synchronize, stream-ordered allocation): a misuse; invalidates the
+ * capture, as CUDA does. */
+R fake_capture_illegal(t4a__CUstream s, const char *what);
+/* fake_launch_ex.c: device attributes beyond fake_cuda.c's. */
+R fake_ext_device_attribute(t4a__CUdevice_attribute a, int *v);
+/* fake_launch_ex.c (G held, f checked): function attributes other than the
+ * dynamic shared limit. */
+R fake_ext_func_attribute(t4a__CUfunction f, t4a__CUfunction_attribute a, int v);
 
 #endif

@@ -94,7 +94,7 @@ R fake_stream_default(t4a__CUstream *s, const char *what) {
   int d = ctx->device;
   t4a__CUstream old = defaults[d];
   if (!old || !fake_ctx_alive(ctx, old->o.ctx_epoch)) { /* first use, or the context was remade */
-    t4a__CUstream n = fake_stream_new(ctx, 0);
+    t4a__CUstream n = fake_stream_new(ctx, 0, 0);
     if (!n)
       return T4A__CUDA_ERROR_OUT_OF_MEMORY;
     if (old) { /* it went with its context: its worker ends once drained */

@@ -95,6 +95,9 @@ R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
   for (unsigned k = 0; k < fake_kernel_count && mod->nfuncs < MODULE_MAX_FUNCS; k++)
     if (has_kernel(text, size, ptx, fake_kernels[k].name))
       mod->funcs[mod->nfuncs++] = (struct CUfunc_st){.k = &fake_kernels[k], .module = mod};
+  for (unsigned k = 0; k < fake_ext_kernel_count && mod->nfuncs < MODULE_MAX_FUNCS; k++)
+    if (has_kernel(text, size, ptx, fake_ext_kernels[k].name)) /* hook: fake_launch_ex.c's */
+      mod->funcs[mod->nfuncs++] = (struct CUfunc_st){.k = &fake_ext_kernels[k], .module = mod};
   LOCK();
   fake_obj_register(&mod->o, OBJ_MODULE, ctx);
   for (unsigned i = 0; i < mod->nfuncs; i++) {
@@ -174,66 +177,81 @@ R fake_sym_cuFuncSetAttribute(t4a__CUfunction f, t4a__CUfunction_attribute a, in
   FAKE_ENTER("cuFuncSetAttribute");
   LOCK();
   R r = function_get(f, "cuFuncSetAttribute");
-  if (!r && (a != T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || v < 0 ||
-             v > 232448 - f->k->static_shared))
+  if (!r && a != T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    r = fake_ext_func_attribute(f, a, v); /* hook: fake_launch_ex.c */
+  else if (!r && (v < 0 || v > 232448 - f->k->static_shared))
     r = T4A__CUDA_ERROR_INVALID_VALUE;
-  if (!r)
+  else if (!r)
     f->max_dynamic_shared = v;
   UNLOCK();
   return r;
+}
+
+/* The context a launch runs in is the function's and the stream's: the
+ * real driver (580.159.04, CUDA 13.0, measured on an H200) launches with
+ * another device's context current, or none, and leaves it alone. A driver
+ * may also refuse that (FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1: a plain
+ * CUDA_ERROR_INVALID_CONTEXT, not a misuse), which the plugin must handle
+ * by making the context current and launching again. cuLaunchKernelEx
+ * (fake_launch_ex.c) follows the same rules. */
+R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *sp, geometry *g,
+                    void **params, void **extra) {
+  R r;
+  if ((r = function_get(f, what)) || (r = fake_stream_get(sp, what)))
+    return r;
+  t4a__CUstream s = *sp; /* resolved (a default stream handle is its stream) */
+  if (f->o.ctx != s->o.ctx)
+    return fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
+                       "%s: '%s' is device %d's, the stream device %d's", what, f->k->name,
+                       f->o.ctx->device, s->o.ctx->device);
+  if (fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 && fake_current() != f->o.ctx)
+    return T4A__CUDA_ERROR_INVALID_CONTEXT;
+  if ((r = fake_device_fault(f->o.ctx->device)))
+    return r;
+  g->device = s->device;
+  const unsigned *gr = g->grid, *b = g->block;
+  unsigned long threads = (unsigned long)b[0] * b[1] * b[2];
+  unsigned long limit = f->k->max_threads ? (unsigned long)f->k->max_threads : 1024ul;
+  if (extra || !gr[0] || !gr[1] || !gr[2] || !b[0] || !b[1] || !b[2] || b[0] > 1024 ||
+      b[1] > 1024 || b[2] > 64 || threads > limit || gr[0] > 2147483647u || gr[1] > 65535 ||
+      gr[2] > 65535 || (int)g->shared > f->max_dynamic_shared || (f->k->nargs && !params))
+    return T4A__CUDA_ERROR_INVALID_VALUE;
+  return OK;
+}
+
+void fake_kernel_refs(op *o) {
+  const kdesc *k = o->func->k;
+  o->nrefs = 0;
+  for (unsigned i = 0; i < k->nargs; i++) {
+    void *p = NULL;
+    if (!(k->pointers & (1u << i)))
+      continue;
+    memcpy(&p, o->args + k->offsets[i], sizeof p);
+    alloc *a = fake_alloc_find(p, 1, MEM_DEVICE);
+    if (!a)
+      a = fake_alloc_find(p, 1, MEM_HOST);
+    if (a && o->nrefs < OP_MAX_REFS) /* queued uses: frees under the launch show */
+      o->refs[o->nrefs++] = a;
+  }
+}
+
+R fake_launch_enqueue(t4a__CUfunction f, t4a__CUstream s, const geometry *g, void **params) {
+  op o = {.kind = OP_KERNEL, .func = f, .geom = *g};
+  for (unsigned i = 0; i < f->k->nargs; i++)
+    memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
+  fake_kernel_refs(&o);
+  return fake_enqueue(s, &o); /* takes a queued use of f's module */
 }
 
 R fake_sym_cuLaunchKernel(t4a__CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned shared, t4a__CUstream s, void **params,
                           void **extra) {
   FAKE_ENTER("cuLaunchKernel");
-  /* The context a launch runs in is the function's and the stream's: the
-   * real driver (580.159.04, CUDA 13.0, measured on an H200) launches with
-   * another device's context current, or none, and leaves it alone. A
-   * driver may also refuse that (FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1: a plain
-   * CUDA_ERROR_INVALID_CONTEXT, not a misuse), which the plugin must handle
-   * by making the context current and launching again. */
-  R r = OK;
-  bool needs_ctx = fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0;
+  geometry g = {.grid = {gx, gy, gz}, .block = {bx, by, bz}, .shared = shared};
   LOCK();
-  if ((r = function_get(f, "cuLaunchKernel")) || (r = fake_stream_get(&s, "cuLaunchKernel")))
-    goto out;
-  if (f->o.ctx != s->o.ctx) {
-    r = fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
-                    "cuLaunchKernel: '%s' is device %d's, the stream device %d's", f->k->name,
-                    f->o.ctx->device, s->o.ctx->device);
-    goto out;
-  }
-  if (needs_ctx && fake_current() != f->o.ctx) {
-    r = T4A__CUDA_ERROR_INVALID_CONTEXT;
-    goto out;
-  }
-  if ((r = fake_device_fault(f->o.ctx->device)))
-    goto out;
-  unsigned long threads = (unsigned long)bx * by * bz;
-  unsigned long limit = f->k->max_threads ? (unsigned long)f->k->max_threads : 1024ul;
-  if (extra || !gx || !gy || !gz || !bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64 ||
-      threads > limit || gx > 2147483647u || gy > 65535 || gz > 65535 ||
-      (int)shared > f->max_dynamic_shared || (f->k->nargs && !params)) {
-    r = T4A__CUDA_ERROR_INVALID_VALUE;
-    goto out;
-  }
-  op o = {.kind = OP_KERNEL, .func = f, .geom = {{gx, gy, gz}, {bx, by, bz}, shared, s->device}};
-  for (unsigned i = 0; i < f->k->nargs; i++) {
-    memcpy(o.args + f->k->offsets[i], params[i], f->k->sizes[i]);
-    void *p = NULL;
-    if (!(f->k->pointers & (1u << i)))
-      continue;
-    memcpy(&p, o.args + f->k->offsets[i], sizeof p);
-    alloc *a = fake_alloc_find(p, 1, MEM_DEVICE);
-    if (!a)
-      a = fake_alloc_find(p, 1, MEM_HOST);
-    if (a && o.nrefs < OP_MAX_REFS) /* queued uses: frees under the launch show */
-      o.refs[o.nrefs++] = a;
-  }
-  if (!(r = fake_enqueue(s, &o)))
-    f->module->queued++;
-out:
+  R r = fake_launch_check("cuLaunchKernel", f, &s, &g, params, extra);
+  if (!r)
+    r = fake_launch_enqueue(f, s, &g, params);
   UNLOCK();
   return r;
 }

@@ -195,6 +195,8 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
   R r = pool_get(p, "cuMemAllocFromPoolAsync");
   if (!r)
     r = fake_stream_get(&s, "cuMemAllocFromPoolAsync");
+  if (!r && s->capture) /* hook: the fake has no allocation nodes (fake_graph.c) */
+    r = fake_capture_illegal(s, "cuMemAllocFromPoolAsync");
   alloc *a = NULL;
   if (!r) { /* a cached block of this size whose free ran, or was queued on s */
     for (alloc *b = p->blocks; b && !a; b = b->pool_next)
@@ -254,7 +256,7 @@ R fake_sym_cuMemFreeAsync(t4a__CUdeviceptr ptr, t4a__CUstream s) {
   if (!r && (!a || a->state != A_LIVE || !a->pool))
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE, "cuMemFreeAsync(%p): %s", (void *)(uintptr_t)ptr,
                     a ? "freed already" : "no pool allocation");
-  /* a is set when r is 0 (`&& a` for the analyzer, which cannot see fake_misuse's code) */
+  /* a is set when r is 0 (fake_misuse returns its nonzero code) */
   if (!r && a) {
     a->state = A_FREEING; /* a second free of the same block is an error */
     a->free_stream = s;

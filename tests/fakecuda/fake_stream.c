@@ -139,6 +139,8 @@ R fake_stream_get(t4a__CUstream *s, const char *what) {
 }
 
 R fake_enqueue(t4a__CUstream s, const op *o) {
+  if (s->capture) /* hook: fake_graph.c records it instead */
+    return fake_capture_op(s, o);
   op *copy = malloc(sizeof *copy);
   if (!copy)
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
@@ -147,6 +149,8 @@ R fake_enqueue(t4a__CUstream s, const op *o) {
   copy->seq = ++s->enqueued;
   for (unsigned i = 0; i < copy->nrefs; i++)
     copy->refs[i]->queued++;
+  if (copy->kind == OP_KERNEL)
+    copy->func->module->queued++;
   if (s->tail)
     s->tail->next = copy;
   else
@@ -163,12 +167,13 @@ void fake_stream_wait_op(t4a__CUstream s, uint64_t seq) {
 
 /* ---- streams ------------------------------------------------------------------------ */
 
-t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags) {
+t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags, int priority) {
   t4a__CUstream n = calloc(1, sizeof *n);
   if (!n)
     return NULL;
   n->device = ctx->device;
   n->flags = flags;
+  n->priority = priority;
   pthread_t thread;
   fake_obj_register(&n->o, OBJ_STREAM, ctx);
   if (pthread_create(&thread, NULL, worker, n) != 0) {
@@ -179,15 +184,14 @@ t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags) {
   return n;
 }
 
-R fake_sym_cuStreamCreate(t4a__CUstream *s, unsigned flags) {
-  FAKE_ENTER("cuStreamCreate");
+R fake_stream_create(t4a__CUstream *s, unsigned flags, int priority) {
   R r = fake_need_ctx();
   if (r)
     return r;
   if (!s || (flags & ~1u))
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
-  t4a__CUstream n = fake_stream_new(fake_current(), flags);
+  t4a__CUstream n = fake_stream_new(fake_current(), flags, priority);
   if (n)
     fake_live[LIVE_STREAM]++;
   UNLOCK();
@@ -195,6 +199,11 @@ R fake_sym_cuStreamCreate(t4a__CUstream *s, unsigned flags) {
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
   *s = n;
   return OK;
+}
+
+R fake_sym_cuStreamCreate(t4a__CUstream *s, unsigned flags) {
+  FAKE_ENTER("cuStreamCreate");
+  return fake_stream_create(s, flags, 0);
 }
 
 R fake_sym_cuStreamDestroy(t4a__CUstream s) {
@@ -218,6 +227,8 @@ R fake_sym_cuStreamQuery(t4a__CUstream s) {
   FAKE_ENTER("cuStreamQuery");
   LOCK();
   R r = fake_stream_get(&s, "cuStreamQuery");
+  if (!r && s->capture) /* hook: illegal while capturing (fake_graph.c) */
+    r = fake_capture_illegal(s, "cuStreamQuery");
   if (!r)
     r = s->failed ? s->failed : (s->head || s->executing) ? T4A__CUDA_ERROR_NOT_READY : OK;
   UNLOCK();
@@ -228,6 +239,8 @@ R fake_sym_cuStreamSynchronize(t4a__CUstream s) {
   FAKE_ENTER("cuStreamSynchronize");
   LOCK();
   R r = fake_stream_get(&s, "cuStreamSynchronize");
+  if (!r && s->capture) /* hook: illegal while capturing (fake_graph.c) */
+    r = fake_capture_illegal(s, "cuStreamSynchronize");
   if (!r) {
     fake_stream_wait_op(s, s->enqueued);
     r = s->failed;

@@ -163,6 +163,30 @@ START_TEST(a_driver_wanting_the_context_gets_it) {
   RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
   for (size_t i = 0; i < M; i++)
     ck_assert_uint_eq(host[i], value);
+  /* launch_ex (cuLaunchKernelEx) and graph_launch (cuGraphLaunch) follow
+   * the same rule: refused once with no context current, made again */
+  t4a_launch_ex_config ex = {.struct_size = sizeof ex, .grid = {17, 1, 1}, .block = {256, 1, 1}};
+  value = 0x17171717u;
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuLaunchKernelEx");
+  RT_OK(T->launch_ex(rt, fill, &ex, args));
+  ck_assert_uint_eq(rt_fake_calls("cuLaunchKernelEx") - before, 2);
+  RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
+  for (size_t i = 0; i < M; i++)
+    ck_assert_uint_eq(host[i], value);
+  t4a_graph g;
+  RT_OK(T->graph_begin(rt));
+  value = 0x2e2e2e2eu; /* captured: the value of this launch */
+  RT_OK(T->launch(rt, fill, &cfg, args));
+  RT_OK(T->graph_end(rt, &g));
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuGraphLaunch");
+  RT_OK(T->graph_launch(rt, g));
+  ck_assert_uint_eq(rt_fake_calls("cuGraphLaunch") - before, 2);
+  RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
+  for (size_t i = 0; i < M; i++)
+    ck_assert_uint_eq(host[i], 0x2e2e2e2eu);
+  RT_OK(T->graph_release(rt, g));
   free(host);
   RT_OK(T->buffer_free(rt, b));
   RT_OK(T->module_unload(rt, m));

@@ -143,6 +143,24 @@ START_TEST(every_slot_needs_init_but_the_driver_free_ones) {
   NOT_INIT(T->raw_function(rt, f, &p));
   NOT_INIT(T->raw_begin(rt, &sec));
   NOT_INIT(T->raw_end(rt, &sec));
+  /* ABI 1.1: execution and graphs */
+  t4a_graph g = {(uint64_t)8 << 60 | 1}, g_out;
+  t4a_runtime_info ri = {.struct_size = sizeof ri};
+  t4a_graph_info gi = {.struct_size = sizeof gi};
+  t4a_launch_ex_config ex = {
+      .struct_size = sizeof ex, .grid = {2, 1, 1}, .block = {1, 1, 1}, .cluster = {2, 1, 1}};
+  uint32_t u1, u2;
+  NOT_INIT(T->runtime_info(rt, &ri));
+  NOT_INIT(T->launch_ex(rt, f, &ex, NULL));
+  NOT_INIT(T->occupancy_max_active_blocks(rt, f, 32, 0, &u1));
+  NOT_INIT(T->occupancy_suggest_block_size(rt, f, 0, 0, &u1, &u2));
+  NOT_INIT(T->occupancy_max_active_clusters(rt, f, &ex, &u1));
+  NOT_INIT(T->graph_begin(rt));
+  NOT_INIT(T->graph_end(rt, &g_out));
+  NOT_INIT(T->graph_launch(rt, g));
+  NOT_INIT(T->graph_set_kernel_args(rt, g, 0, NULL));
+  NOT_INIT(T->graph_info(rt, g, &gi));
+  NOT_INIT(T->graph_release(rt, g));
 #undef NOT_INIT
   /* the ones that need no driver work (the header lists them) */
   t4a_error_info e = {.struct_size = sizeof e};
