@@ -654,6 +654,57 @@ START_TEST(runtime_waits_for_a_consumer_stream_and_event) {
 }
 END_TEST
 
+/* During a capture (graph_begin) the waits for a consumer's work are
+ * refused, as runtime_wait_witness is (the driver would call them an
+ * isolation error and invalidate the capture); wrapping stays allowed and
+ * freeing an external buffer is buffer_free, refused like any other. The
+ * capture survives the refusals; afterwards every call works. */
+START_TEST(a_capture_refuses_waits_for_a_consumers_work) {
+  t4a_runtime rt = rt_create();
+  t4a__CUstream s = consumer_stream(rt);
+  t4a__CUevent e;
+  t4a_raw_section sec = {.struct_size = sizeof sec};
+  RT_OK(T->raw_begin(rt, &sec));
+  ck_assert_int_eq(drv.event_create(&e, T4A__CU_EVENT_DISABLE_TIMING), 0);
+  ck_assert_int_eq(drv.event_record(e, s), 0);
+  RT_OK(T->raw_end(rt, &sec));
+  t4a_buffer x, ext;
+  RT_OK(T->buffer_alloc(rt, 65536, &x));
+  rt_sync(rt); /* a stream-ordered allocation: wrapped below */
+  int count = 0;
+  t4a_external_memory m = ext_of(address_of(rt, x) + 4096, 8192, 0, &count);
+  RT_OK(T->graph_begin(rt));
+  RT_EXPECT(T->runtime_wait_event(rt, e), T4A_EBUSY);
+  RT_DETAIL("runtime_wait_event: the runtime is capturing a graph");
+  RT_DETAIL("waits for work outside the capture");
+  RT_EXPECT(T->runtime_wait_stream(rt, s), T4A_EBUSY);
+  RT_DETAIL("runtime_wait_stream: the runtime is capturing a graph");
+  RT_EXPECT(T->runtime_wait_stream(rt, NULL), T4A_EBUSY);
+  RT_OK(T->buffer_wrap_external(rt, &m, &ext)); /* no stream work: allowed */
+  RT_EXPECT(T->buffer_free(rt, ext), T4A_EBUSY);
+  RT_DETAIL("buffer_free: the runtime is capturing a graph");
+  t4a_graph g;
+  RT_OK(T->graph_end(rt, &g)); /* the refusals did not break the capture */
+  t4a_graph_info gi = {.struct_size = sizeof gi};
+  RT_OK(T->graph_info(rt, g, &gi));
+  ck_assert_uint_eq(gi.nodes, 0); /* nothing was enqueued */
+  RT_OK(T->graph_release(rt, g));
+  ck_assert_int_eq(released(&count), 0);
+  /* after the capture the same calls work */
+  RT_OK(T->runtime_wait_event(rt, e));
+  RT_OK(T->runtime_wait_stream(rt, s));
+  RT_OK(T->buffer_free(rt, ext));
+  rt_sync(rt);
+  ck_assert_int_eq(released(&count), 1);
+  RT_OK(T->buffer_free(rt, x));
+  RT_OK(T->raw_begin(rt, &sec));
+  ck_assert_int_eq(drv.event_destroy(e), 0);
+  RT_OK(T->raw_end(rt, &sec));
+  consumer_stream_destroy(rt, s);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 /* ---- DLPack ------------------------------------------------------------------------------- */
 
 static int deletes;
@@ -1118,6 +1169,7 @@ int main(void) {
   tcase_add_test(tc, external_host_memory_is_reached_by_kernels);
   tcase_add_test(tc, consumer_stream_waits_for_a_witness);
   tcase_add_test(tc, runtime_waits_for_a_consumer_stream_and_event);
+  tcase_add_test(tc, a_capture_refuses_waits_for_a_consumers_work);
   tcase_add_test(tc, dlpack_export_fills_every_field);
   tcase_add_test(tc, dlpack_export_refuses_bad_requests);
   tcase_add_test(tc, dlpack_import_wraps_a_producers_tensor);
