@@ -65,26 +65,6 @@ int t4a__rt_lock_any(t4a_runtime h, const char *what, t4a__runtime **out) {
   return lock_handle(h, what, out, true);
 }
 
-void t4a__rt_defer(t4a__runtime *rt, t4a__call *c) {
-  c->next = NULL;
-  if (rt->due_tail)
-    rt->due_tail->next = c;
-  else
-    rt->due = c;
-  rt->due_tail = c;
-}
-
-void t4a__rt_unlock_due(t4a__runtime *rt) {
-  t4a__call *c = rt->due;
-  rt->due = rt->due_tail = NULL;
-  pthread_mutex_unlock(&rt->lock);
-  while (c) {
-    t4a__call *next = c->next; /* c may be freed by its own call */
-    c->fn(c->arg);
-    c = next;
-  }
-}
-
 t4a__runtime *t4a__rt_take_slot(void) {
   pthread_mutex_lock(&slots_lock);
   t4a__runtime *rt = NULL;
@@ -163,9 +143,9 @@ static const void **kept;
 static uint32_t kept_count;
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void t4a__plugin_pin(void) {
+static void pin_plugin(void) {
   Dl_info info;
-  if (dladdr((void *)(uintptr_t)t4a__plugin_pin, &info) && info.dli_fname)
+  if (dladdr((void *)(uintptr_t)pin_plugin, &info) && info.dli_fname)
     dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
@@ -177,7 +157,7 @@ void t4a__keep(const void *handle) {
     kept[kept_count++] = handle;
   }
   pthread_mutex_unlock(&kept_lock);
-  t4a__plugin_pin();
+  pin_plugin();
 }
 
 void t4a__rt_quarantine(const t4a__runtime *rt) {
@@ -192,7 +172,7 @@ void t4a__rt_quarantine(const t4a__runtime *rt) {
   pthread_mutex_unlock(&kept_lock);
   if (!list)
     free(copy); /* out of memory: the blocks are leaked rather than freed */
-  t4a__plugin_pin();
+  pin_plugin();
 }
 
 void t4a__runtimes_unload(void) {
