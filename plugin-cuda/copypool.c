@@ -24,12 +24,12 @@
 
 #define MAX_WORKERS 15u
 /* Waking a sleeping thread and waiting for it costs tens of microseconds on
- * the H200 hosts (virtual machines). The pageable sweep there (t4a against
- * the driver, H2D / D2H): with 64 KiB parts, 256 KiB 0.41x / 0.65x and 1 MiB
- * 0.79x / 1.23x; with nothing below 2 MiB split, 256 KiB 0.58x / 1.13x but
- * 1 MiB 0.54x / 1.09x. So copies below SPLIT_MIN stay on the calling thread
- * and a split part is at least MIN_PART (1 MiB: four parts). */
-#define SPLIT_MIN (1u << 20)
+ * the H200 hosts (virtual machines): the pageable sweep there lost to the
+ * driver at 256 KiB (0.41x H2D, 0.65x D2H) and 1 MiB (0.79x H2D) when such
+ * copies were split into 64 KiB parts, while one thread copies a cache-warm
+ * MiB in about the time the wake-ups took. So copies below SPLIT_MIN stay on
+ * the calling thread, and a split part is at least MIN_PART. */
+#define SPLIT_MIN (2u << 20)
 #define MIN_PART (256u << 10)
 
 typedef struct batch {
