@@ -867,7 +867,8 @@ static job start(uint64_t n, uint64_t m, unsigned code) {
     if (*plan)
       setenv("FAKE_CUDA_FAIL_CALL", plan, 1);
     if (!getenv("T4A_SWEEP_VERBOSE"))
-      (void)freopen("/dev/null", "w", stderr); /* the plugin's failure logs */
+      if (!freopen("/dev/null", "w", stderr)) /* the plugin's failure logs */
+        exit(3);
     int code_ = run(j.out);
     fclose(j.out);
     exit(code_); /* exit, not _exit: LeakSanitizer checks at exit */
