@@ -250,7 +250,7 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   /* a context that cannot be entered leaves the work unproven (quarantined),
    * with that failure's status */
   if (!rt->fault && (rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
-    t4a__capture_abort(rt); /* a capture in progress is discarded */
+    t4a__capture_abort(rt);       /* a capture in progress is discarded */
     t4a__memory_wait_readers(rt); /* other runtimes' copies from our buffers */
     rc = drain(rt, timeout_ns);
     if (rc == T4A_ETIMEOUT) {
