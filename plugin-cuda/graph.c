@@ -163,7 +163,7 @@ out:
 
 /* The handles the captured work names are still live (the cold path of a
  * replay names the first one that is not). */
-static int check_live(t4a__runtime *rt, t4a__graph *g) {
+static int check_live(t4a__runtime *rt, t4a__graph *g, const char *what) {
   const t4a__recorded *r = &g->rec;
   t4a__function *f;
   t4a__buffer *b;
@@ -171,20 +171,20 @@ static int check_live(t4a__runtime *rt, t4a__graph *g) {
   const char *noun = NULL, *how = NULL;
   uint64_t bits = 0;
   for (uint32_t i = 0; i < r->functions.count && !noun; i++)
-    if (t4a__function_get(rt, (t4a_function){r->functions.bits[i]}, "graph_launch", &f))
+    if (t4a__function_get(rt, (t4a_function){r->functions.bits[i]}, what, &f))
       noun = "function", how = "unloaded with its module", bits = r->functions.bits[i];
   for (uint32_t i = 0; i < r->buffers.count && !noun; i++)
-    if (t4a__buffer_get(rt, (t4a_buffer){r->buffers.bits[i]}, "graph_launch", &b))
+    if (t4a__buffer_get(rt, (t4a_buffer){r->buffers.bits[i]}, what, &b))
       noun = "buffer", how = "freed", bits = r->buffers.bits[i];
   for (uint32_t i = 0; i < r->hosts.count && !noun; i++)
-    if (t4a__host_get(rt, (t4a_host_buffer){r->hosts.bits[i]}, "graph_launch", &hb))
+    if (t4a__host_get(rt, (t4a_host_buffer){r->hosts.bits[i]}, what, &hb))
       noun = "host buffer", how = "freed", bits = r->hosts.bits[i];
   if (!noun)
     return T4A_OK;
   return t4a__fail(T4A_EHANDLE,
-                   "graph_launch: a %s the graph uses was %s since the capture (handle "
+                   "%s: a %s the graph uses was %s since the capture (handle "
                    "0x%llx); keep what a graph uses until graph_release, or capture again",
-                   noun, how, (unsigned long long)bits);
+                   what, noun, how, (unsigned long long)bits);
 }
 
 int t4a__slot_graph_launch(t4a_runtime h, t4a_graph gh) {
@@ -194,7 +194,7 @@ int t4a__slot_graph_launch(t4a_runtime h, t4a_graph gh) {
   if (rc)
     return rc;
   if ((rc = t4a__capture_refuse(&rt->cap, "graph_launch", "enqueues a whole graph")) ||
-      (rc = graph_get(rt, gh, "graph_launch", &g)) || (rc = check_live(rt, g)))
+      (rc = graph_get(rt, gh, "graph_launch", &g)) || (rc = check_live(rt, g, "graph_launch")))
     goto out;
   /* as launch: no context made current unless the driver asks for it */
   t4a__CUresult r = t4a__be.cu.cuGraphLaunch(g->exec, rt->stream);
@@ -232,7 +232,11 @@ int t4a__slot_graph_set_kernel_args(t4a_runtime h, t4a_graph gh, uint64_t kernel
   int rc = t4a__rt_lock(h, "graph_set_kernel_args", &rt);
   if (rc)
     return rc;
-  if ((rc = graph_get(rt, gh, "graph_set_kernel_args", &g)))
+  /* a graph that can no longer be replayed takes no new arguments: its
+   * kernel's function may be unloaded already, and the driver must not see
+   * a destroyed CUfunction (the model fuzzer found this) */
+  if ((rc = graph_get(rt, gh, "graph_set_kernel_args", &g)) ||
+      (rc = check_live(rt, g, "graph_set_kernel_args")))
     goto out;
   if (kernel >= g->rec.kernel_count) {
     rc = t4a__fail(T4A_ERANGE,

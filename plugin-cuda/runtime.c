@@ -142,9 +142,12 @@ static uint32_t quarantine_count;
 /* The first kept handles need no allocation: a handle kept during the
  * plugin's own unload (a spare's part whose release failed at dlclose) would
  * otherwise sit in a heap list whose only pointer is unmapped with the
- * plugin (LeakSanitizer reported it in the fault sweep). */
+ * plugin (LeakSanitizer reported it in the fault sweep). Volatile: nothing
+ * reads the array, so an optimiser could drop the stores, and what it keeps
+ * would be lost after all (valgrind saw a kept event "definitely lost" in a
+ * gcc -O2 build). */
 #define KEPT_STATIC 64u
-static const void *kept_first[KEPT_STATIC];
+static const void *volatile kept_first[KEPT_STATIC];
 static const void **kept_more;
 static uint32_t kept_count;
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -792,10 +792,11 @@ struct t4a_gpu_backend_v1 {
 
   /* -- memory (v1.1) -----------------------------------------------------
    * memset: fills `count` elements of `element_size` bytes (1, 2 or 4)
-   * from byte `offset` of buf with the low element_size bytes of
-   * `pattern`, on the runtime's stream in call order. offset must be a
-   * multiple of element_size and the range must lie in the buffer
-   * (T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing. */
+   * from byte `offset` of buf with the value `pattern`, on the runtime's
+   * stream in call order. pattern must fit in element_size bytes, offset
+   * must be a multiple of element_size (both T4A_EINVAL) and the range
+   * must lie in the buffer (T4A_ERANGE; overflow-checked). count 0
+   * enqueues nothing. */
   int (*memset)(t4a_runtime rt, t4a_buffer buf, uint64_t offset, uint32_t pattern,
                 uint32_t element_size, uint64_t count);
 
@@ -926,7 +927,8 @@ struct t4a_gpu_backend_v1 {
    * `kernel` (0-based, in capture order: see t4a_graph_info.kernels) for
    * replays enqueued after this call, without re-instantiating (replays
    * already enqueued keep the old ones). args is as for launch: the values
-   * are copied now. Out of range: T4A_ERANGE. */
+   * are copied now. Out of range: T4A_ERANGE. A graph naming something
+   * released since the capture: T4A_EHANDLE, as graph_launch. */
   int (*graph_set_kernel_args)(t4a_runtime rt, t4a_graph g, uint64_t kernel, void **args);
 
   /* graph_info: what g holds and how often it was replayed. */

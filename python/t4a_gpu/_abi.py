@@ -1086,10 +1086,11 @@ class t4a_gpu_backend_v1(Structure):
         ('raw_end', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_raw_section))),
         # -- memory (v1.1)
         # memset: fills `count` elements of `element_size` bytes (1, 2 or 4)
-        # from byte `offset` of buf with the low element_size bytes of
-        # `pattern`, on the runtime's stream in call order. offset must be a
-        # multiple of element_size and the range must lie in the buffer
-        # (T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing.
+        # from byte `offset` of buf with the value `pattern`, on the runtime's
+        # stream in call order. pattern must fit in element_size bytes, offset
+        # must be a multiple of element_size (both T4A_EINVAL) and the range
+        # must lie in the buffer (T4A_ERANGE; overflow-checked). count 0
+        # enqueues nothing.
         ('memset', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1302,7 +1303,8 @@ class t4a_gpu_backend_v1(Structure):
         # `kernel` (0-based, in capture order: see t4a_graph_info.kernels) for
         # replays enqueued after this call, without re-instantiating (replays
         # already enqueued keep the old ones). args is as for launch: the values
-        # are copied now. Out of range: T4A_ERANGE.
+        # are copied now. Out of range: T4A_ERANGE. A graph naming something
+        # released since the capture: T4A_EHANDLE, as graph_launch.
         ('graph_set_kernel_args', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1733,10 +1735,11 @@ SLOT_DOCS = {
         'but a seal only covers it if it records an event for other work.'),
     'memset': (
         'memset: fills `count` elements of `element_size` bytes (1, 2 or 4)\n'
-        'from byte `offset` of buf with the low element_size bytes of\n'
-        "`pattern`, on the runtime's stream in call order. offset must be a\n"
-        'multiple of element_size and the range must lie in the buffer\n'
-        '(T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing.'),
+        "from byte `offset` of buf with the value `pattern`, on the runtime's\n"
+        'stream in call order. pattern must fit in element_size bytes, offset\n'
+        'must be a multiple of element_size (both T4A_EINVAL) and the range\n'
+        'must lie in the buffer (T4A_ERANGE; overflow-checked). count 0\n'
+        'enqueues nothing.'),
     'copy_2d_h2d_pinned': (
         'copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /\n'
         'copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from\n'
@@ -1887,7 +1890,8 @@ SLOT_DOCS = {
         '`kernel` (0-based, in capture order: see t4a_graph_info.kernels) for\n'
         'replays enqueued after this call, without re-instantiating (replays\n'
         'already enqueued keep the old ones). args is as for launch: the values\n'
-        'are copied now. Out of range: T4A_ERANGE.'),
+        'are copied now. Out of range: T4A_ERANGE. A graph naming something\n'
+        'released since the capture: T4A_EHANDLE, as graph_launch.'),
     'graph_info': 'graph_info: what g holds and how often it was replayed.',
     'graph_release': (
         'graph_release: the handle is stale at once; the executable graph is\n'

@@ -1533,10 +1533,11 @@ pub struct t4a_gpu_backend_v1 {
     pub raw_end: Option<unsafe extern "C" fn(rt: t4a_runtime, section: *const t4a_raw_section) -> c_int>,
     // -- memory (v1.1)
     /// memset: fills `count` elements of `element_size` bytes (1, 2 or 4)
-    /// from byte `offset` of buf with the low element_size bytes of
-    /// `pattern`, on the runtime's stream in call order. offset must be a
-    /// multiple of element_size and the range must lie in the buffer
-    /// (T4A_EINVAL, T4A_ERANGE; overflow-checked). count 0 enqueues nothing.
+    /// from byte `offset` of buf with the value `pattern`, on the runtime's
+    /// stream in call order. pattern must fit in element_size bytes, offset
+    /// must be a multiple of element_size (both T4A_EINVAL) and the range
+    /// must lie in the buffer (T4A_ERANGE; overflow-checked). count 0
+    /// enqueues nothing.
     pub memset: Option<unsafe extern "C" fn(rt: t4a_runtime, buf: t4a_buffer, offset: u64, pattern: u32, element_size: u32, count: u64) -> c_int>,
     /// copy_2d_h2d_pinned / copy_2d_d2h_pinned / copy_2d_d2d /
     /// copy_2d_h2d / copy_2d_d2h: the rectangle `g` (see t4a_copy_2d) from
@@ -1689,7 +1690,8 @@ pub struct t4a_gpu_backend_v1 {
     /// `kernel` (0-based, in capture order: see t4a_graph_info.kernels) for
     /// replays enqueued after this call, without re-instantiating (replays
     /// already enqueued keep the old ones). args is as for launch: the values
-    /// are copied now. Out of range: T4A_ERANGE.
+    /// are copied now. Out of range: T4A_ERANGE. A graph naming something
+    /// released since the capture: T4A_EHANDLE, as graph_launch.
     pub graph_set_kernel_args: Option<unsafe extern "C" fn(rt: t4a_runtime, g: t4a_graph, kernel: u64, args: *mut *mut c_void) -> c_int>,
     /// graph_info: what g holds and how often it was replayed.
     pub graph_info: Option<unsafe extern "C" fn(rt: t4a_runtime, g: t4a_graph, out: *mut t4a_graph_info) -> c_int>,

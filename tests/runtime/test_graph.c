@@ -557,6 +557,14 @@ START_TEST(what_a_graph_uses_is_checked_at_each_replay) {
   RT_OK(T->module_unload(k.rt, k.mod));
   RT_EXPECT(T->graph_launch(k.rt, kernels), T4A_EHANDLE);
   RT_DETAIL("a function the graph uses was unloaded with its module");
+  /* nor does it take new arguments: the driver would see the unloaded
+   * module's CUfunction (the model fuzzer found this: EDRIVER, and a
+   * destroyed function passed to cuGraphExecKernelNodeSetParams) */
+  uint64_t y = addr(k.rt, a), x = y, n = 1024;
+  uint32_t key = 2;
+  void *args[] = {&y, &x, &key, &n};
+  RT_EXPECT(T->graph_set_kernel_args(k.rt, kernels, 0, args), T4A_EHANDLE);
+  RT_DETAIL("graph_set_kernel_args: a function the graph uses was unloaded");
   /* handles and structs */
   t4a_graph null = {0}, forged = {kernels.bits ^ 0x5}, wrong = {a.bits};
   RT_EXPECT(T->graph_launch(k.rt, null), T4A_EINVAL);

@@ -1,0 +1,85 @@
+/* tests/cpu/test_fuzz_model.c -- runs the model fuzzer (fuzz/model.c)
+ * without libFuzzer against the fake driver: its committed corpus
+ * (fuzz/corpus-model), then inputs drawn from a fixed seed, so that every
+ * make check drives each table slot with asserted statuses and data. A
+ * finding aborts the test with the model's message. T4A_FUZZ_MODEL_INPUTS
+ * sets how many generated inputs (default 400). */
+#include "config.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+extern uint64_t fz_calls;
+
+static int replay_dir(const char *rel) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/%s", getenv("T4A_TEST_SRCDIR") ? getenv("T4A_TEST_SRCDIR") : ".",
+           rel);
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.')
+      continue;
+    char path[8200];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+      continue;
+    static uint8_t buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    LLVMFuzzerTestOneInput(buf, len); /* aborts on a finding */
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+START_TEST(corpus_and_generated_programs_match_the_model) {
+  LLVMFuzzerInitialize(NULL, NULL);
+  int n = replay_dir("fuzz/corpus-model");
+  ck_assert_int_ge(n, 4);
+  const char *v = getenv("T4A_FUZZ_MODEL_INPUTS");
+  long count = v ? strtol(v, NULL, 10) : 400;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  static uint8_t buf[3000];
+  for (long i = 0; i < count; i++) {
+    size_t len = 200 + (size_t)(i * 37 % 2800);
+    for (size_t j = 0; j < len; j++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      buf[j] = (uint8_t)(x >> 24);
+    }
+    LLVMFuzzerTestOneInput(buf, len);
+  }
+  printf("%d corpus and %ld generated programs, %llu table calls\n", n, count,
+         (unsigned long long)fz_calls);
+  ck_assert_uint_gt(fz_calls, (uint64_t)count * 50); /* the seeded world made them long */
+}
+END_TEST
+
+int main(void) {
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);
+  setenv("T4A_FUZZ_PLUGIN", t4a_test_build_path(T4A_TEST_CUDA_PLUGIN), 1);
+  setenv("T4A_CACHE_DIR", "", 1);       /* no disk cache: inputs stay independent */
+  setenv("FAKE_CUDA_MEM_MIB", "64", 1); /* as .ci/sanitizers runs it */
+  setenv("FAKE_CUDA_PINNED_MIB", "64", 1);
+  Suite *s = suite_create("fuzz-model");
+  TCase *tc = tcase_create("model");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, corpus_and_generated_programs_match_the_model);
+  suite_add_tcase(s, tc);
+  return t4a_test_run(s);
+}
