@@ -9,7 +9,9 @@
  * (tests/cpu/test_fuzz_model), which also runs a fixed set of generated
  * inputs. Environment: T4A_FUZZ_PLUGIN (the plugin file), T4A_CUDA_LIBRARY
  * (the fake driver, two devices). At exit it prints the calls made and the
- * rate ("fuzz_model: N table calls ..."). */
+ * rate ("fuzz_model: N table calls ..."). The seeded world persists across
+ * inputs (see seed()): a finding replays from a fresh process all the same,
+ * since every input starts from the same model state. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -407,7 +409,7 @@ void fz_check_buffer(int b, uint64_t off, const uint8_t *got, uint64_t n, const 
   for (uint64_t i = 0; i < n; i++)
     if (s->known[off + i] && got[i] != s->data[off + i])
       fz_finding("%s: byte %llu of buffer slot %d (runtime %d) is 0x%02x, the model says 0x%02x",
-                 what, (unsigned long long)(off + i), b, s->o.rt, got[i], s->data[off + i]);
+                 what, (unsigned long long)off + i, b, s->o.rt, got[i], s->data[off + i]);
 }
 
 void fz_check_host(int h) {
@@ -458,57 +460,102 @@ void fz_forget_runtime(int r) {
 
 /* ---- the seeded world ------------------------------------------------------------------ */
 
-static void seed_runtime(int r, int dev, bool timing) {
-  t4a_runtime_options o = {.struct_size = sizeof o,
-                           .flags = timing ? T4A_RUNTIME_TIMING : 0,
-                           .staging_bytes = 65536,
-                           .copy_threads = 1};
-  t4a_runtime rt;
-  fz_calls++;
-  fz_expect("seed: runtime_create", T->runtime_create(dev, &o, &rt), ST_OK);
-  W.rt[r] = (fz_obj){rt.bits, r, true};
+/* The seeded world persists across inputs, as in libFuzzer's persistent
+ * mode: creating three runtimes (streams, pools, staging) per input cost
+ * more than the input's calls. Each input starts from the same state all
+ * the same: the seeded objects that survived the last input are kept (and
+ * their contents written again), the others made anew, and everything else
+ * the last input created was released by its teardown. */
+static struct {
+  fz_obj rt[3], buf[6], host[3], mod[3], fn[3][FZ_KERNELS], art;
+  uint32_t fn_shared[3][FZ_KERNELS];
+  uint64_t addr[6];
+  uint8_t *host_ptr[3];
+  int32_t prio_least[3], prio_greatest[3];
+} kept;
+
+static bool seed_runtime(int r, int dev, bool timing) {
+  if (kept.rt[r].live) {
+    W.rt[r] = kept.rt[r];
+  } else {
+    t4a_runtime_options o = {.struct_size = sizeof o,
+                             .flags = timing ? T4A_RUNTIME_TIMING : 0,
+                             .staging_bytes = 65536,
+                             .copy_threads = 1};
+    t4a_runtime rt;
+    fz_calls++;
+    fz_expect("seed: runtime_create", T->runtime_create(dev, &o, &rt), ST_OK);
+    W.rt[r] = (fz_obj){rt.bits, r, true};
+    t4a_runtime_info ri = {.struct_size = sizeof ri};
+    fz_calls++;
+    fz_expect("seed: runtime_info", T->runtime_info(rt, &ri), ST_OK);
+    kept.prio_least[r] = ri.priority_least;
+    kept.prio_greatest[r] = ri.priority_greatest;
+  }
   W.dev[r] = dev;
   W.timing[r] = timing;
-  t4a_runtime_info ri = {.struct_size = sizeof ri};
-  fz_calls++;
-  fz_expect("seed: runtime_info", T->runtime_info(rt, &ri), ST_OK);
-  W.prio_least[r] = ri.priority_least;
-  W.prio_greatest[r] = ri.priority_greatest;
+  W.prio_least[r] = kept.prio_least[r];
+  W.prio_greatest[r] = kept.prio_greatest[r];
+  return !kept.rt[r].live; /* new: nothing else of it survived */
 }
 
 static void seed_buffer(int b, int r) {
   fz_buf *s = &W.buf[b];
-  t4a_buffer h;
   t4a_runtime rt = {W.rt[r].bits};
-  fz_calls += 3;
-  fz_expect("seed: buffer_alloc", T->buffer_alloc(rt, FZ_BMAX, &h), ST_OK);
-  s->o = (fz_obj){h.bits, r, true};
+  if (kept.buf[b].live) {
+    s->o = kept.buf[b];
+    s->addr = kept.addr[b];
+  } else {
+    t4a_buffer h;
+    fz_calls += 2;
+    fz_expect("seed: buffer_alloc", T->buffer_alloc(rt, FZ_BMAX, &h), ST_OK);
+    s->o = (fz_obj){h.bits, r, true};
+    fz_expect("seed: buffer_device_address", T->buffer_device_address(rt, h, &s->addr), ST_OK);
+  }
   s->size = FZ_BMAX;
-  fz_expect("seed: buffer_device_address", T->buffer_device_address(rt, h, &s->addr), ST_OK);
   fz_fill_pattern(s->data, FZ_BMAX, (uint32_t)b + 1);
   memset(s->known, 1, FZ_BMAX);
-  fz_expect("seed: copy_h2d", T->copy_h2d(rt, h, 0, s->data, FZ_BMAX), ST_OK);
+  fz_calls++;
+  fz_expect("seed: copy_h2d", T->copy_h2d(rt, (t4a_buffer){s->o.bits}, 0, s->data, FZ_BMAX), ST_OK);
 }
 
 static void seed_host(int hs, int r) {
   fz_host *s = &W.host[hs];
-  t4a_host_buffer h;
-  void *p = NULL;
-  fz_calls++;
-  fz_expect("seed: host_alloc", T->host_alloc((t4a_runtime){W.rt[r].bits}, FZ_HMAX, 0, &h, &p),
-            ST_OK);
-  s->o = (fz_obj){h.bits, r, true};
+  if (kept.host[hs].live) { /* its runtime drained at the last teardown */
+    s->o = kept.host[hs];
+    s->ptr = kept.host_ptr[hs];
+  } else {
+    t4a_host_buffer h;
+    void *p = NULL;
+    fz_calls++;
+    fz_expect("seed: host_alloc", T->host_alloc((t4a_runtime){W.rt[r].bits}, FZ_HMAX, 0, &h, &p),
+              ST_OK);
+    s->o = (fz_obj){h.bits, r, true};
+    s->ptr = p;
+  }
   s->size = FZ_HMAX;
   s->region = -1;
-  s->ptr = p;
   fz_fill_pattern(s->data, FZ_HMAX, 100u + (uint32_t)hs);
   memcpy(s->ptr, s->data, FZ_HMAX);
   memset(s->known, 1, FZ_HMAX);
 }
 
 static void seed_module(int r) {
+  bool whole = kept.mod[r].live;
+  for (int k = 0; k < FZ_KERNELS; k++)
+    whole &= kept.fn[r][k].live;
+  if (whole) {
+    W.mod[r] = kept.mod[r];
+    memcpy(W.fn[r], kept.fn[r], sizeof W.fn[r]);
+    memcpy(W.fn_shared[r], kept.fn_shared[r], sizeof W.fn_shared[r]);
+    return;
+  }
   t4a_runtime rt = {W.rt[r].bits};
   t4a_module m;
+  if (kept.mod[r].live) { /* a function of it is missing: load it again */
+    fz_calls++;
+    fz_expect("seed: module_unload", T->module_unload(rt, (t4a_module){kept.mod[r].bits}), ST_OK);
+  }
   fz_calls++;
   fz_expect("seed: module_load", T->module_load(rt, (t4a_artifact){W.art[0].bits}, &m), ST_OK);
   W.mod[r] = (fz_obj){m.bits, r, true};
@@ -517,6 +564,7 @@ static void seed_module(int r) {
     fz_calls++;
     fz_expect("seed: function_get", T->function_get(rt, m, kernel_names[k], &f), ST_OK);
     W.fn[r][k] = (fz_obj){f.bits, r, true};
+    W.fn_shared[r][k] = 48 * 1024;
   }
 }
 
@@ -526,19 +574,25 @@ static void seed(void) {
     W.rt[r].rt = r;
   for (int i = 0; i < FZ_HOSTS; i++)
     W.host[i].region = -1;
-  seed_runtime(0, 0, true);
-  seed_runtime(1, 0, false);
-  seed_runtime(2, 1, false);
-  t4a_artifact a;
-  fz_calls++;
-  fz_expect("seed: artifact_from_bytes",
-            T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, sizeof ptx - 1, "fuzz_model.ptx", &a),
-            ST_OK);
-  W.art[0] = (fz_obj){a.bits, -1, true};
+  if (kept.art.live) {
+    W.art[0] = kept.art;
+  } else {
+    t4a_artifact a;
+    fz_calls++;
+    fz_expect("seed: artifact_from_bytes",
+              T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, sizeof ptx - 1, "fuzz_model.ptx", &a),
+              ST_OK);
+    W.art[0] = (fz_obj){a.bits, -1, true};
+  }
   W.art_code[0] = true;
   W.art_bytes[0] = ptx;
   W.art_size[0] = sizeof ptx - 1;
   for (int r = 0; r < 3; r++) {
+    if (seed_runtime(r, r < 2 ? 0 : 1, r == 0)) { /* a new runtime: none of its objects live */
+      kept.buf[(size_t)r * 2].live = kept.buf[(size_t)r * 2 + 1].live = false;
+      kept.host[r].live = false;
+      kept.mod[r].live = false;
+    }
     seed_buffer(2 * r, r);
     seed_buffer(2 * r + 1, r);
     seed_host(r, r);
@@ -546,8 +600,9 @@ static void seed(void) {
   }
 }
 
-/* Releases everything the input still holds and checks the fake driver saw
- * no misuse. */
+/* Releases what the input made beyond the seeded world, drains the
+ * surviving seeded runtimes, keeps the seeded objects still in their
+ * slots for the next input, and checks the fake driver saw no misuse. */
 static void teardown(void) {
   for (int r = 0; r < FZ_RTS; r++)
     if (W.rt[r].live && W.capturing[r]) {
@@ -562,22 +617,80 @@ static void teardown(void) {
       fz_graph_drop(&W.cap[r]);
       W.capturing[r] = false;
     }
+  for (int g = 0; g < FZ_GRAPHS; g++)
+    if (W.graph[g].o.live) {
+      fz_calls++;
+      fz_expect("teardown: graph_release",
+                T->graph_release((t4a_runtime){W.rt[W.graph[g].o.rt].bits},
+                                 (t4a_graph){W.graph[g].o.bits}),
+                ST_OK);
+    }
   for (unsigned i = 0; i < W.nwit; i++) {
     fz_calls++;
     fz_expect("teardown: witness_release", T->witness_release((t4a_witness){W.wit[i]}), ST_OK);
   }
-  for (int i = 0; i < FZ_ARTS; i++)
+  /* slot 0 is kept when it still holds the seeded PTX (artifact_from_bytes
+   * may have put a copy there), else released with the others */
+  bool keep_art = W.art[0].live && W.art_bytes[0] == (const void *)ptx;
+  for (int i = keep_art ? 1 : 0; i < FZ_ARTS; i++)
     if (W.art[i].live) {
       fz_calls++;
       fz_expect("teardown: artifact_release", T->artifact_release((t4a_artifact){W.art[i].bits}),
                 ST_OK);
     }
-  for (int r = 0; r < FZ_RTS; r++)
-    if (W.rt[r].live) {
+  /* seeded slots keep their object only if it is still the seeded kind */
+  bool keep_rt[FZ_RTS] = {false};
+  for (int r = 0; r < 3; r++)
+    keep_rt[r] = W.rt[r].live && W.dev[r] == (r < 2 ? 0 : 1) && W.timing[r] == (r == 0);
+  for (int b = 0; b < FZ_BUFS; b++) {
+    const fz_buf *s = &W.buf[b];
+    bool seeded = b < 6 && s->o.live && s->o.rt == b / 2 && s->size == FZ_BMAX && keep_rt[b / 2];
+    if (s->o.live && !seeded && keep_rt[s->o.rt]) {
+      fz_calls++;
+      fz_expect("teardown: buffer_free",
+                T->buffer_free((t4a_runtime){W.rt[s->o.rt].bits}, (t4a_buffer){s->o.bits}), ST_OK);
+    }
+    if (b < 6) {
+      kept.buf[b] = seeded ? s->o : (fz_obj){0};
+      kept.addr[b] = s->addr;
+    }
+  }
+  for (int h = 0; h < FZ_HOSTS; h++) {
+    const fz_host *s = &W.host[h];
+    bool seeded =
+        h < 3 && s->o.live && s->o.rt == h && s->region < 0 && s->size == FZ_HMAX && keep_rt[h];
+    if (s->o.live && !seeded && keep_rt[s->o.rt]) {
+      t4a_runtime rt = {W.rt[s->o.rt].bits};
+      fz_calls++;
+      fz_expect("teardown: host_free/unregister",
+                s->region >= 0 ? T->host_unregister(rt, (t4a_host_buffer){s->o.bits})
+                               : T->host_free(rt, (t4a_host_buffer){s->o.bits}),
+                ST_OK);
+    }
+    if (h < 3) {
+      kept.host[h] = seeded ? s->o : (fz_obj){0};
+      kept.host_ptr[h] = s->ptr;
+    }
+  }
+  for (int r = 0; r < FZ_RTS; r++) {
+    if (!W.rt[r].live)
+      continue;
+    if (!keep_rt[r]) {
       fz_calls++;
       fz_expect("teardown: runtime_destroy",
                 T->runtime_destroy((t4a_runtime){W.rt[r].bits}, T4A_WAIT_FOREVER), ST_OK);
+      continue;
     }
+    fz_sync(r); /* nothing in flight: the next input writes host memory */
+  }
+  for (int r = 0; r < 3; r++) {
+    kept.rt[r] = keep_rt[r] ? W.rt[r] : (fz_obj){0};
+    kept.mod[r] = keep_rt[r] ? W.mod[r] : (fz_obj){0};
+    for (int k = 0; k < FZ_KERNELS; k++)
+      kept.fn[r][k] = keep_rt[r] && W.mod[r].live ? W.fn[r][k] : (fz_obj){0};
+    memcpy(kept.fn_shared[r], W.fn_shared[r], sizeof kept.fn_shared[r]);
+  }
+  kept.art = keep_art ? W.art[0] : (fz_obj){0};
   uint64_t v = fake_violations ? fake_violations() : 0;
   if (v)
     fz_finding("the fake driver counted %llu violations (the last: %s)", (unsigned long long)v,
@@ -591,7 +704,8 @@ static void report(void) {
   clock_gettime(CLOCK_MONOTONIC, &now);
   double s = (double)(now.tv_sec - started.tv_sec) + (double)(now.tv_nsec - started.tv_nsec) / 1e9;
   fprintf(stderr, "fuzz_model: %llu table calls in %llu inputs, %.1f s: %.0f calls/s\n",
-          (unsigned long long)fz_calls, (unsigned long long)inputs, s, s > 0 ? fz_calls / s : 0.0);
+          (unsigned long long)fz_calls, (unsigned long long)inputs, s,
+          s > 0 ? (double)fz_calls / s : 0.0);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -630,7 +744,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   in_n = size;
   ntrace = 0;
   seed();
-  for (int steps = 0; in_n && steps < 512; steps++)
+  for (int steps = 0; in_n && steps < 4096; steps++)
     fz_step();
   teardown();
   inputs++;

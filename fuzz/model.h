@@ -101,6 +101,7 @@ typedef struct fz_world {
   uint64_t art_size[FZ_ARTS];
   fz_obj mod[FZ_RTS];
   fz_obj fn[FZ_RTS][FZ_KERNELS];
+  uint32_t fn_shared[FZ_RTS][FZ_KERNELS]; /* the dynamic shared memory limit set (48 KiB at load) */
   uint64_t wit[FZ_WITS];
   uint64_t wit_rt[FZ_WITS]; /* the sealing runtime's handle (its slot may be reused) */
   bool wit_timing[FZ_WITS]; /* whether it recorded time */

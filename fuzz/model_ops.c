@@ -43,6 +43,7 @@ static const char *const kernel_names[FZ_KERNELS] = {"t4a_empty", "t4a_fill_u32"
 
 static uint8_t scratch[2 * FZ_HMAX + 64];                                /* pageable host memory */
 static uint8_t regions[FZ_REGS][FZ_HMAX] __attribute__((aligned(4096))); /* host_register's */
+static bool region_was_pinned[FZ_REGS]; /* since the process started */
 static uint64_t max_pitch;
 static int32_t optin_shared;
 
@@ -89,7 +90,7 @@ static uint64_t host_size(fz_arg h) { return h.slot >= 0 ? W.host[h.slot].size :
 
 /* A live buffer of runtime r (-1 when none), chosen by the input. */
 static int live_buf_of(int r) {
-  int have[FZ_BUFS], n = 0;
+  int have[FZ_BUFS] = {0}, n = 0;
   for (int i = 0; i < FZ_BUFS; i++)
     if (W.buf[i].o.live && W.buf[i].o.rt == r)
       have[n++] = i;
@@ -499,10 +500,16 @@ static void op_host_register(void) {
   if (!W.region_used[region]) {  /* nothing uses it: the host may write it */
     fz_fill_pattern(regions[region], FZ_HMAX, fz_u32());
   }
+  uint32_t want = err ? err : ST_OK;
+  if (region_was_pinned[region] && r.ok)
+    /* host_unregister unpins once the work that used it retired, which a
+     * later seal processes: until then the driver still holds the range */
+    want |= ST(T4A_EINVAL);
   t4a_host_buffer h;
   if (CALL("host_register", T->host_register(RT(r), null ? NULL : regions[region], n, flags, &h),
-           err ? err : ST_OK) != T4A_OK)
+           want) != T4A_OK)
     return;
+  region_was_pinned[region] = true;
   fz_host *s = &W.host[slot];
   s->o = (fz_obj){h.bits, r.slot, true};
   s->size = n;
@@ -1123,8 +1130,11 @@ static void op_module(void) {
     ERR(!r.ok || !a.ok, T4A_EHANDLE);
     t4a_module m;
     if (CALL("module_load", T->module_load(RT(r), (t4a_artifact){a.bits}, &m), err ? err : ST_OK) ==
-        T4A_OK)
+        T4A_OK) {
       W.mod[r.slot] = (fz_obj){m.bits, r.slot, true};
+      for (int k = 0; k < FZ_KERNELS; k++)
+        W.fn_shared[r.slot][k] = 48 * 1024; /* new functions: the default limit */
+    }
     break;
   }
   case 1: {
@@ -1191,8 +1201,9 @@ static void op_function_queries(void) {
     uint32_t bytes = fz_chance(128) ? (uint32_t)fz_below(48 * 1024 + 1)
                                     : (uint32_t)optin_shared + 1 + (uint32_t)fz_below(1 << 20);
     uint32_t want = bad ? bad : bytes > (uint32_t)optin_shared ? ST(T4A_EINVAL) : ST_OK;
-    CALL("function_set_max_dynamic_shared", T->function_set_max_dynamic_shared(RT(r), fh, bytes),
-         want);
+    if (CALL("function_set_max_dynamic_shared",
+             T->function_set_max_dynamic_shared(RT(r), fh, bytes), want) == T4A_OK)
+      W.fn_shared[f.slot / FZ_KERNELS][f.slot % FZ_KERNELS] = bytes;
     break;
   }
   case 2: {
@@ -1206,12 +1217,12 @@ static void op_function_queries(void) {
     fz_trace("occupancy_max_active_blocks");
     uint32_t threads =
         fz_chance(16) ? (fz_chance(128) ? 0u : 1025u + fz_u8()) : 1u + (uint32_t)fz_below(1024);
-    uint32_t blocks = 0, want = bad;
-    if (!bad && (threads == 0 || threads > 1024))
+    uint32_t blocks = 0, want = bad, shared = (uint32_t)fz_below(1024);
+    if (!bad && (threads == 0 || threads > 1024 ||
+                 shared > W.fn_shared[f.slot / FZ_KERNELS][f.slot % FZ_KERNELS]))
       want = ST(T4A_EINVAL);
     CALL("occupancy_max_active_blocks",
-         T->occupancy_max_active_blocks(RT(r), fh, threads, (uint32_t)fz_below(1024), &blocks),
-         want ? want : ST_OK);
+         T->occupancy_max_active_blocks(RT(r), fh, threads, shared, &blocks), want ? want : ST_OK);
     break;
   }
   case 4: {
