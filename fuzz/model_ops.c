@@ -76,6 +76,21 @@ static uint64_t amount(uint64_t size) {
   return fz_u64();
 }
 
+/* A length and offsets for sides of asize and bsize bytes: mostly a range
+ * inside both, else each drawn on its own (edges, overflow). */
+static void ranges(uint64_t asize, uint64_t bsize, uint64_t *aoff, uint64_t *boff, uint64_t *n) {
+  if (fz_chance(208)) {
+    uint64_t most = asize < bsize ? asize : bsize;
+    *n = fz_below(most + 1);
+    *aoff = fz_below(asize - *n + 1);
+    *boff = fz_below(bsize - *n + 1);
+    return;
+  }
+  *aoff = amount(asize);
+  *boff = amount(bsize);
+  *n = amount(asize < bsize ? asize : bsize);
+}
+
 static bool capturing(fz_arg rt) { return rt.ok && W.capturing[rt.slot]; }
 
 /* Whether a capturable call on rt has room in the model's capture. */
@@ -95,6 +110,31 @@ static int live_buf_of(int r) {
     if (W.buf[i].o.live && W.buf[i].o.rt == r)
       have[n++] = i;
   return n ? have[fz_below((uint64_t)n)] : -1;
+}
+
+/* A second buffer (host buffer) for a call on runtime r: mostly one of r's,
+ * else any pick. */
+static fz_arg buf_of(int r) {
+  if (r >= 0 && fz_chance(216)) {
+    int b = live_buf_of(r);
+    if (b >= 0)
+      return (fz_arg){W.buf[b].o.bits, b, true};
+  }
+  return pick_buf();
+}
+
+static fz_arg host_of(int r) {
+  if (r >= 0 && fz_chance(216)) {
+    int have[FZ_HOSTS] = {0}, n = 0;
+    for (int i = 0; i < FZ_HOSTS; i++)
+      if (W.host[i].o.live && W.host[i].o.rt == r)
+        have[n++] = i;
+    if (n) {
+      int h = have[fz_below((uint64_t)n)];
+      return (fz_arg){W.host[h].o.bits, h, true};
+    }
+  }
+  return pick_host();
 }
 
 static fz_arg pick_wit(void) {
@@ -402,9 +442,17 @@ static void op_memset(void) {
   static const uint32_t sizes[] = {1, 2, 4, 1, 2, 4, 0, 3, 8};
   uint32_t es = sizes[fz_below(sizeof sizes / sizeof sizes[0])];
   uint64_t size = buf_size(b);
-  uint64_t off = amount(size), count = amount(size);
-  if (es && !fz_chance(16))
+  uint64_t off, count;
+  if (es && fz_chance(208)) { /* mostly aligned and inside */
+    off = fz_below(size + 1);
     off -= off % es;
+    count = fz_below((size - off) / es + 1);
+  } else {
+    off = amount(size);
+    count = amount(size);
+    if (es && !fz_chance(16))
+      off -= off % es;
+  }
   uint32_t pattern = fz_u32(), err = 0;
   if (es && es < 4 && !fz_chance(16))
     pattern &= (1u << (8 * es)) - 1; /* mostly a value that fits */
@@ -555,7 +603,8 @@ static void op_copy_h2d(void) {
   fz_trace("copy_h2d");
   fz_arg b = pick_buf();
   fz_arg r = rt_for(b, buf_owner(b));
-  uint64_t size = buf_size(b), off = amount(size), n = amount(size);
+  uint64_t size = buf_size(b), off, unused, n;
+  ranges(size, size, &off, &unused, &n);
   bool null = fz_chance(8);
   uint8_t *src = scratch;
   fz_fill_pattern(src, n < FZ_BMAX ? n : FZ_BMAX, fz_u32());
@@ -579,7 +628,8 @@ static void op_copy_d2h(void) {
   fz_trace("copy_d2h");
   fz_arg b = pick_buf();
   fz_arg r = rt_for(b, buf_owner(b));
-  uint64_t size = buf_size(b), off = amount(size), n = amount(size);
+  uint64_t size = buf_size(b), off, unused, n;
+  ranges(size, size, &off, &unused, &n);
   bool null = fz_chance(8);
   uint8_t *dst = scratch;
   memset(dst, 0xa5, sizeof scratch); /* poisoned: unwritten bytes show */
@@ -604,12 +654,13 @@ static void op_copy_d2h(void) {
 
 static void op_copy_d2d(void) {
   fz_trace("copy_d2d");
-  fz_arg d = pick_buf(), s = pick_buf();
+  fz_arg d = pick_buf();
   fz_arg r = rt_for(d, buf_owner(d));
+  fz_arg s = buf_of(r.ok ? r.slot : -1);
   if (!room(r))
     return;
-  uint64_t dsz = buf_size(d), ssz = buf_size(s);
-  uint64_t doff = amount(dsz), soff = amount(ssz), n = amount(dsz < ssz ? dsz : ssz);
+  uint64_t dsz = buf_size(d), ssz = buf_size(s), doff, soff, n;
+  ranges(dsz, ssz, &doff, &soff, &n);
   uint32_t err = 0;
   bool dok = owns(r, d, buf_owner(d)), sok = owns(r, s, buf_owner(s)), handles = dok && sok;
   ERR(!handles, T4A_EHANDLE); /* a valid side's range may be checked first */
@@ -635,12 +686,13 @@ static void op_copy_d2d(void) {
 static void op_copy_pinned(void) {
   bool h2d = fz_chance(128);
   fz_trace(h2d ? "copy_h2d_pinned" : "copy_d2h_pinned");
-  fz_arg b = pick_buf(), h = pick_host();
+  fz_arg b = pick_buf();
   fz_arg r = rt_for(b, buf_owner(b));
+  fz_arg h = host_of(r.ok ? r.slot : -1);
   if (!room(r))
     return;
-  uint64_t bsz = buf_size(b), hsz = host_size(h);
-  uint64_t boff = amount(bsz), hoff = amount(hsz), n = amount(bsz < hsz ? bsz : hsz);
+  uint64_t bsz = buf_size(b), hsz = host_size(h), boff, hoff, n;
+  ranges(bsz, hsz, &boff, &hoff, &n);
   bool bok = owns(r, b, buf_owner(b)), hok = owns(r, h, host_owner(h)), handles = bok && hok;
   uint32_t err = 0;
   ERR(!handles, T4A_EHANDLE); /* a valid side's range may be checked first */
@@ -675,8 +727,8 @@ static void op_copy_cross(void) {
   fz_trace(names[kind]);
   fz_arg d = pick_buf(), s = pick_buf();
   fz_arg dr = rt_for(d, buf_owner(d)), sr = rt_for(s, buf_owner(s));
-  uint64_t dsz = buf_size(d), ssz = buf_size(s);
-  uint64_t doff = amount(dsz), soff = amount(ssz), n = amount(dsz < ssz ? dsz : ssz);
+  uint64_t dsz = buf_size(d), ssz = buf_size(s), doff, soff, n;
+  ranges(dsz, ssz, &doff, &soff, &n);
   bool dok = owns(dr, d, buf_owner(d)), sok = owns(sr, s, buf_owner(s)), handles = dok && sok;
   uint32_t err = 0;
   ERR(!handles, T4A_EHANDLE); /* a valid side's range may be checked first */
@@ -758,8 +810,9 @@ static void op_copy_2d(void) {
   static const char *const names[] = {"copy_2d_h2d_pinned", "copy_2d_d2h_pinned", "copy_2d_d2d",
                                       "copy_2d_h2d", "copy_2d_d2h"};
   fz_trace(names[kind]);
-  fz_arg b = pick_buf(), other = kind == 2 ? pick_buf() : pick_host();
+  fz_arg b = pick_buf();
   fz_arg r = rt_for(b, buf_owner(b));
+  fz_arg other = kind == 2 ? buf_of(r.ok ? r.slot : -1) : host_of(r.ok ? r.slot : -1);
   if (kind < 3 && !room(r))
     return;
   bool pageable = kind >= 3;

@@ -80,8 +80,14 @@ static uint32_t gen_fresh(void) {
 uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *kind,
                              uint32_t owner) {
   t4a__hslot *s = t4a__htable_at(t, index);
+  /* Only the sequence names generations: the entry's last one came from it
+   * too, so a fresh value differs from every earlier one (until 2^28 more,
+   * then skipped once). Adding one here, or at release, made values the
+   * sequence hands out later, and a released handle came back to life. */
   uint32_t gen = gen_fresh();
-  s->gen = gen == s->gen ? t4a__gen_next(gen) : gen; /* never the entry's last */
+  while (gen == s->gen)
+    gen = gen_fresh();
+  s->gen = gen;
   s->live = true;
   s->next_free = 0;
   t->live++;
@@ -89,8 +95,8 @@ uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *k
 }
 
 void t4a__htable_release(t4a__htable *t, uint32_t index) {
-  t4a__hslot *s = t4a__htable_at(t, index);
-  s->gen = t4a__gen_next(s->gen); /* every handle of this use is stale now */
+  /* every handle of this use is stale now: the entry is not live, and its
+   * next publication takes a new generation */
   t->live--;
   t4a__htable_untake(t, index);
 }

@@ -1,6 +1,7 @@
-/* tests/cpu/test_handle.c -- the plugin's handle encoding and reference
- * counts, tested directly: what no API-level test can reach in reasonable
- * time (a 32-bit count at its limit). */
+/* tests/cpu/test_handle.c -- the plugin's handle encoding, handle tables
+ * and reference counts, tested directly: what no API-level test can reach
+ * in reasonable time (a 32-bit count at its limit), or reaches only by
+ * chance (one entry reused many times in a row). */
 #include "config.h"
 
 #include <check.h>
@@ -31,11 +32,41 @@ START_TEST(handles_round_trip_and_generations_skip_zero) {
 }
 END_TEST
 
+/* An entry taken, published and released again and again never hands out
+ * a handle it handed out before: a stale handle must not come back to life
+ * naming the entry's next object. (The model fuzzer found a released
+ * witness's handle valid again: release advanced the entry's generation by
+ * one, publish bumped a clash by one, and the process-wide sequence then
+ * handed out those very values.) */
+START_TEST(a_reused_entry_never_repeats_a_handle) {
+  static const t4a__hkind kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc", NULL, "freed"};
+  t4a__htable t;
+  t4a__htable_init(&t, sizeof(t4a__hslot));
+  enum { N = 2000 };
+  static uint64_t seen[N];
+  for (int i = 0; i < N; i++) {
+    uint32_t index = 99;
+    ck_assert_int_eq(t4a__htable_take(&t, "test", &index), 0);
+    ck_assert_uint_eq(index, 0); /* the one entry, every time */
+    seen[i] = t4a__htable_publish(&t, index, &kind, 0);
+    for (int j = 0; j < i; j++)
+      ck_assert_msg(seen[j] != seen[i], "publication %d repeats publication %d: 0x%llx", i, j,
+                    (unsigned long long)seen[i]);
+    void *entry = NULL;
+    ck_assert_int_eq(t4a__htable_get(&t, &kind, 0, seen[i], "test", &entry), 0);
+    t4a__htable_release(&t, index);
+    ck_assert_int_eq(t4a__htable_get(&t, &kind, 0, seen[i], "test", &entry), T4A_EHANDLE);
+  }
+  t4a__htable_fini(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("handle");
   TCase *tc = tcase_create("handle");
   tcase_add_test(tc, reference_counts_saturate_instead_of_wrapping);
   tcase_add_test(tc, handles_round_trip_and_generations_skip_zero);
+  tcase_add_test(tc, a_reused_entry_never_repeats_a_handle);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
