@@ -1,7 +1,7 @@
 /* fuzz/model.h -- the model fuzzer's world: what the backend should hold
  * after every call, so that each call's status and each byte read back can
  * be asserted (fuzz/model.c: the world, expectations and effects;
- * fuzz/model_ops.c: one operation per table slot).
+ * fuzz/model_ops.h: the operations, one or more per table slot).
  *
  * An input is a program: one byte picks an operation, the next bytes its
  * arguments. Each input starts from a seeded world (three runtimes, two on
@@ -167,7 +167,7 @@ void fz_forget_runtime(int r);
 void fz_fill_pattern(uint8_t *p, uint64_t n, uint32_t seed);
 const char *fz_ptx(uint64_t *size); /* the seeded module's PTX text */
 
-/* ---- operations (model_ops.c) ------------------------------------------- */
+/* ---- operations (model_ops.h) ------------------------------------------- */
 void fz_step(void);
 void fz_sync(int r);                         /* seal + witness_wait + release on runtime r */
 void fz_order_after(int src_rt, int dst_rt); /* src_rt waits for dst_rt's work so far */
