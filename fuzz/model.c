@@ -178,6 +178,16 @@ void fz_stale(int kind, uint64_t bits) {
     W.stale[kind][W.nstale[kind]++ % FZ_STALE] = bits;
 }
 
+/* A forged handle: any tag, runtime and index, but generation 0, which no
+ * live handle has (handle.c skips it). A forgery must never match a live
+ * handle, including ones the model no longer tracks (an earlier
+ * function_get's, an artifact the compile cache still holds), which
+ * libFuzzer's comparison tracing could learn. */
+uint64_t fz_forged(void) {
+  uint64_t v = fz_u64() & ~(uint64_t)0xfffffffu;
+  return bits_live(v) ? 0 : v;
+}
+
 fz_arg fz_pick(int kind, fz_obj *objs, unsigned n, size_t stride) {
   fz_arg a = {0, -1, false};
   uint8_t k = fz_u8();
@@ -194,7 +204,7 @@ fz_arg fz_pick(int kind, fz_obj *objs, unsigned n, size_t stride) {
           return a;
         }
     }
-    k = 208;
+    k = (uint8_t)(208 + k % 48); /* none live: one of the other kinds below */
   }
   if (k < 224) { /* any slot: live, dead (stale bits) or empty (null) */
     unsigned i = k % n;
@@ -207,8 +217,7 @@ fz_arg fz_pick(int kind, fz_obj *objs, unsigned n, size_t stride) {
     unsigned have = W.nstale[kind] < FZ_STALE ? W.nstale[kind] : FZ_STALE;
     a.bits = W.stale[kind][k % have];
   } else if (k < 250) {
-    uint64_t v = fz_u64();
-    a.bits = bits_live(v) ? 0 : v; /* a forgery that hits a live handle would be one */
+    a.bits = fz_forged();
   }
   /* the same handle may sit in two slots (the compile cache hands out one
    * artifact twice, function_get one function): one live slot makes it live */
@@ -251,14 +260,13 @@ void fz_release_artifact(int slot) {
     fz_release(K_ART, W.art, FZ_ARTS, sizeof(fz_obj), slot);
     return;
   }
-  W.art[slot].live = false;
-  if (!held(W.art, FZ_ARTS, sizeof(fz_obj), W.art[slot].bits))
-    W.art_maybe[W.nart_maybe++ % FZ_STALE] = W.art[slot].bits;
+  W.art[slot].live = false; /* art_cached stays set while the slot keeps these bits */
 }
 
 bool fz_art_maybe(uint64_t bits) {
-  for (unsigned i = 0; bits && i < FZ_STALE; i++)
-    if (W.art_maybe[i] == bits && !held(W.art, FZ_ARTS, sizeof(fz_obj), bits))
+  for (unsigned i = 0; bits && i < FZ_ARTS; i++)
+    if (!W.art[i].live && W.art_cached[i] && W.art[i].bits == bits &&
+        !held(W.art, FZ_ARTS, sizeof(fz_obj), bits))
       return true;
   return false;
 }

@@ -93,10 +93,9 @@ typedef struct fz_world {
   fz_host host[FZ_HOSTS];
   bool region_used[FZ_REGS];
   fz_obj art[FZ_ARTS];
-  bool art_code[FZ_ARTS];       /* holds the three kernels */
-  bool art_cached[FZ_ARTS];     /* compiled through the memory cache, which holds a reference */
-  uint64_t art_maybe[FZ_STALE]; /* released, but the cache's reference may keep them live */
-  unsigned nart_maybe;
+  bool art_code[FZ_ARTS];   /* holds the three kernels */
+  bool art_cached[FZ_ARTS]; /* compiled through the memory cache, which holds a reference:
+                               released, its handle may stay live */
   const void *art_bytes[FZ_ARTS];
   uint64_t art_size[FZ_ARTS];
   fz_obj mod[FZ_RTS];
@@ -144,6 +143,7 @@ typedef struct fz_arg {
 } fz_arg;
 fz_arg fz_pick(int kind, fz_obj *objs, unsigned n, size_t stride);
 fz_arg fz_pick_rt(void);
+uint64_t fz_forged(void); /* a forged handle that matches no live one */
 void fz_stale(int kind, uint64_t bits);
 /* Slot `slot` of objs released its reference: stale unless another slot holds it. */
 void fz_release(int kind, fz_obj *objs, unsigned n, size_t stride, int slot);

@@ -348,8 +348,13 @@ void fz_op_function_queries(void) {
     uint32_t want = bad | (a.struct_size == 4 ? ST(T4A_EINVAL) : 0);
     if (CALL("function_attributes", T->function_attributes(RT(r), fh, &a), want ? want : ST_OK) ==
             0 &&
-        (a.max_threads_per_block < 1 || a.max_threads_per_block > 1024))
-      fz_finding("function_attributes: max_threads_per_block %d", a.max_threads_per_block);
+        (a.max_threads_per_block < 1 || a.max_threads_per_block > 1024 ||
+         (uint32_t)a.max_dynamic_shared_bytes !=
+             W.fn_shared[f.slot / FZ_KERNELS][f.slot % FZ_KERNELS]))
+      fz_finding("function_attributes: max_threads_per_block %d, max_dynamic_shared_bytes %d "
+                 "(the model: %u)",
+                 a.max_threads_per_block, a.max_dynamic_shared_bytes,
+                 W.fn_shared[f.slot / FZ_KERNELS][f.slot % FZ_KERNELS]);
     break;
   }
   case 1: {

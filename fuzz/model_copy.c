@@ -300,6 +300,19 @@ void fz_op_copy_2d(void) {
     for (uint64_t i = 0; i < g.rows; i++)
       fz_check_buffer(b.slot, g.src_offset + i * g.src_pitch, host + g.dst_offset + i * g.dst_pitch,
                       g.width, "copy_2d_d2h");
+    /* and nothing outside the rows: the pitch gaps and the rest stay poisoned */
+    for (uint64_t at = 0; at < sizeof fz_scratch; at++) {
+      uint64_t rel = at - g.dst_offset; /* one row may have any pitch; more need pitch >= width */
+      bool in_row =
+          at >= g.dst_offset &&
+          (g.rows == 1 ? rel < g.width
+                       : g.dst_pitch && rel / g.dst_pitch < g.rows && rel % g.dst_pitch < g.width);
+      if (!in_row && host[at] != 0xa5)
+        fz_finding("copy_2d_d2h wrote host byte %llu, outside its %llu rows of %llu bytes "
+                   "(offset %llu, pitch %llu)",
+                   (unsigned long long)at, (unsigned long long)g.rows, (unsigned long long)g.width,
+                   (unsigned long long)g.dst_offset, (unsigned long long)g.dst_pitch);
+    }
     return;
   }
   fz_effect e = {.kind = kind == 0   ? E_H2DP
@@ -319,8 +332,10 @@ void fz_op_copy_2d(void) {
   if (overlap) { /* accepted although the spans meet: the model forgets the rectangle */
     for (uint64_t i = 0; i < g.rows; i++)
       memset(W.buf[b.slot].known + g.dst_offset + i * g.dst_pitch, 0, g.width);
-    if (capturing(r))
+    if (capturing(r)) { /* captured all the same: graph_info counts it */
       W.data_unsure = true;
+      W.cap[r.slot].copies++;
+    }
     return;
   }
   fz_enqueue(r.slot, &e, false);

@@ -85,7 +85,7 @@ fz_arg fz_pick_wit(void) {
   if (k < 236 && W.nstale[K_WIT])
     a.bits = W.stale[K_WIT][k % (W.nstale[K_WIT] < FZ_STALE ? W.nstale[K_WIT] : FZ_STALE)];
   else if (k < 248)
-    a.bits = fz_u64() | 1u << 31; /* far from any live generation the input could reach */
+    a.bits = fz_forged();
   fz_null_arg |= a.bits == 0;
   return a;
 }
