@@ -8,15 +8,10 @@
 
 /* ---- 1D transfers -------------------------------------------------------------------- */
 
-void fz_op_copy_h2d(void) {
-  fz_trace("copy_h2d");
-  fz_arg b = pick_buf();
-  fz_arg r = rt_for(b, buf_owner(b));
-  uint64_t size = buf_size(b), off, unused, n;
-  fz_ranges(size, size, &off, &unused, &n);
-  bool null = fz_chance(8);
-  uint8_t *src = fz_scratch;
-  fz_fill_pattern(src, n < FZ_BMAX ? n : FZ_BMAX, fz_u32());
+/* The statuses a staged 1D copy (copy_h2d, copy_d2h) of n bytes at off of
+ * buffer b (size bytes) on runtime r may return; null: the host pointer. */
+static uint32_t staged_want(fz_arg r, fz_arg b, uint64_t off, uint64_t n, uint64_t size,
+                            bool null) {
   uint32_t err = 0;
   ERR(null && n, T4A_EINVAL);
   ERR(!owns(r, b, buf_owner(b)), T4A_EHANDLE);
@@ -26,6 +21,19 @@ void fz_op_copy_h2d(void) {
   uint32_t want = err ? err : ST_OK;
   if (n == 0)
     want |= ST_OK | ST(T4A_ERANGE) | ST(T4A_EINVAL);
+  return want;
+}
+
+void fz_op_copy_h2d(void) {
+  fz_trace("copy_h2d");
+  fz_arg b = pick_buf();
+  fz_arg r = rt_for(b, buf_owner(b));
+  uint64_t size = buf_size(b), off, unused, n;
+  fz_ranges(size, size, &off, &unused, &n);
+  bool null = fz_chance(8);
+  uint8_t *src = fz_scratch;
+  fz_fill_pattern(src, n < FZ_BMAX ? n : FZ_BMAX, fz_u32());
+  uint32_t want = staged_want(r, b, off, n, size, null);
   if (CALL("copy_h2d", T->copy_h2d(RT(r), BUF(b), off, null ? NULL : src, n), want) == T4A_OK &&
       n) {
     memcpy(W.buf[b.slot].data + off, src, n);
@@ -42,15 +50,7 @@ void fz_op_copy_d2h(void) {
   bool null = fz_chance(8);
   uint8_t *dst = fz_scratch;
   memset(dst, 0xa5, sizeof fz_scratch); /* poisoned: unwritten bytes show */
-  uint32_t err = 0;
-  ERR(null && n, T4A_EINVAL);
-  ERR(!owns(r, b, buf_owner(b)), T4A_EHANDLE);
-  ERR(capturing(r), T4A_EBUSY);
-  if (owns(r, b, buf_owner(b)) && !in_range(off, n, size))
-    err |= ST(T4A_ERANGE);
-  uint32_t want = err ? err : ST_OK;
-  if (n == 0)
-    want |= ST_OK | ST(T4A_ERANGE) | ST(T4A_EINVAL);
+  uint32_t want = staged_want(r, b, off, n, size, null);
   int rc = CALL("copy_d2h", T->copy_d2h(RT(r), null ? NULL : dst, BUF(b), off, n), want);
   if (rc == T4A_OK && n)
     fz_check_buffer(b.slot, off, dst, n, "copy_d2h");

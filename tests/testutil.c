@@ -177,3 +177,30 @@ long t4a_test_rss_kib(void) {
   fclose(f);
   return kib;
 }
+
+int t4a_test_replay_dir(int (*one)(const uint8_t *, size_t), const char *rel) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/%s", getenv("T4A_TEST_SRCDIR") ? getenv("T4A_TEST_SRCDIR") : ".",
+           rel);
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.')
+      continue;
+    char path[8200];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+      continue;
+    static uint8_t buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    one(buf, len); /* a finding aborts */
+    n++;
+  }
+  closedir(d);
+  return n;
+}

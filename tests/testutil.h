@@ -43,6 +43,10 @@ const char *t4a_test_backend_error(const t4a_gpu_backend_v1 *t);
 /* Deterministic pseudo-random bytes (xorshift64*), seeded. */
 void t4a_test_fill_random(void *p, size_t n, uint64_t seed);
 
+/* Feeds every file of $T4A_TEST_SRCDIR/rel (up to 64 KiB each) to a fuzz
+ * target's one-input function; returns how many (0 without the folder). */
+int t4a_test_replay_dir(int (*one)(const uint8_t *, size_t), const char *rel);
+
 /* A seed from T4A_TEST_SEED or the clock, printed once so a failure can be
  * replayed. */
 uint64_t t4a_test_seed(void);

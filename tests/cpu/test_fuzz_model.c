@@ -6,7 +6,6 @@
  * sets how many generated inputs (default 400). */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,36 +17,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern uint64_t fz_calls;
 
-static int replay_dir(const char *rel) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/%s", getenv("T4A_TEST_SRCDIR") ? getenv("T4A_TEST_SRCDIR") : ".",
-           rel);
-  DIR *d = opendir(dir);
-  if (!d)
-    return 0;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.')
-      continue;
-    char path[8200];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-      continue;
-    static uint8_t buf[1 << 16];
-    size_t len = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, len); /* aborts on a finding */
-    n++;
-  }
-  closedir(d);
-  return n;
-}
-
 START_TEST(corpus_and_generated_programs_match_the_model) {
   LLVMFuzzerInitialize(NULL, NULL);
-  int n = replay_dir("fuzz/corpus-model");
+  int n = t4a_test_replay_dir(LLVMFuzzerTestOneInput, "fuzz/corpus-model");
   ck_assert_int_ge(n, 4);
   const char *v = getenv("T4A_FUZZ_MODEL_INPUTS");
   long count = v ? strtol(v, NULL, 10) : 400;

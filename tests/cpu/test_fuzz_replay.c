@@ -4,7 +4,6 @@
  * driver: findings stay fixed. */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,38 +14,11 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int replay_dir(const char *rel) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/%s", getenv("T4A_TEST_SRCDIR") ? getenv("T4A_TEST_SRCDIR") : ".",
-           rel);
-  DIR *d = opendir(dir);
-  if (!d)
-    return 0;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.')
-      continue;
-    char path[8200];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-      continue;
-    uint8_t buf[1 << 16];
-    size_t len = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, len); /* aborts on a finding */
-    n++;
-  }
-  closedir(d);
-  return n;
-}
-
 START_TEST(corpus_and_regressions_replay_cleanly) {
   LLVMFuzzerInitialize(NULL, NULL);
-  int n = replay_dir("fuzz/corpus");
+  int n = t4a_test_replay_dir(LLVMFuzzerTestOneInput, "fuzz/corpus");
   ck_assert_int_ge(n, 7);
-  n += replay_dir("fuzz/regressions");
+  n += t4a_test_replay_dir(LLVMFuzzerTestOneInput, "fuzz/regressions");
   printf("replayed %d inputs\n", n);
 }
 END_TEST
