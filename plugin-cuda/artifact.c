@@ -41,9 +41,8 @@ static uint32_t aindex(const art *a) {
 /* ---- the table ------------------------------------------------------------- */
 
 static int aget(t4a_artifact a, const char *what, art **out) {
-  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
-  int rc = t4a__htable_get(&arts, &artifact_kind, 0, a.bits, what, &entry);
-  *out = entry;
+  int rc;
+  *out = t4a__htable_find(&arts, &artifact_kind, 0, a.bits, what, &rc);
   return rc;
 }
 

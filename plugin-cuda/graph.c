@@ -17,9 +17,8 @@
 #include "plugin-cuda/slots.h"
 
 static int graph_get(t4a__runtime *rt, t4a_graph h, const char *what, t4a__graph **out) {
-  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
-  int rc = t4a__htable_get(&rt->graphs, &t4a__graph_kind, rt->index, h.bits, what, &entry);
-  *out = entry;
+  int rc;
+  *out = t4a__htable_find(&rt->graphs, &t4a__graph_kind, rt->index, h.bits, what, &rc);
   return rc;
 }
 

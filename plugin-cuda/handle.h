@@ -120,7 +120,7 @@ uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *k
 /* Ends a live entry: its handles are stale from now on, the entry is free. */
 void t4a__htable_release(t4a__htable *t, uint32_t index);
 
-/* Fails a lookup with the standard message (cold path of t4a__htable_get);
+/* Fails a lookup with the standard message (cold path of t4a__htable_find);
  * never returns 0. */
 int t4a__handle_reject(const t4a__hkind *kind, uint64_t h, uint32_t owner, const char *what,
                        bool wrong_kind);
@@ -130,17 +130,23 @@ static inline int t4a__handle_rejected(const t4a__hkind *kind, uint64_t h, uint3
   return rc ? rc : T4A_EINTERNAL; /* tells the compiler a failure is never 0 */
 }
 
-/* Validates handle h of `kind` owned by `owner` and returns its entry. */
-static inline int t4a__htable_get(const t4a__htable *t, const t4a__hkind *kind, uint32_t owner,
-                                  uint64_t h, const char *what, void **out) {
-  if (t4a__h_tag(h) != kind->tag)
-    return t4a__handle_rejected(kind, h, owner, what, true);
+/* Validates handle h of `kind` owned by `owner`: its entry, else NULL with
+ * the status in *rc (0 on success). Returns void *, so the typed getters
+ * assign the entry without a cast that would alias their pointers. */
+static inline void *t4a__htable_find(const t4a__htable *t, const t4a__hkind *kind, uint32_t owner,
+                                     uint64_t h, const char *what, int *rc) {
+  if (t4a__h_tag(h) != kind->tag) {
+    *rc = t4a__handle_rejected(kind, h, owner, what, true);
+    return NULL;
+  }
   uint32_t i = t4a__h_index(h);
   t4a__hslot *s = i < t->count ? t4a__htable_at(t, i) : NULL;
-  if (t4a__h_rt(h) != owner || !s || !s->live || s->gen != t4a__h_gen(h))
-    return t4a__handle_rejected(kind, h, owner, what, false);
-  *out = s;
-  return 0;
+  if (t4a__h_rt(h) != owner || !s || !s->live || s->gen != t4a__h_gen(h)) {
+    *rc = t4a__handle_rejected(kind, h, owner, what, false);
+    return NULL;
+  }
+  *rc = 0;
+  return s;
 }
 
 #endif

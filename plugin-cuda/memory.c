@@ -21,9 +21,8 @@ const t4a__hkind t4a__buffer_kind = {
     "the buffer was freed (or its runtime destroyed); allocate a new one"};
 
 int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out) {
-  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
-  int rc = t4a__htable_get(&rt->mem.bufs, &t4a__buffer_kind, rt->index, h.bits, what, &entry);
-  *out = entry;
+  int rc;
+  *out = t4a__htable_find(&rt->mem.bufs, &t4a__buffer_kind, rt->index, h.bits, what, &rc);
   return rc;
 }
 

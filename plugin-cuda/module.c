@@ -25,16 +25,14 @@ static const t4a__hkind function_kind = {
     "the function's module was unloaded; load it again and look the function up"};
 
 static int module_of(t4a__runtime *rt, t4a_module h, const char *what, t4a__module **out) {
-  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
-  int rc = t4a__htable_get(&rt->code.mods, &module_kind, rt->index, h.bits, what, &entry);
-  *out = entry;
+  int rc;
+  *out = t4a__htable_find(&rt->code.mods, &module_kind, rt->index, h.bits, what, &rc);
   return rc;
 }
 
 int t4a__function_get(t4a__runtime *rt, t4a_function h, const char *what, t4a__function **out) {
-  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
-  int rc = t4a__htable_get(&rt->code.funcs, &function_kind, rt->index, h.bits, what, &entry);
-  *out = entry;
+  int rc;
+  *out = t4a__htable_find(&rt->code.funcs, &function_kind, rt->index, h.bits, what, &rc);
   return rc;
 }
 

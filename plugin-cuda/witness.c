@@ -37,9 +37,8 @@ static t4a__htable wtable = {.item_size = sizeof(wslot)};
 
 /* Resolves a witness handle (wlock held). */
 static int wget(t4a_witness w, const char *what, wslot **out) {
-  void *entry = NULL; /* not through (void **)out: that would alias the typed pointer */
-  int rc = t4a__htable_get(&wtable, &witness_kind, 0, w.bits, what, &entry);
-  *out = entry;
+  int rc;
+  *out = t4a__htable_find(&wtable, &witness_kind, 0, w.bits, what, &rc);
   return rc;
 }
 
