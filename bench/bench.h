@@ -47,14 +47,18 @@ typedef struct bench_case {
   int raw_batch;                /* operations per raw sample when not `batch` (0) */
   int min_devices;              /* skipped on hosts with fewer GPUs */
   int min_cc_major;             /* skipped on older GPUs (0: any) */
+  /* NULL, or why the case cannot run here (a library missing): skipped */
+  const char *(*skip)(const struct bench_case *c);
 } bench_case;
 
 /* The cases (bench/cases.c, bench/lifecycle_cases.c, bench/v11_cases.c,
- * bench/graph_cases.c), each table terminated by an entry with a NULL name. */
+ * bench/graph_cases.c, bench/interop_cases.c), each table terminated by an
+ * entry with a NULL name. */
 extern const bench_case bench_cases[];
 extern const bench_case bench_lifecycle_cases[];
 extern const bench_case bench_v11_cases[];
 extern const bench_case bench_graph_cases[];
+extern const bench_case bench_interop_cases[];
 
 /* Reports that are not paired cases (bench/reports.c); each appends its
  * JSON member (",\n\"name\":...") to json. */

@@ -270,12 +270,17 @@ int main(int argc, char **argv) {
   result res[96];
   int n = 0;
   static const bench_case *const tables[] = {bench_cases, bench_v11_cases, bench_graph_cases,
-                                             bench_lifecycle_cases};
+                                             bench_lifecycle_cases, bench_interop_cases};
   for (size_t tb = 0; tb < sizeof tables / sizeof tables[0]; tb++)
     for (const bench_case *c = tables[tb]; c->name && n < 96; c++) {
       if ((only && !strstr(c->name, only)) || E.device_count < c->min_devices ||
           E.dev.cc_major < c->min_cc_major)
         continue;
+      const char *why = c->skip ? c->skip(c) : NULL;
+      if (why) {
+        printf("%-34s skipped: %s\n", c->name, why);
+        continue;
+      }
       res[n] = run_case(c);
       char t[48];
       const char *u = c->bytes ? "GB/s" : "us";

@@ -396,8 +396,8 @@ def parse_statement(h, stmt, doc, origin, where):
         kind = "struct"
         if [(f.name, repr(f.ctype)) for f in fields] == [("bits", "uint64_t")]:
             kind = "handle"
-        if any(f.ctype.kind == "fn" for f in fields):
-            kind = "table"
+        if name == "t4a_gpu_backend_v1":  # the function table (other structs may hold
+            kind = "table"                 # a function pointer: a callback, a deleter)
         h.items.append(("struct", Struct(name, kind, fields, doc, origin)))
         return
     m = re.fullmatch(r"typedef enum (\w+)\s*\{(.*)\}\s*(\w+)", s, re.S)
@@ -666,20 +666,33 @@ def python_module(h):
         elif kind == "struct":
             s = item[1]
             out += ["", "class %s(%s):" % (s.name, "Handle" if s.kind == "handle" else "Structure")]
-            out += py_docstring(s.doc, "    ") + ["    _fields_ = ["]
+            # A struct naming itself (a deleter taking a pointer to it) gets its
+            # fields once the class exists.
+            own = any(re.search(r"\b%s\b" % s.name, py_type(h, f.ctype)) for f in s.fields
+                      if f.ctype.kind != "fn") or any(
+                re.search(r"\b%s\b" % s.name, py_type(h, p))
+                for f in s.fields if f.ctype.kind == "fn" for _, p in f.ctype.params)
+            if own:
+                out += (py_docstring(s.doc, "    ") or ["    pass"]) + ["", ""]
+                out += ["%s._fields_ = [" % s.name]
+                indent = "    "
+            else:
+                out += py_docstring(s.doc, "    ") + ["    _fields_ = ["]
+                indent = "        "
             group = None
             for f in s.fields:
                 if f.group != group:
                     group = f.group
-                    out.append("        # -- %s" % group)
-                out += py_comment(f.doc, "        ")
+                    out.append("%s# -- %s" % (indent, group))
+                out += py_comment(f.doc, indent)
                 if f.ctype.kind == "fn":
                     out += py_wrap("(%r, CFUNCTYPE(" % f.name,
                                    [py_type(h, f.ctype.ret)] +
-                                   [py_type(h, p) for _, p in f.ctype.params], ")),", "        ")
+                                   [py_type(h, p) for _, p in f.ctype.params], ")),", indent)
                 else:
-                    out.append("        (%r, %s)," % (f.name, py_type(h, f.ctype)))
-            out += ["    ]", "", "", "STRUCTS.append(%s)" % s.name, "_export(%r)" % s.name]
+                    out.append("%s(%r, %s)," % (indent, f.name, py_type(h, f.ctype)))
+            out += [indent[:-4] + "]", "", "", "STRUCTS.append(%s)" % s.name,
+                    "_export(%r)" % s.name]
         elif kind == "fntype":
             _, name, t, doc, _ = item
             out += py_comment(doc, "")
@@ -729,7 +742,9 @@ def python_module(h):
                 out += py_str(f.doc, "    %r: " % f.name, ",")
     out += ["}", "_export('SLOT_DOCS')", ""]
     text = re.sub(r"\n{4,}", "\n\n\n", "\n".join(out))
-    used = sorted(set(re.findall(r"\b(CFUNCTYPE|POINTER|Structure|c_\w+)\b", text)),
+    # the ctypes names the code uses (not the comments, docstrings or strings)
+    code = re.sub(r'"""(?:.|\n)*?"""|#[^\n]*|\'(?:[^\'\\\n]|\\.)*\'', "", text)
+    used = sorted(set(re.findall(r"\b(CFUNCTYPE|POINTER|Structure|c_\w+)\b", code)),
                   key=lambda n: (n[0].islower(), n))
     imports = py_wrap("from ctypes import (", used, ")", "", 99)
     if len(imports) > 1:  # one continuation line per name is long: fill lines instead

@@ -35,6 +35,7 @@ typedef struct CUgraph_st *t4a__CUgraph;
 typedef struct CUgraphExec_st *t4a__CUgraphExec;
 typedef struct CUgraphNode_st *t4a__CUgraphNode;
 typedef size_t (*t4a__CUoccupancyB2DSize)(int block_size);
+typedef unsigned int t4a__CUpointer_attribute;
 
 /* Structs the driver API takes. Their fields are spelled once, in macros, so
  * that tests/cpu/test_decls.c can lay them out beside cuda.h's. The tags are
@@ -243,7 +244,12 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st t4a__CUDA_KERNEL_NODE_PARAMS;
   X(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 95)                                                    \
   X(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 106)                                        \
   X(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 120)                                                       \
-  X(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 14)
+  X(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 14)                                       \
+  X(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 2)                                                           \
+  X(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, 3)                                                        \
+  X(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 9)                                                        \
+  X(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, 11)                                                     \
+  X(CU_POINTER_ATTRIBUTE_RANGE_SIZE, 12)
 
 enum {
 #define T4A__DECL_CONST(name, value) T4A__##name = value,
@@ -365,7 +371,11 @@ enum {
   X(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 0,                                   \
     (t4a__CUstream * s, unsigned int flags, int priority))                                         \
   X(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 0, (int *least, int *greatest))    \
-  X(cuStreamGetPriority, "cuStreamGetPriority", 0, (t4a__CUstream s, int *priority))
+  X(cuStreamGetPriority, "cuStreamGetPriority", 0, (t4a__CUstream s, int *priority))               \
+  /* ABI 1.1 interop: optional, buffer_wrap_external and dlpack_import say */                      \
+  /* T4A_EUNSUPPORTED without it */                                                                \
+  X(cuPointerGetAttributes, "cuPointerGetAttributes", 0,                                           \
+    (unsigned int n, t4a__CUpointer_attribute *attributes, void **data, t4a__CUdeviceptr ptr))
 
 /* Resolved before the others, by dlsym, to bootstrap. */
 typedef t4a__CUresult (*t4a__pfn_cuInit)(unsigned int flags);

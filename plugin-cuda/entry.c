@@ -97,6 +97,13 @@ static const t4a_gpu_backend_v1 table = {
     .graph_set_kernel_args = t4a__slot_graph_set_kernel_args,
     .graph_info = t4a__slot_graph_info,
     .graph_release = t4a__slot_graph_release,
+    /* v1.1 interop */
+    .buffer_wrap_external = t4a__slot_buffer_wrap_external,
+    .stream_wait_witness = t4a__slot_stream_wait_witness,
+    .runtime_wait_event = t4a__slot_runtime_wait_event,
+    .runtime_wait_stream = t4a__slot_runtime_wait_stream,
+    .dlpack_export = t4a__slot_dlpack_export,
+    .dlpack_import = t4a__slot_dlpack_import,
 };
 
 __attribute__((visibility("default"))) int t4a_gpu_backend_v1_entry(uint16_t caller_major,

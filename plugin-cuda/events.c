@@ -86,7 +86,7 @@ void t4a__events_wait_unpinned(t4a__runtime *rt) {
       pinned |= rt->done.events[i]->pins != 0;
     if (!pinned)
       return;
-    t4a__rt_unlock(rt);
+    pthread_mutex_unlock(&rt->lock); /* not t4a__rt_unlock: due calls wait for destroy's end */
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&rt->lock);

@@ -275,6 +275,20 @@ void t4a__buffer_unproven(t4a__runtime *rt, t4a__buffer *b) {
   b->unproven = true;
 }
 
+/* External memory leaves once everything enqueued so far completed: its
+ * release is retired behind the current epoch (a foreign reader's wait,
+ * just enqueued, belongs to it too). */
+static int release_external(t4a__runtime *rt, t4a__buffer *b, bool had_reader) {
+  if (had_reader)
+    t4a__rt_dirty(rt);
+  t4a__rt_progress(rt);
+  t4a__retire r = {t4a__epoch_current(&rt->done), b->ext_release, b->ext, b->size, 0};
+  if (r.seq > rt->done.completed_seq)
+    return t4a__retire_push(rt, &r);
+  r.release(rt, &r, false);
+  return T4A_OK;
+}
+
 int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   t4a__runtime *rt;
   t4a__buffer *b;
@@ -283,10 +297,16 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     return rc;
   if ((rc = t4a__capture_refuse(&rt->cap, "buffer_free",
                                 "would let memory the graph may use be reused")) ||
-      (rc = t4a__buffer_get(rt, buf, "buffer_free", &b)) || (rc = t4a__buffer_wait_reader(rt, b)))
+      (rc = t4a__buffer_get(rt, buf, "buffer_free", &b)))
+    goto out;
+  bool had_reader = b->reader != NULL;
+  if ((rc = t4a__buffer_wait_reader(rt, b)))
     goto out;
   if (b->unproven) { /* may still be read elsewhere: kept, never reused (counted) */
     t4a__keep((const void *)(uintptr_t)b->ptr);
+  } else if (b->ext_release) {
+    if ((rc = release_external(rt, b, had_reader)))
+      goto out;
   } else if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
     t4a__CUcontext saved;
     if ((rc = t4a__ctx_enter(rt, &saved)))
@@ -393,6 +413,8 @@ t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) 
     const t4a__buffer *b = t4a__htable_at(&m->bufs, i);
     if (b->h.live && b->unproven) /* may still be read elsewhere */
       t4a__keep((const void *)(uintptr_t)b->ptr);
+    else if (b->h.live && b->ext_release) /* the stream drained: let it go now */
+      b->ext_release(rt, &(t4a__retire){0, b->ext_release, b->ext, b->size, 0}, true);
     else if (b->h.live && b->cap)
       t4a__released(rt, cu->cuMemFreeAsync(b->ptr, rt->stream), (void *)(uintptr_t)b->ptr,
                     "cuMemFreeAsync");

@@ -24,6 +24,12 @@ typedef struct t4a__buffer {
    * read, so it is never reused or freed (quarantined at buffer_free and
    * destroy). */
   bool unproven;
+  /* Memory the runtime did not allocate (external.c): never given to the
+   * pool or the cache; once its last use completed, `ext_release` (through
+   * the retirement queue, as data) lets the consumer have it back. NULL for
+   * the runtime's own blocks. */
+  t4a__retire_fn ext_release;
+  void *ext;
 } t4a__buffer;
 
 /* Marks b (of rt) unproven: kept for good, counted in `quarantined` from

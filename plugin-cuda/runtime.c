@@ -65,6 +65,26 @@ int t4a__rt_lock_any(t4a_runtime h, const char *what, t4a__runtime **out) {
   return lock_handle(h, what, out, true);
 }
 
+void t4a__rt_defer(t4a__runtime *rt, t4a__call *c) {
+  c->next = NULL;
+  if (rt->due_tail)
+    rt->due_tail->next = c;
+  else
+    rt->due = c;
+  rt->due_tail = c;
+}
+
+void t4a__rt_unlock_due(t4a__runtime *rt) {
+  t4a__call *c = rt->due;
+  rt->due = rt->due_tail = NULL;
+  pthread_mutex_unlock(&rt->lock);
+  while (c) {
+    t4a__call *next = c->next; /* c may be freed by its own call */
+    c->fn(c->arg);
+    c = next;
+  }
+}
+
 t4a__runtime *t4a__rt_take_slot(void) {
   pthread_mutex_lock(&slots_lock);
   t4a__runtime *rt = NULL;
@@ -152,9 +172,9 @@ static const void **kept_more;
 static uint32_t kept_count;
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void pin_plugin(void) {
+void t4a__plugin_pin(void) {
   Dl_info info;
-  if (dladdr((void *)(uintptr_t)pin_plugin, &info) && info.dli_fname)
+  if (dladdr((void *)(uintptr_t)t4a__plugin_pin, &info) && info.dli_fname)
     dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
@@ -170,7 +190,7 @@ void t4a__keep(const void *handle) {
     }
   }
   pthread_mutex_unlock(&kept_lock);
-  pin_plugin();
+  t4a__plugin_pin();
 }
 
 void t4a__rt_quarantine(const t4a__runtime *rt) {
@@ -185,7 +205,7 @@ void t4a__rt_quarantine(const t4a__runtime *rt) {
   pthread_mutex_unlock(&kept_lock);
   if (!list)
     free(copy); /* out of memory: the blocks are leaked rather than freed */
-  pin_plugin();
+  t4a__plugin_pin();
 }
 
 void t4a__runtimes_unload(void) {

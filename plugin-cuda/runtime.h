@@ -28,12 +28,24 @@
 #include "plugin-cuda/pinned.h"
 #include "plugin-cuda/staging.h"
 
+/* A call due once the runtime's lock is let go (t4a__rt_defer): consumer
+ * code (external memory's release callbacks) never runs under our lock, so
+ * it may call back into the runtime. The node is its owner's memory. */
+typedef struct t4a__call {
+  void (*fn)(void *arg);
+  void *arg;
+  struct t4a__call *next;
+} t4a__call;
+
 struct t4a__runtime {
   /* Identity: kept across the slot's reuse. */
   pthread_mutex_t lock;
   uint32_t index, gen;
   bool alive;
   bool reserved; /* taken by a runtime_create in progress */
+  /* Calls due at the next unlock, oldest first. Here, not in the state:
+   * destroy resets the state before its unlock runs them. */
+  t4a__call *due, *due_tail;
 
   /* State: everything from here on is zeroed when the slot is reused. */
   int fault; /* sticky cause (a CUresult), or 0 */
@@ -69,7 +81,17 @@ int t4a__rt_lock(t4a_runtime h, const char *what, t4a__runtime **out);
  * queries that report the fault themselves). */
 int t4a__rt_lock_any(t4a_runtime h, const char *what, t4a__runtime **out);
 
-static inline void t4a__rt_unlock(t4a__runtime *rt) { pthread_mutex_unlock(&rt->lock); }
+/* Unlocks rt, then runs the calls that became due meanwhile. */
+void t4a__rt_unlock_due(t4a__runtime *rt);
+static inline void t4a__rt_unlock(t4a__runtime *rt) {
+  if (rt->due)
+    t4a__rt_unlock_due(rt);
+  else
+    pthread_mutex_unlock(&rt->lock);
+}
+
+/* Queues c to run once rt's lock is let go (rt locked). */
+void t4a__rt_defer(t4a__runtime *rt, t4a__call *c);
 
 /* The runtime struct of a slot index (never freed), or NULL. */
 t4a__runtime *t4a__rt_slot(uint32_t index);
@@ -113,6 +135,10 @@ static inline bool t4a__release_or_keep(t4a__CUresult r, const void *handle) {
     t4a__keep(handle);
   return r == T4A__CUDA_SUCCESS;
 }
+
+/* Keeps the plugin loaded for the life of the process (what it handed out
+ * still points into its code: kept handles, DLPack deleters). */
+void t4a__plugin_pin(void);
 
 /* Notes the result of a release call made by destroy: on failure the handle
  * is kept (t4a__keep) and the first failure is what runtime_destroy

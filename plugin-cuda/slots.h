@@ -123,6 +123,15 @@ int t4a__slot_graph_launch(t4a_runtime rt, t4a_graph g);
 int t4a__slot_graph_set_kernel_args(t4a_runtime rt, t4a_graph g, uint64_t kernel, void **args);
 int t4a__slot_graph_info(t4a_runtime rt, t4a_graph g, t4a_graph_info *out);
 int t4a__slot_graph_release(t4a_runtime rt, t4a_graph g);
+/* external.c, foreign.c, dlpack.c (v1.1 interop) */
+int t4a__slot_buffer_wrap_external(t4a_runtime rt, const t4a_external_memory *mem, t4a_buffer *out);
+int t4a__slot_stream_wait_witness(t4a_runtime rt, void *stream, t4a_witness w);
+int t4a__slot_runtime_wait_event(t4a_runtime rt, void *event);
+int t4a__slot_runtime_wait_stream(t4a_runtime rt, void *stream);
+int t4a__slot_dlpack_export(t4a_runtime rt, t4a_buffer buf, const t4a_dlpack_export *req,
+                            void **out);
+int t4a__slot_dlpack_import(t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
+                            uint64_t *offset);
 
 /* raw.c */
 int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);

@@ -263,54 +263,74 @@ int t4a__slot_witness_release(t4a_witness w) {
   return rc;
 }
 
+/* ---- GPU-side waits for a witness ------------------------------------------------ */
+
+int t4a__witness_pin(t4a_witness w, const char *what, t4a__wpin *p) {
+  memset(p, 0, sizeof *p);
+  wref ref;
+  t4a__runtime *src;
+  int rc = wlock_runtime(w, what, &ref, &src);
+  if (!src)
+    return rc; /* the witness's runtime is gone: completed (OK) or failed */
+  rc = t4a__epoch_state(src, ref.seq);
+  if (rc == T4A_ENOTREADY) {
+    /* The pin keeps the event and its record for seq until the wait is
+     * enqueued: destroy waits for pins, or after a fault keeps pinned
+     * events for good. Only ev is used once src is unlocked. */
+    t4a__event *e = t4a__epoch_event(src, ref.seq);
+    if (e) {
+      e->pins++;
+      *p = (t4a__wpin){src, ref.rt_gen, e, e->ev, src->ordinal};
+    }
+    rc = T4A_OK;
+  }
+  t4a__rt_unlock(src);
+  return rc;
+}
+
+int t4a__witness_pin_check(const t4a__wpin *p, const char *what) {
+  unsigned fault = p->e ? atomic_load(&t4a__be.devices[p->ordinal].fault) : 0;
+  if (!fault)
+    return T4A_OK;
+  /* The witness's device faulted meanwhile: its work never completes, and
+   * nothing may wait for it. */
+  char buf[32];
+  return t4a__fail_native(T4A_EDEVICEFAULT, fault,
+                          t4a__cu_name((t4a__CUresult)fault, buf, sizeof buf),
+                          "%s: the witness's device %d faulted; its work will never complete, "
+                          "nothing was enqueued",
+                          what, (int)p->ordinal);
+}
+
+void t4a__witness_unpin(t4a__wpin *p) {
+  if (!p->e)
+    return;
+  pthread_mutex_lock(&p->src->lock);
+  if (p->src->alive && p->src->gen == p->gen)
+    t4a__event_unpin(p->src, p->e);
+  t4a__rt_unlock(p->src);
+  p->e = NULL;
+}
+
 int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
   int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
   if (init)
     return init;
-  wref ref;
-  t4a__runtime *src;
-  int rc = wlock_runtime(w, "runtime_wait_witness", &ref, &src);
-  if (!src && rc != T4A_OK)
-    return rc; /* the witness's runtime is gone and its work failed */
-  t4a__event *e = NULL;
-  t4a__CUevent ev = NULL;
-  int32_t src_ordinal = -1;
-  if (src) {
-    rc = t4a__epoch_state(src, ref.seq);
-    if (rc == T4A_ENOTREADY) {
-      /* The pin keeps the event and its record for seq until the wait is
-       * enqueued: destroy waits for pins, or after a fault keeps pinned
-       * events for good. Only ev is used once src is unlocked. */
-      if ((e = t4a__epoch_event(src, ref.seq))) {
-        e->pins++;
-        ev = e->ev;
-        src_ordinal = src->ordinal;
-      }
-      rc = T4A_OK;
-    }
-    t4a__rt_unlock(src);
-    if (rc)
-      return rc;
-  }
+  t4a__wpin p;
+  int rc = t4a__witness_pin(w, "runtime_wait_witness", &p);
+  if (rc)
+    return rc;
   t4a__runtime *rt;
   if ((rc = t4a__rt_lock(h, "runtime_wait_witness", &rt)) == T4A_OK) {
-    unsigned src_fault = e ? atomic_load(&t4a__be.devices[src_ordinal].fault) : 0;
-    if (src_fault) {
-      /* The witness's device faulted while we waited for rt: its work
-       * never completes, and rt must not wait for it. */
-      char buf[32];
-      rc = t4a__fail_native(T4A_EDEVICEFAULT, src_fault,
-                            t4a__cu_name((t4a__CUresult)src_fault, buf, sizeof buf),
-                            "runtime_wait_witness: the witness's device %d faulted; its work "
-                            "will never complete, nothing was enqueued",
-                            (int)src_ordinal);
+    if ((rc = t4a__witness_pin_check(&p, "runtime_wait_witness"))) {
+      /* the witness's device faulted: nothing enqueued */
     } else if ((rc = t4a__capture_refuse(&rt->cap, "runtime_wait_witness",
                                          "waits for work outside the capture"))) {
       /* refused: nothing enqueued */
-    } else if (e && rt != src) {
+    } else if (p.e && rt != p.src) {
       t4a__CUcontext saved;
       if ((rc = t4a__ctx_enter(rt, &saved)) == T4A_OK) {
-        t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, ev, 0);
+        t4a__CUresult r = t4a__be.cu.cuStreamWaitEvent(rt->stream, p.ev, 0);
         t4a__ctx_leave(rt, saved);
         if (r != T4A__CUDA_SUCCESS)
           rc = t4a__rt_cu_fail(rt, r, "runtime_wait_witness: cuStreamWaitEvent failed");
@@ -318,12 +338,7 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
     }
     t4a__rt_unlock(rt);
   }
-  if (e) {
-    pthread_mutex_lock(&src->lock);
-    if (src->alive && src->gen == ref.rt_gen)
-      t4a__event_unpin(src, e);
-    t4a__rt_unlock(src);
-  }
+  t4a__witness_unpin(&p);
   return rc;
 }
 

@@ -4,6 +4,9 @@
 
 #include <stdint.h>
 
+#include "plugin-cuda/cuda_decls.h"
+#include "t4a/gpu_backend_v1.h"
+
 typedef struct t4a__runtime t4a__runtime;
 
 /* Destroy: every live witness of rt gets its final status (T4A_OK for
@@ -13,6 +16,28 @@ void t4a__witness_finalise(t4a__runtime *rt, int status);
 /* A timing runtime's seal seq completed at ns (since its creation): its
  * witnesses keep the time (completion.c calls this under rt's lock). */
 void t4a__witness_time(t4a__runtime *rt, uint64_t seq, uint64_t ns);
+
+/* A GPU-side wait for a witness: the event of its seal, pinned (kept and
+ * not re-recorded) while its runtime is unlocked. */
+typedef struct t4a__wpin {
+  t4a__runtime *src; /* the witness's runtime, while e is pinned */
+  uint32_t gen;
+  struct t4a__event *e; /* NULL: nothing to wait for (the work completed) */
+  t4a__CUevent ev;
+  int32_t ordinal;
+} t4a__wpin;
+
+/* Pins the event w's work completes with (p->e NULL when it completed);
+ * T4A_EDEVICEFAULT when it failed, T4A_EHANDLE for a bad witness. No lock
+ * is held on return. */
+int t4a__witness_pin(t4a_witness w, const char *what, t4a__wpin *p);
+
+/* T4A_EDEVICEFAULT (with the detail) when the pinned event's device
+ * faulted after the pin: a wait for it would never end. */
+int t4a__witness_pin_check(const t4a__wpin *p, const char *what);
+
+/* Lets the pinned event go (takes the witness's runtime's lock). */
+void t4a__witness_unpin(t4a__wpin *p);
 
 /* Plugin teardown: witnesses the consumer did not release go. */
 void t4a__witnesses_unload(void);

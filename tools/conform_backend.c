@@ -221,6 +221,21 @@ static void sweep_handles(sweep *s) {
   NI(graph_set_kernel_args, rt, gr, 0, NULL);
   NI(graph_info, rt, gr, &gi);
   NI(graph_release, rt, gr);
+  /* v1.1 interop: well-formed arguments, so only the gate can refuse (the
+   * stream and event are never used before init) */
+  t4a_external_memory em = {.struct_size = sizeof em, .address = 4096, .bytes = 1};
+  int64_t extent = 1;
+  t4a_dlpack_export dx = {
+      .struct_size = sizeof dx, .dtype = {T4A_DL_UINT, 8, 1}, .ndim = 1, .shape = &extent};
+  t4a_dl_managed_tensor tensor = {
+      {&byte, {T4A_DL_CUDA, 0}, 1, {T4A_DL_UINT, 8, 1}, &extent, NULL, 0}, NULL, NULL};
+  void *stream = (void *)(uintptr_t)T4A_STREAM_LEGACY, *event = (void *)(uintptr_t)FORGED;
+  NI(buffer_wrap_external, rt, &em, &bo);
+  NI(stream_wait_witness, rt, stream, w);
+  NI(runtime_wait_event, rt, event);
+  NI(runtime_wait_stream, rt, stream);
+  NI(dlpack_export, rt, b, &dx, &p);
+  NI(dlpack_import, rt, &tensor, 0, &bo, &u);
 }
 
 /* The artifact slots. The header names artifact_from_bytes and the compile

@@ -294,6 +294,20 @@ static void handles(t4a__cf *c) {
   EACH(wits, "witness_release", t->witness_release((t4a_witness){H}));
   if (t->runtime_wait_witness)
     EACH(wits, "runtime_wait_witness", t->runtime_wait_witness(a, (t4a_witness){H}));
+  /* v1.1 interop */
+  void *legacy = (void *)(uintptr_t)T4A_STREAM_LEGACY;
+  if (t->stream_wait_witness)
+    EACH(wits, "stream_wait_witness", t->stream_wait_witness(a, legacy, (t4a_witness){H}));
+  if (t->runtime_wait_stream)
+    EACH(rts, "runtime_wait_stream", t->runtime_wait_stream((t4a_runtime){H}, legacy));
+  if (t->dlpack_export) {
+    int64_t extent = 1;
+    t4a_dlpack_export ex = {
+        .struct_size = sizeof ex, .dtype = {T4A_DL_UINT, 8, 1}, .ndim = 1, .shape = &extent};
+    void *tensor;
+    EACH(rts, "dlpack_export", t->dlpack_export((t4a_runtime){H}, xa, &ex, &tensor));
+    EACH(bufs, "dlpack_export", t->dlpack_export(a, (t4a_buffer){H}, &ex, &tensor));
+  }
   if (c->code.bits) { /* modules, functions, artifacts */
     t4a__cf_kernels ka, kb, ks;
     t4a_artifact gone_art = {0};

@@ -508,6 +508,162 @@ typedef struct t4a_graph_info {
 } t4a_graph_info;
 
 /* ------------------------------------------------------------------------
+ * Interop (v1.1): memory the runtime did not allocate, and DLPack.
+ * ------------------------------------------------------------------------ */
+
+/* Memory the runtime did not allocate, wrapped as a buffer
+ * (buffer_wrap_external): device memory of the runtime's device (from
+ * cuMemAlloc, another runtime, PyTorch, CuPy, JAX ...), or with
+ * T4A_EXTERNAL_HOST page-locked host memory the device can address. The
+ * runtime never frees it; it calls `release(user)` exactly once, after the
+ * last work enqueued on it completed (see buffer_wrap_external). */
+typedef struct t4a_external_memory {
+  uint32_t struct_size;
+  uint32_t flags;         /* T4A_EXTERNAL_* */
+  uint64_t address;       /* first byte: a CUdeviceptr, or a host address with T4A_EXTERNAL_HOST */
+  uint64_t bytes;         /* 0 is valid (nothing is checked or accessed) */
+  int32_t device_ordinal; /* the runtime's device; -1 with T4A_EXTERNAL_HOST */
+  uint32_t reserved;      /* must be 0 */
+  /* Called once when the runtime lets go of the memory; NULL: nothing to
+   * call. Never called under a lock of the runtime: it may call into it. */
+  void (*release)(void *user);
+  void *user; /* passed to release */
+} t4a_external_memory;
+
+/* Bits of t4a_external_memory.flags (v1.1). */
+#define T4A_EXTERNAL_HOST 0x1u /* page-locked host memory (cuMemHostAlloc/-Register) */
+
+/* Stream arguments of the interop slots: a CUstream of the runtime's
+ * device's primary context, or one of these, passed as (void *)(uintptr_t)
+ * value. NULL means the legacy default stream too (as in the driver API). */
+#define T4A_STREAM_LEGACY 0x1u     /* CU_STREAM_LEGACY: the legacy default stream */
+#define T4A_STREAM_PER_THREAD 0x2u /* CU_STREAM_PER_THREAD */
+
+/* DLPack (https://dmlc.github.io/dlpack/latest/c_api.html), version 1.1:
+ * the structs below have the layout of dlpack.h's DLPackVersion, DLDevice,
+ * DLDataType, DLTensor, DLManagedTensor and DLManagedTensorVersioned (the
+ * ABI tests assert every offset), under t4a_ names so that this header
+ * never collides with a dlpack.h the consumer includes: cast between them.
+ * Enumerations are int32_t and uint8_t fields with the constants below. */
+#define T4A_DLPACK_MAJOR 1 /* DLPACK_MAJOR_VERSION this header follows */
+#define T4A_DLPACK_MINOR 1 /* DLPACK_MINOR_VERSION this header follows */
+
+/* DLDeviceType values (t4a_dl_device.device_type) t4a takes or makes. */
+#define T4A_DL_CPU 1
+#define T4A_DL_CUDA 2          /* device memory; device_id is the CUDA ordinal */
+#define T4A_DL_CUDA_HOST 3     /* page-locked host memory (cudaMallocHost) */
+#define T4A_DL_CUDA_MANAGED 13 /* managed memory (not imported by t4a) */
+
+/* DLDataTypeCode values (t4a_dl_data_type.code). */
+#define T4A_DL_INT 0
+#define T4A_DL_UINT 1
+#define T4A_DL_FLOAT 2
+#define T4A_DL_OPAQUE_HANDLE 3
+#define T4A_DL_BFLOAT 4
+#define T4A_DL_COMPLEX 5
+#define T4A_DL_BOOL 6
+#define T4A_DL_FLOAT8_E3M4 7
+#define T4A_DL_FLOAT8_E4M3 8
+#define T4A_DL_FLOAT8_E4M3B11FNUZ 9
+#define T4A_DL_FLOAT8_E4M3FN 10
+#define T4A_DL_FLOAT8_E4M3FNUZ 11
+#define T4A_DL_FLOAT8_E5M2 12
+#define T4A_DL_FLOAT8_E5M2FNUZ 13
+#define T4A_DL_FLOAT8_E8M0FNU 14
+#define T4A_DL_FLOAT6_E2M3FN 15
+#define T4A_DL_FLOAT6_E3M2FN 16
+#define T4A_DL_FLOAT4_E2M1FN 17
+
+/* Bits of t4a_dl_managed_tensor_versioned.flags (DLPACK_FLAG_BITMASK_*). */
+#define T4A_DL_FLAG_READ_ONLY 0x1ull              /* consumers must not write the data */
+#define T4A_DL_FLAG_IS_COPIED 0x2ull              /* the producer made a copy for the consumer */
+#define T4A_DL_FLAG_IS_SUBBYTE_TYPE_PADDED 0x4ull /* sub-byte elements are padded, not packed */
+
+/* DLPackVersion. */
+typedef struct t4a_dl_pack_version {
+  uint32_t major; /* a consumer refuses another major (the layout changed) */
+  uint32_t minor; /* a newer minor only adds enumeration values */
+} t4a_dl_pack_version;
+
+/* DLDevice. */
+typedef struct t4a_dl_device {
+  int32_t device_type; /* T4A_DL_CUDA, T4A_DL_CUDA_HOST, ... (DLDeviceType) */
+  int32_t device_id;   /* the CUDA ordinal for T4A_DL_CUDA; 0 for host kinds */
+} t4a_dl_device;
+
+/* DLDataType: `lanes` elements of `bits` bits each, of kind `code`. */
+typedef struct t4a_dl_data_type {
+  uint8_t code; /* T4A_DL_INT, T4A_DL_FLOAT, ... (DLDataTypeCode) */
+  uint8_t bits;
+  uint16_t lanes; /* 1 for scalars */
+} t4a_dl_data_type;
+
+/* DLTensor: element (i0, i1, ...) is at byte data + byte_offset +
+ * (i0 * strides[0] + i1 * strides[1] + ...) * bits * lanes / 8. */
+typedef struct t4a_dl_tensor {
+  void *data; /* device address (T4A_DL_CUDA) or host address */
+  t4a_dl_device device;
+  int32_t ndim;
+  t4a_dl_data_type dtype;
+  int64_t *shape;       /* ndim extents */
+  int64_t *strides;     /* ndim strides in elements; NULL: compact row-major */
+  uint64_t byte_offset; /* bytes from data to element 0 */
+} t4a_dl_tensor;
+
+/* DLManagedTensor (the legacy, unversioned form). The consumer calls
+ * deleter(self) exactly once when it no longer needs the tensor; deleter
+ * may be NULL (nothing to release). */
+typedef struct t4a_dl_managed_tensor {
+  t4a_dl_tensor dl_tensor;
+  void *manager_ctx; /* the producer's */
+  void (*deleter)(struct t4a_dl_managed_tensor *managed);
+} t4a_dl_managed_tensor;
+
+/* DLManagedTensorVersioned (DLPack 1.0 and later): as the legacy form, with
+ * a version first and flags (T4A_DL_FLAG_*). */
+typedef struct t4a_dl_managed_tensor_versioned {
+  t4a_dl_pack_version version;
+  void *manager_ctx; /* the producer's */
+  void (*deleter)(struct t4a_dl_managed_tensor_versioned *managed);
+  uint64_t flags; /* T4A_DL_FLAG_* */
+  t4a_dl_tensor dl_tensor;
+} t4a_dl_managed_tensor_versioned;
+
+/* Most dimensions dlpack_export and dlpack_import take. */
+#define T4A_DLPACK_MAX_NDIM 64
+
+/* A buffer range seen as a tensor, for dlpack_export (v1.1). Element
+ * (i0, i1, ...) is at byte offset + (i0 * strides[0] + ...) * element size
+ * of the buffer, where the element size is dtype.bits * dtype.lanes / 8
+ * (whole bytes: sub-byte types are T4A_EUNSUPPORTED). Every element of a
+ * tensor with no zero extent must lie in the buffer. */
+typedef struct t4a_dlpack_export {
+  uint32_t struct_size;
+  uint32_t flags;  /* T4A_DLPACK_* */
+  uint64_t offset; /* bytes from the buffer's start to element 0 */
+  t4a_dl_data_type dtype;
+  int32_t ndim;           /* 0 .. T4A_DLPACK_MAX_NDIM */
+  const int64_t *shape;   /* ndim extents, each >= 0 (may be NULL when ndim is 0) */
+  const int64_t *strides; /* ndim strides in elements (negative allowed); NULL: compact
+                             row-major */
+  /* Called once by the tensor's deleter, after the export's own memory was
+   * freed; NULL: nothing to call. */
+  void (*on_delete)(void *user);
+  void *user; /* passed to on_delete */
+} t4a_dlpack_export;
+
+/* Bits of t4a_dlpack_export.flags and of dlpack_import's flags (v1.1). */
+#define T4A_DLPACK_VERSIONED 0x1u /* t4a_dl_managed_tensor_versioned, not the legacy form */
+#define T4A_DLPACK_READ_ONLY 0x2u /* export: set T4A_DL_FLAG_READ_ONLY (versioned only) */
+/* export: data is the buffer's start and byte_offset the offset (the form
+ * the spec describes); without it data is element 0's address and
+ * byte_offset 0, the form PyTorch and CuPy make and read (PyTorch ignores
+ * byte_offset on import). */
+#define T4A_DLPACK_BYTE_OFFSET 0x4u
+/* import: accept a read-only tensor (you promise not to write it) */
+#define T4A_DLPACK_ALLOW_READ_ONLY 0x8u
+
+/* ------------------------------------------------------------------------
  * The function table.
  * ------------------------------------------------------------------------ */
 typedef struct t4a_gpu_backend_v1 t4a_gpu_backend_v1;
@@ -939,6 +1095,88 @@ struct t4a_gpu_backend_v1 {
    * covering it; kept, counted as quarantined, if the runtime faults).
    * runtime_destroy releases the graphs left. */
   int (*graph_release)(t4a_runtime rt, t4a_graph g);
+
+  /* -- interop (v1.1) -----------------------------------------------------
+   * Memory and streams the runtime does not own, and DLPack. Consumer
+   * streams (`stream` arguments) are CUstreams of rt's device's primary
+   * context, NULL or T4A_STREAM_LEGACY (the legacy default stream), or
+   * T4A_STREAM_PER_THREAD. None of these slots blocks the host on the GPU.
+   *
+   * buffer_wrap_external: wraps memory the runtime did not allocate (see
+   * t4a_external_memory) as a buffer of rt that every copy, memset, launch
+   * (through buffer_device_address) and DLPack export accepts. The range
+   * must lie in one allocation (or contiguous mappings) of rt's device, as
+   * the driver reports it: another device's memory is T4A_EFOREIGNDEVICE
+   * (also with peer access), unknown or freed memory T4A_EINVAL, a range
+   * running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must
+   * be page-locked host memory the device can address. The runtime never
+   * frees the memory. mem->release(mem->user) is called exactly once: after
+   * buffer_free (or runtime_destroy) and the completion of every use
+   * enqueued before it (work on rt's stream, and other runtimes' copies
+   * from it), observed at a later natural point (seal, witness_query/_wait,
+   * buffer_free, host_free, module_unload, destroy; at once when that work
+   * had completed), on the thread of that call, after rt's lock was let go
+   * (so it may call into rt). Like host_free, it
+   * waits for a seal covering the work: the library never seals behind the
+   * caller's back. After a device fault the memory is quarantined with the
+   * runtime's own (the GPU may still touch it) and release is never called.
+   * On failure nothing is called (the memory stays the caller's). */
+  int (*buffer_wrap_external)(t4a_runtime rt, const t4a_external_memory *mem, t4a_buffer *out);
+
+  /* stream_wait_witness: work the consumer enqueues on `stream` after this
+   * call runs after w's work (cuStreamWaitEvent: GPU-side). rt names the
+   * context `stream` lives in (its own stream is untouched); w may come
+   * from any runtime of this backend. A completed witness enqueues
+   * nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing
+   * enqueued). */
+  int (*stream_wait_witness)(t4a_runtime rt, void *stream, t4a_witness w);
+
+  /* runtime_wait_event: work rt enqueues after this call runs after the
+   * consumer's CUevent `event` (its most recent cuEventRecord at the time of
+   * this call; never recorded: nothing to wait for), GPU-side. The event
+   * may belong to any context; the consumer keeps owning it. During a
+   * capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
+   * work outside the capture). */
+  int (*runtime_wait_event)(t4a_runtime rt, void *event);
+
+  /* runtime_wait_stream: work rt enqueues after this call runs after all
+   * work the consumer enqueued on `stream` so far, GPU-side (an event of
+   * rt's pool recorded on `stream`, waited on by rt's stream). During a
+   * capture: T4A_EBUSY, as runtime_wait_event. */
+  int (*runtime_wait_stream)(t4a_runtime rt, void *stream);
+
+  /* dlpack_export: *out = a new DLManagedTensor (req->flags without
+   * T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or
+   * DLManagedTensorVersioned (t4a_dl_managed_tensor_versioned *, version
+   * T4A_DLPACK_MAJOR.T4A_DLPACK_MINOR) viewing a range of buf as
+   * req->dtype, shape and strides (see t4a_dlpack_export; strides are
+   * always filled in, row-major when req->strides is NULL). Device
+   * T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,
+   * 0). No copy, nothing enqueued: order the consumer's work after rt's
+   * with stream_wait_witness. The tensor borrows the memory: it stays valid
+   * until buf is freed or rt destroyed; the consumer must be done with it
+   * (its GPU work included) by then. The tensor's deleter frees what the
+   * export allocated, then calls req->on_delete(req->user); it touches no
+   * runtime, so it may run on any thread, at any time, even after rt is
+   * destroyed (the plugin stays loaded once it exported a tensor). Bad
+   * dtype, ndim, shape or strides are T4A_EINVAL, elements outside the
+   * buffer T4A_ERANGE (overflow-checked). */
+  int (*dlpack_export)(t4a_runtime rt, t4a_buffer buf, const t4a_dlpack_export *req, void **out);
+
+  /* dlpack_import: wraps the tensor a DLPack producer made (flags with
+   * T4A_DLPACK_VERSIONED: a t4a_dl_managed_tensor_versioned *, else a
+   * t4a_dl_managed_tensor *) as an external buffer of rt
+   * (buffer_wrap_external) spanning exactly its elements; *offset (may be
+   * NULL) = bytes from the buffer's start to element 0 (non-zero only with
+   * negative strides). Device T4A_DL_CUDA with rt's ordinal (another
+   * ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a
+   * DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
+   * T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
+   * T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
+   * is the buffer's release (called once, after the buffer's last use
+   * completed); on failure the caller still owns it (call its deleter). */
+  int (*dlpack_import)(t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
+                       uint64_t *offset);
 };
 
 /* True when `table` is non-null and its struct_size covers `slot`. */
@@ -980,7 +1218,7 @@ typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t calle
 /* Sizes of what ABI 1.1 added: the table as of 1.1, the first published
  * size of each struct 1.1 introduced, and the 1.1 size of each struct it
  * grew (device info, runtime options, counters). Frozen likewise. */
-#define T4A_GPU_BACKEND_V1_1_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, graph_release)
+#define T4A_GPU_BACKEND_V1_1_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, dlpack_import)
 #define T4A_DEVICE_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_device_info, max_pitch)
 #define T4A_COPY_2D_V1_1_SIZE T4A_SIZE_THROUGH(t4a_copy_2d, rows)
 #define T4A_MEMORY_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_memory_info, staging_bytes)
@@ -989,6 +1227,8 @@ typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t calle
 #define T4A_LAUNCH_EX_CONFIG_V1_1_SIZE T4A_SIZE_THROUGH(t4a_launch_ex_config, reserved)
 #define T4A_RUNTIME_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_runtime_info, capturing)
 #define T4A_GRAPH_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_graph_info, replays)
+#define T4A_EXTERNAL_MEMORY_V1_1_SIZE T4A_SIZE_THROUGH(t4a_external_memory, user)
+#define T4A_DLPACK_EXPORT_V1_1_SIZE T4A_SIZE_THROUGH(t4a_dlpack_export, user)
 
 #ifdef __cplusplus
 }

@@ -742,6 +742,320 @@ STRUCTS.append(t4a_graph_info)
 _export('t4a_graph_info')
 
 
+class t4a_external_memory(Structure):
+    """Memory the runtime did not allocate, wrapped as a buffer
+    (buffer_wrap_external): device memory of the runtime's device (from
+    cuMemAlloc, another runtime, PyTorch, CuPy, JAX ...), or with
+    T4A_EXTERNAL_HOST page-locked host memory the device can address. The
+    runtime never frees it; it calls `release(user)` exactly once, after the
+    last work enqueued on it completed (see buffer_wrap_external).
+    """
+    _fields_ = [
+        ('struct_size', c_uint32),
+        # T4A_EXTERNAL_*
+        ('flags', c_uint32),
+        # first byte: a CUdeviceptr, or a host address with T4A_EXTERNAL_HOST
+        ('address', c_uint64),
+        # 0 is valid (nothing is checked or accessed)
+        ('bytes', c_uint64),
+        # the runtime's device; -1 with T4A_EXTERNAL_HOST
+        ('device_ordinal', c_int32),
+        # must be 0
+        ('reserved', c_uint32),
+        # Called once when the runtime lets go of the memory; NULL: nothing to
+        # call. Never called under a lock of the runtime: it may call into it.
+        ('release', CFUNCTYPE(None, c_void_p)),
+        # passed to release
+        ('user', c_void_p),
+    ]
+
+
+STRUCTS.append(t4a_external_memory)
+_export('t4a_external_memory')
+
+# Bits of t4a_external_memory.flags (v1.1).
+#
+# page-locked host memory (cuMemHostAlloc/-Register)
+T4A_EXTERNAL_HOST = 1
+_export('T4A_EXTERNAL_HOST')
+
+# Stream arguments of the interop slots: a CUstream of the runtime's
+# device's primary context, or one of these, passed as (void *)(uintptr_t)
+# value. NULL means the legacy default stream too (as in the driver API).
+#
+# CU_STREAM_LEGACY: the legacy default stream
+T4A_STREAM_LEGACY = 1
+_export('T4A_STREAM_LEGACY')
+
+# CU_STREAM_PER_THREAD
+T4A_STREAM_PER_THREAD = 2
+_export('T4A_STREAM_PER_THREAD')
+
+# DLPack (https://dmlc.github.io/dlpack/latest/c_api.html), version 1.1:
+# the structs below have the layout of dlpack.h's DLPackVersion, DLDevice,
+# DLDataType, DLTensor, DLManagedTensor and DLManagedTensorVersioned (the
+# ABI tests assert every offset), under t4a_ names so that this header
+# never collides with a dlpack.h the consumer includes: cast between them.
+# Enumerations are int32_t and uint8_t fields with the constants below.
+#
+# DLPACK_MAJOR_VERSION this header follows
+T4A_DLPACK_MAJOR = 1
+_export('T4A_DLPACK_MAJOR')
+
+# DLPACK_MINOR_VERSION this header follows
+T4A_DLPACK_MINOR = 1
+_export('T4A_DLPACK_MINOR')
+
+# DLDeviceType values (t4a_dl_device.device_type) t4a takes or makes.
+T4A_DL_CPU = 1
+_export('T4A_DL_CPU')
+
+# device memory; device_id is the CUDA ordinal
+T4A_DL_CUDA = 2
+_export('T4A_DL_CUDA')
+
+# page-locked host memory (cudaMallocHost)
+T4A_DL_CUDA_HOST = 3
+_export('T4A_DL_CUDA_HOST')
+
+# managed memory (not imported by t4a)
+T4A_DL_CUDA_MANAGED = 13
+_export('T4A_DL_CUDA_MANAGED')
+
+# DLDataTypeCode values (t4a_dl_data_type.code).
+T4A_DL_INT = 0
+_export('T4A_DL_INT')
+
+T4A_DL_UINT = 1
+_export('T4A_DL_UINT')
+
+T4A_DL_FLOAT = 2
+_export('T4A_DL_FLOAT')
+
+T4A_DL_OPAQUE_HANDLE = 3
+_export('T4A_DL_OPAQUE_HANDLE')
+
+T4A_DL_BFLOAT = 4
+_export('T4A_DL_BFLOAT')
+
+T4A_DL_COMPLEX = 5
+_export('T4A_DL_COMPLEX')
+
+T4A_DL_BOOL = 6
+_export('T4A_DL_BOOL')
+
+T4A_DL_FLOAT8_E3M4 = 7
+_export('T4A_DL_FLOAT8_E3M4')
+
+T4A_DL_FLOAT8_E4M3 = 8
+_export('T4A_DL_FLOAT8_E4M3')
+
+T4A_DL_FLOAT8_E4M3B11FNUZ = 9
+_export('T4A_DL_FLOAT8_E4M3B11FNUZ')
+
+T4A_DL_FLOAT8_E4M3FN = 10
+_export('T4A_DL_FLOAT8_E4M3FN')
+
+T4A_DL_FLOAT8_E4M3FNUZ = 11
+_export('T4A_DL_FLOAT8_E4M3FNUZ')
+
+T4A_DL_FLOAT8_E5M2 = 12
+_export('T4A_DL_FLOAT8_E5M2')
+
+T4A_DL_FLOAT8_E5M2FNUZ = 13
+_export('T4A_DL_FLOAT8_E5M2FNUZ')
+
+T4A_DL_FLOAT8_E8M0FNU = 14
+_export('T4A_DL_FLOAT8_E8M0FNU')
+
+T4A_DL_FLOAT6_E2M3FN = 15
+_export('T4A_DL_FLOAT6_E2M3FN')
+
+T4A_DL_FLOAT6_E3M2FN = 16
+_export('T4A_DL_FLOAT6_E3M2FN')
+
+T4A_DL_FLOAT4_E2M1FN = 17
+_export('T4A_DL_FLOAT4_E2M1FN')
+
+# Bits of t4a_dl_managed_tensor_versioned.flags (DLPACK_FLAG_BITMASK_*).
+#
+# consumers must not write the data
+T4A_DL_FLAG_READ_ONLY = 1
+_export('T4A_DL_FLAG_READ_ONLY')
+
+# the producer made a copy for the consumer
+T4A_DL_FLAG_IS_COPIED = 2
+_export('T4A_DL_FLAG_IS_COPIED')
+
+# sub-byte elements are padded, not packed
+T4A_DL_FLAG_IS_SUBBYTE_TYPE_PADDED = 4
+_export('T4A_DL_FLAG_IS_SUBBYTE_TYPE_PADDED')
+
+
+class t4a_dl_pack_version(Structure):
+    """DLPackVersion."""
+    _fields_ = [
+        # a consumer refuses another major (the layout changed)
+        ('major', c_uint32),
+        # a newer minor only adds enumeration values
+        ('minor', c_uint32),
+    ]
+
+
+STRUCTS.append(t4a_dl_pack_version)
+_export('t4a_dl_pack_version')
+
+
+class t4a_dl_device(Structure):
+    """DLDevice."""
+    _fields_ = [
+        # T4A_DL_CUDA, T4A_DL_CUDA_HOST, ... (DLDeviceType)
+        ('device_type', c_int32),
+        # the CUDA ordinal for T4A_DL_CUDA; 0 for host kinds
+        ('device_id', c_int32),
+    ]
+
+
+STRUCTS.append(t4a_dl_device)
+_export('t4a_dl_device')
+
+
+class t4a_dl_data_type(Structure):
+    """DLDataType: `lanes` elements of `bits` bits each, of kind `code`."""
+    _fields_ = [
+        # T4A_DL_INT, T4A_DL_FLOAT, ... (DLDataTypeCode)
+        ('code', c_uint8),
+        ('bits', c_uint8),
+        # 1 for scalars
+        ('lanes', c_uint16),
+    ]
+
+
+STRUCTS.append(t4a_dl_data_type)
+_export('t4a_dl_data_type')
+
+
+class t4a_dl_tensor(Structure):
+    """DLTensor: element (i0, i1, ...) is at byte data + byte_offset +
+    (i0 * strides[0] + i1 * strides[1] + ...) * bits * lanes / 8.
+    """
+    _fields_ = [
+        # device address (T4A_DL_CUDA) or host address
+        ('data', c_void_p),
+        ('device', t4a_dl_device),
+        ('ndim', c_int32),
+        ('dtype', t4a_dl_data_type),
+        # ndim extents
+        ('shape', POINTER(c_int64)),
+        # ndim strides in elements; NULL: compact row-major
+        ('strides', POINTER(c_int64)),
+        # bytes from data to element 0
+        ('byte_offset', c_uint64),
+    ]
+
+
+STRUCTS.append(t4a_dl_tensor)
+_export('t4a_dl_tensor')
+
+
+class t4a_dl_managed_tensor(Structure):
+    """DLManagedTensor (the legacy, unversioned form). The consumer calls
+    deleter(self) exactly once when it no longer needs the tensor; deleter
+    may be NULL (nothing to release).
+    """
+
+
+t4a_dl_managed_tensor._fields_ = [
+    ('dl_tensor', t4a_dl_tensor),
+    # the producer's
+    ('manager_ctx', c_void_p),
+    ('deleter', CFUNCTYPE(None, POINTER(t4a_dl_managed_tensor))),
+]
+
+
+STRUCTS.append(t4a_dl_managed_tensor)
+_export('t4a_dl_managed_tensor')
+
+
+class t4a_dl_managed_tensor_versioned(Structure):
+    """DLManagedTensorVersioned (DLPack 1.0 and later): as the legacy form, with
+    a version first and flags (T4A_DL_FLAG_*).
+    """
+
+
+t4a_dl_managed_tensor_versioned._fields_ = [
+    ('version', t4a_dl_pack_version),
+    # the producer's
+    ('manager_ctx', c_void_p),
+    ('deleter', CFUNCTYPE(None, POINTER(t4a_dl_managed_tensor_versioned))),
+    # T4A_DL_FLAG_*
+    ('flags', c_uint64),
+    ('dl_tensor', t4a_dl_tensor),
+]
+
+
+STRUCTS.append(t4a_dl_managed_tensor_versioned)
+_export('t4a_dl_managed_tensor_versioned')
+
+# Most dimensions dlpack_export and dlpack_import take.
+T4A_DLPACK_MAX_NDIM = 64
+_export('T4A_DLPACK_MAX_NDIM')
+
+
+class t4a_dlpack_export(Structure):
+    """A buffer range seen as a tensor, for dlpack_export (v1.1). Element
+    (i0, i1, ...) is at byte offset + (i0 * strides[0] + ...) * element size
+    of the buffer, where the element size is dtype.bits * dtype.lanes / 8
+    (whole bytes: sub-byte types are T4A_EUNSUPPORTED). Every element of a
+    tensor with no zero extent must lie in the buffer.
+    """
+    _fields_ = [
+        ('struct_size', c_uint32),
+        # T4A_DLPACK_*
+        ('flags', c_uint32),
+        # bytes from the buffer's start to element 0
+        ('offset', c_uint64),
+        ('dtype', t4a_dl_data_type),
+        # 0 .. T4A_DLPACK_MAX_NDIM
+        ('ndim', c_int32),
+        # ndim extents, each >= 0 (may be NULL when ndim is 0)
+        ('shape', POINTER(c_int64)),
+        # ndim strides in elements (negative allowed); NULL: compact
+        # row-major
+        ('strides', POINTER(c_int64)),
+        # Called once by the tensor's deleter, after the export's own memory was
+        # freed; NULL: nothing to call.
+        ('on_delete', CFUNCTYPE(None, c_void_p)),
+        # passed to on_delete
+        ('user', c_void_p),
+    ]
+
+
+STRUCTS.append(t4a_dlpack_export)
+_export('t4a_dlpack_export')
+
+# Bits of t4a_dlpack_export.flags and of dlpack_import's flags (v1.1).
+#
+# t4a_dl_managed_tensor_versioned, not the legacy form
+T4A_DLPACK_VERSIONED = 1
+_export('T4A_DLPACK_VERSIONED')
+
+# export: set T4A_DL_FLAG_READ_ONLY (versioned only)
+T4A_DLPACK_READ_ONLY = 2
+_export('T4A_DLPACK_READ_ONLY')
+
+# export: data is the buffer's start and byte_offset the offset (the form
+# the spec describes); without it data is element 0's address and
+# byte_offset 0, the form PyTorch and CuPy make and read (PyTorch ignores
+# byte_offset on import).
+T4A_DLPACK_BYTE_OFFSET = 4
+_export('T4A_DLPACK_BYTE_OFFSET')
+
+# import: accept a read-only tensor (you promise not to write it)
+T4A_DLPACK_ALLOW_READ_ONLY = 8
+_export('T4A_DLPACK_ALLOW_READ_ONLY')
+
+
 class t4a_gpu_backend_v1(Structure):
     _fields_ = [
         # -- header (v1.0)
@@ -1319,6 +1633,99 @@ class t4a_gpu_backend_v1(Structure):
         # covering it; kept, counted as quarantined, if the runtime faults).
         # runtime_destroy releases the graphs left.
         ('graph_release', CFUNCTYPE(c_int, t4a_runtime, t4a_graph)),
+        # -- interop (v1.1)
+        # Memory and streams the runtime does not own, and DLPack. Consumer
+        # streams (`stream` arguments) are CUstreams of rt's device's primary
+        # context, NULL or T4A_STREAM_LEGACY (the legacy default stream), or
+        # T4A_STREAM_PER_THREAD. None of these slots blocks the host on the GPU.
+        #
+        # buffer_wrap_external: wraps memory the runtime did not allocate (see
+        # t4a_external_memory) as a buffer of rt that every copy, memset, launch
+        # (through buffer_device_address) and DLPack export accepts. The range
+        # must lie in one allocation (or contiguous mappings) of rt's device, as
+        # the driver reports it: another device's memory is T4A_EFOREIGNDEVICE
+        # (also with peer access), unknown or freed memory T4A_EINVAL, a range
+        # running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must
+        # be page-locked host memory the device can address. The runtime never
+        # frees the memory. mem->release(mem->user) is called exactly once: after
+        # buffer_free (or runtime_destroy) and the completion of every use
+        # enqueued before it (work on rt's stream, and other runtimes' copies
+        # from it), observed at a later natural point (seal, witness_query/_wait,
+        # buffer_free, host_free, module_unload, destroy; at once when that work
+        # had completed), on the thread of that call, after rt's lock was let go
+        # (so it may call into rt). Like host_free, it
+        # waits for a seal covering the work: the library never seals behind the
+        # caller's back. After a device fault the memory is quarantined with the
+        # runtime's own (the GPU may still touch it) and release is never called.
+        # On failure nothing is called (the memory stays the caller's).
+        ('buffer_wrap_external', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            POINTER(t4a_external_memory),
+            POINTER(t4a_buffer),
+        )),
+        # stream_wait_witness: work the consumer enqueues on `stream` after this
+        # call runs after w's work (cuStreamWaitEvent: GPU-side). rt names the
+        # context `stream` lives in (its own stream is untouched); w may come
+        # from any runtime of this backend. A completed witness enqueues
+        # nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing
+        # enqueued).
+        ('stream_wait_witness', CFUNCTYPE(c_int, t4a_runtime, c_void_p, t4a_witness)),
+        # runtime_wait_event: work rt enqueues after this call runs after the
+        # consumer's CUevent `event` (its most recent cuEventRecord at the time of
+        # this call; never recorded: nothing to wait for), GPU-side. The event
+        # may belong to any context; the consumer keeps owning it. During a
+        # capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
+        # work outside the capture).
+        ('runtime_wait_event', CFUNCTYPE(c_int, t4a_runtime, c_void_p)),
+        # runtime_wait_stream: work rt enqueues after this call runs after all
+        # work the consumer enqueued on `stream` so far, GPU-side (an event of
+        # rt's pool recorded on `stream`, waited on by rt's stream). During a
+        # capture: T4A_EBUSY, as runtime_wait_event.
+        ('runtime_wait_stream', CFUNCTYPE(c_int, t4a_runtime, c_void_p)),
+        # dlpack_export: *out = a new DLManagedTensor (req->flags without
+        # T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or
+        # DLManagedTensorVersioned (t4a_dl_managed_tensor_versioned *, version
+        # T4A_DLPACK_MAJOR.T4A_DLPACK_MINOR) viewing a range of buf as
+        # req->dtype, shape and strides (see t4a_dlpack_export; strides are
+        # always filled in, row-major when req->strides is NULL). Device
+        # T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,
+        # 0). No copy, nothing enqueued: order the consumer's work after rt's
+        # with stream_wait_witness. The tensor borrows the memory: it stays valid
+        # until buf is freed or rt destroyed; the consumer must be done with it
+        # (its GPU work included) by then. The tensor's deleter frees what the
+        # export allocated, then calls req->on_delete(req->user); it touches no
+        # runtime, so it may run on any thread, at any time, even after rt is
+        # destroyed (the plugin stays loaded once it exported a tensor). Bad
+        # dtype, ndim, shape or strides are T4A_EINVAL, elements outside the
+        # buffer T4A_ERANGE (overflow-checked).
+        ('dlpack_export', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_buffer,
+            POINTER(t4a_dlpack_export),
+            POINTER(c_void_p),
+        )),
+        # dlpack_import: wraps the tensor a DLPack producer made (flags with
+        # T4A_DLPACK_VERSIONED: a t4a_dl_managed_tensor_versioned *, else a
+        # t4a_dl_managed_tensor *) as an external buffer of rt
+        # (buffer_wrap_external) spanning exactly its elements; *offset (may be
+        # NULL) = bytes from the buffer's start to element 0 (non-zero only with
+        # negative strides). Device T4A_DL_CUDA with rt's ordinal (another
+        # ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a
+        # DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
+        # T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
+        # T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
+        # is the buffer's release (called once, after the buffer's last use
+        # completed); on failure the caller still owns it (call its deleter).
+        ('dlpack_import', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            c_void_p,
+            c_uint32,
+            POINTER(t4a_buffer),
+            POINTER(c_uint64),
+        )),
     ]
 
 
@@ -1384,7 +1791,7 @@ FROZEN_SIZES = {
     't4a_launch_config': ('T4A_LAUNCH_CONFIG_V1_0_SIZE', 'shared_bytes'),
     't4a_raw_runtime': ('T4A_RAW_RUNTIME_V1_0_SIZE', 'device'),
     't4a_raw_section': ('T4A_RAW_SECTION_V1_0_SIZE', 'runtime_bits'),
-    't4a_gpu_backend_v1': ('T4A_GPU_BACKEND_V1_1_SIZE', 'graph_release'),
+    't4a_gpu_backend_v1': ('T4A_GPU_BACKEND_V1_1_SIZE', 'dlpack_import'),
     't4a_device_info': ('T4A_DEVICE_INFO_V1_1_SIZE', 'max_pitch'),
     't4a_copy_2d': ('T4A_COPY_2D_V1_1_SIZE', 'rows'),
     't4a_memory_info': ('T4A_MEMORY_INFO_V1_1_SIZE', 'staging_bytes'),
@@ -1393,6 +1800,8 @@ FROZEN_SIZES = {
     't4a_launch_ex_config': ('T4A_LAUNCH_EX_CONFIG_V1_1_SIZE', 'reserved'),
     't4a_runtime_info': ('T4A_RUNTIME_INFO_V1_1_SIZE', 'capturing'),
     't4a_graph_info': ('T4A_GRAPH_INFO_V1_1_SIZE', 'replays'),
+    't4a_external_memory': ('T4A_EXTERNAL_MEMORY_V1_1_SIZE', 'user'),
+    't4a_dlpack_export': ('T4A_DLPACK_EXPORT_V1_1_SIZE', 'user'),
 }
 # Sizes of the v1.0 versions of the table and of the growing structs: a
 # callee rejects a struct_size below these with T4A_EINVAL. Frozen: a later
@@ -1414,7 +1823,7 @@ T4A_RAW_SECTION_V1_0_SIZE = size_through(t4a_raw_section, 'runtime_bits')
 # Sizes of what ABI 1.1 added: the table as of 1.1, the first published
 # size of each struct 1.1 introduced, and the 1.1 size of each struct it
 # grew (device info, runtime options, counters). Frozen likewise.
-T4A_GPU_BACKEND_V1_1_SIZE = size_through(t4a_gpu_backend_v1, 'graph_release')
+T4A_GPU_BACKEND_V1_1_SIZE = size_through(t4a_gpu_backend_v1, 'dlpack_import')
 T4A_DEVICE_INFO_V1_1_SIZE = size_through(t4a_device_info, 'max_pitch')
 T4A_COPY_2D_V1_1_SIZE = size_through(t4a_copy_2d, 'rows')
 T4A_MEMORY_INFO_V1_1_SIZE = size_through(t4a_memory_info, 'staging_bytes')
@@ -1423,6 +1832,8 @@ T4A_RUNTIME_COUNTERS_V1_1_SIZE = size_through(t4a_runtime_counters, 'live_graphs
 T4A_LAUNCH_EX_CONFIG_V1_1_SIZE = size_through(t4a_launch_ex_config, 'reserved')
 T4A_RUNTIME_INFO_V1_1_SIZE = size_through(t4a_runtime_info, 'capturing')
 T4A_GRAPH_INFO_V1_1_SIZE = size_through(t4a_graph_info, 'replays')
+T4A_EXTERNAL_MEMORY_V1_1_SIZE = size_through(t4a_external_memory, 'user')
+T4A_DLPACK_EXPORT_V1_1_SIZE = size_through(t4a_dlpack_export, 'user')
 _export('size_through', 'FROZEN_SIZES', *[v[0] for v in FROZEN_SIZES.values()])
 
 # The loader library's functions: (name, restype, argtypes, parameter names,
@@ -1898,5 +2309,79 @@ SLOT_DOCS = {
         'destroyed after its last replay completed (retired behind the seal\n'
         'covering it; kept, counted as quarantined, if the runtime faults).\n'
         'runtime_destroy releases the graphs left.'),
+    'buffer_wrap_external': (
+        'Memory and streams the runtime does not own, and DLPack. Consumer\n'
+        "streams (`stream` arguments) are CUstreams of rt's device's primary\n"
+        'context, NULL or T4A_STREAM_LEGACY (the legacy default stream), or\n'
+        'T4A_STREAM_PER_THREAD. None of these slots blocks the host on the GPU.\n'
+        '\n'
+        'buffer_wrap_external: wraps memory the runtime did not allocate (see\n'
+        't4a_external_memory) as a buffer of rt that every copy, memset, launch\n'
+        '(through buffer_device_address) and DLPack export accepts. The range\n'
+        "must lie in one allocation (or contiguous mappings) of rt's device, as\n"
+        "the driver reports it: another device's memory is T4A_EFOREIGNDEVICE\n"
+        '(also with peer access), unknown or freed memory T4A_EINVAL, a range\n'
+        'running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must\n'
+        'be page-locked host memory the device can address. The runtime never\n'
+        'frees the memory. mem->release(mem->user) is called exactly once: after\n'
+        'buffer_free (or runtime_destroy) and the completion of every use\n'
+        "enqueued before it (work on rt's stream, and other runtimes' copies\n"
+        'from it), observed at a later natural point (seal, witness_query/_wait,\n'
+        'buffer_free, host_free, module_unload, destroy; at once when that work\n'
+        "had completed), on the thread of that call, after rt's lock was let go\n"
+        '(so it may call into rt). Like host_free, it\n'
+        'waits for a seal covering the work: the library never seals behind the\n'
+        "caller's back. After a device fault the memory is quarantined with the\n"
+        "runtime's own (the GPU may still touch it) and release is never called.\n"
+        "On failure nothing is called (the memory stays the caller's)."),
+    'stream_wait_witness': (
+        'stream_wait_witness: work the consumer enqueues on `stream` after this\n'
+        "call runs after w's work (cuStreamWaitEvent: GPU-side). rt names the\n"
+        'context `stream` lives in (its own stream is untouched); w may come\n'
+        'from any runtime of this backend. A completed witness enqueues\n'
+        'nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing\n'
+        'enqueued).'),
+    'runtime_wait_event': (
+        'runtime_wait_event: work rt enqueues after this call runs after the\n'
+        "consumer's CUevent `event` (its most recent cuEventRecord at the time of\n"
+        'this call; never recorded: nothing to wait for), GPU-side. The event\n'
+        'may belong to any context; the consumer keeps owning it. During a\n'
+        'capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for\n'
+        'work outside the capture).'),
+    'runtime_wait_stream': (
+        'runtime_wait_stream: work rt enqueues after this call runs after all\n'
+        'work the consumer enqueued on `stream` so far, GPU-side (an event of\n'
+        "rt's pool recorded on `stream`, waited on by rt's stream). During a\n"
+        'capture: T4A_EBUSY, as runtime_wait_event.'),
+    'dlpack_export': (
+        'dlpack_export: *out = a new DLManagedTensor (req->flags without\n'
+        'T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or\n'
+        'DLManagedTensorVersioned (t4a_dl_managed_tensor_versioned *, version\n'
+        'T4A_DLPACK_MAJOR.T4A_DLPACK_MINOR) viewing a range of buf as\n'
+        'req->dtype, shape and strides (see t4a_dlpack_export; strides are\n'
+        'always filled in, row-major when req->strides is NULL). Device\n'
+        "T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,\n"
+        "0). No copy, nothing enqueued: order the consumer's work after rt's\n"
+        'with stream_wait_witness. The tensor borrows the memory: it stays valid\n'
+        'until buf is freed or rt destroyed; the consumer must be done with it\n'
+        "(its GPU work included) by then. The tensor's deleter frees what the\n"
+        'export allocated, then calls req->on_delete(req->user); it touches no\n'
+        'runtime, so it may run on any thread, at any time, even after rt is\n'
+        'destroyed (the plugin stays loaded once it exported a tensor). Bad\n'
+        'dtype, ndim, shape or strides are T4A_EINVAL, elements outside the\n'
+        'buffer T4A_ERANGE (overflow-checked).'),
+    'dlpack_import': (
+        'dlpack_import: wraps the tensor a DLPack producer made (flags with\n'
+        'T4A_DLPACK_VERSIONED: a t4a_dl_managed_tensor_versioned *, else a\n'
+        't4a_dl_managed_tensor *) as an external buffer of rt\n'
+        '(buffer_wrap_external) spanning exactly its elements; *offset (may be\n'
+        "NULL) = bytes from the buffer's start to element 0 (non-zero only with\n"
+        "negative strides). Device T4A_DL_CUDA with rt's ordinal (another\n"
+        'ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a\n'
+        'DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are\n'
+        'T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has\n'
+        'T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter\n'
+        "is the buffer's release (called once, after the buffer's last use\n"
+        'completed); on failure the caller still owns it (call its deleter).'),
 }
 _export('SLOT_DOCS')

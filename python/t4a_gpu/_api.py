@@ -31,13 +31,14 @@ import weakref
 from collections import namedtuple
 from ctypes import byref, c_bool, c_char_p, c_int, c_int32, c_uint16, c_uint32, c_uint64, c_void_p
 
-from . import _abi
+from . import _abi, _interop
 from ._hostmem import borrow
 from ._loader import load_library
 from .errors import T4AError, error_class
 
 __all__ = [
     "Backend", "Runtime", "Buffer", "HostBuffer", "Witness", "Artifact", "Module", "Function",
+    "TensorView", "from_dlpack",
     "BackendInfo", "Device", "CompilerInfo", "BackendEntry", "RawRuntime",
     "list_backends", "loader_version", "loader_abi", "search_path", "plugin_dir",
     "status_name", "status_message", "WAIT_FOREVER",
@@ -163,8 +164,9 @@ class _Node:
                 return
             if not quiet and self.exported_views():
                 raise BufferError(
-                    "cannot close the %s: memoryviews of its pinned host memory are still "
-                    "held; release them (view.release(), del) first" % self.kind)
+                    "cannot close the %s: views of its memory are still held (memoryviews of "
+                    "pinned host memory, DLPack tensors another framework has not released); "
+                    "release them (view.release(), del) first" % self.kind)
             err = None
             if not self.owns_children:  # the backend: children first, every one
                 for k in reversed(list(self.children.values())):
@@ -771,6 +773,62 @@ class Runtime:
             raise _dead(witness._node, "runtime_wait_witness")
         self._call("runtime_wait_witness", witness.handle)
 
+    # -- other frameworks' memory and streams (see t4a_gpu._interop) -------------------
+
+    def wrap(self, address, nbytes, *, host=False, release=None):
+        """Device memory this runtime did not allocate (an int address on its
+        device; host=True: page-locked host memory) as a Buffer usable by
+        every copy and launch. The memory is never freed here; `release()`
+        (any callable, or None) is called once, after the Buffer was closed
+        and its last use completed (from the thread of a later call on this
+        runtime). Another device's memory is errors.EFOREIGNDEVICE."""
+        m = _sized(_abi.t4a_external_memory)
+        m.flags = _abi.T4A_EXTERNAL_HOST if host else 0
+        m.address, m.bytes = address, nbytes
+        m.device_ordinal = -1 if host else self.device
+        fn, user = _interop.release_callback(release)
+        if fn is not None:
+            m.release, m.user = fn, user
+        handle = _abi.t4a_buffer()
+        try:
+            self._call("buffer_wrap_external", byref(m), byref(handle))
+        except BaseException:
+            _interop.forget(user)
+            raise
+        return Buffer._adopt(self, handle, host=host)
+
+    def from_dlpack(self, obj, *, allow_read_only=False):
+        """t4a_gpu.from_dlpack(obj, self)."""
+        return _interop.from_dlpack(obj, self, allow_read_only=allow_read_only)
+
+    def order_stream_after(self, stream=None, witness=None):
+        """Work a framework enqueues on `stream` (an int CUstream, a PyTorch or
+        CuPy stream object; None: the legacy default stream) after this call
+        runs after `witness` (default: everything this runtime enqueued so
+        far). GPU-side: the host does not wait."""
+        own = witness is None
+        w = self.seal() if own else witness
+        try:
+            if not w._node.alive:
+                raise _dead(w._node, "stream_wait_witness")
+            self._call("stream_wait_witness", c_void_p(_interop.stream_handle(stream)), w.handle)
+        finally:
+            if own:
+                w.close()
+
+    def wait_stream(self, stream):
+        """Work this runtime enqueues after this call runs after everything a
+        framework enqueued on `stream` so far (GPU-side)."""
+        self._call("runtime_wait_stream", c_void_p(_interop.stream_handle(stream)))
+
+    def wait_event(self, event):
+        """Work this runtime enqueues after this call runs after a framework's
+        CUevent (an int, or an object with .cuda_event / .ptr), as last
+        recorded (GPU-side)."""
+        for attr in ("cuda_event", "ptr"):
+            event = getattr(event, attr, event)
+        self._call("runtime_wait_event", c_void_p(event))
+
     # -- code ----------------------------------------------------------------------
 
     def compile(self, source, **kw):
@@ -800,16 +858,36 @@ class Runtime:
 
 
 class Buffer:
-    """Device memory of one runtime (stream-ordered alloc and free)."""
+    """Device memory of one runtime (stream-ordered alloc and free), or
+    memory it wraps (Runtime.wrap, from_dlpack). Other frameworks read it in
+    place through __dlpack__ / __cuda_array_interface__ (as uint8 bytes) or
+    as_tensor(dtype, shape, ...)."""
 
     def __init__(self, runtime, nbytes):
         handle = _abi.t4a_buffer()
         runtime._call("buffer_alloc", nbytes, byref(handle))
-        self._runtime, self.handle, self.nbytes = runtime, handle, nbytes
+        self._setup(runtime, handle, nbytes, False)
+
+    def _setup(self, runtime, handle, nbytes, host):
+        self._runtime, self.handle, self.nbytes, self._host = runtime, handle, nbytes, host
         rt_handle, backend = runtime.handle, runtime.backend
         self._node = _Node("buffer", runtime._node,
                            lambda: backend.call("buffer_free", rt_handle, handle))
+        self._node.views = []  # DLPack exports still held by a consumer (weak refs)
         self._finalizer = _finalizer(self, self._node)
+
+    @classmethod
+    def _adopt(cls, runtime, handle, host=False):
+        """A Buffer for a handle the backend just made (external memory)."""
+        self = cls.__new__(cls)
+        n = c_uint64()
+        try:
+            runtime._call("buffer_size", handle, byref(n))
+        except BaseException:
+            runtime._call("buffer_free", handle)
+            raise
+        self._setup(runtime, handle, n.value, host)
+        return self
 
     @property
     def runtime(self):
@@ -849,6 +927,27 @@ class Buffer:
         n = c_uint64()
         self._call("buffer_size", self.handle, byref(n))
         return n.value
+
+    # -- other frameworks (t4a_gpu._interop) ----------------------------------------
+
+    def as_tensor(self, dtype="uint8", shape=None, strides=None, offset=0, readonly=False):
+        """A TensorView: this buffer's bytes from `offset` as a tensor of
+        `dtype` (a name such as "float32", a numpy or framework dtype) and
+        `shape` (default: 1-D, to the end), `strides` in elements (default:
+        row-major), for torch.from_dlpack, cupy.from_dlpack, jax.dlpack ..."""
+        return _interop.TensorView(self, dtype, shape, strides, offset, readonly)
+
+    def __dlpack__(self, **kw):
+        """The whole buffer as a 1-D uint8 DLPack tensor (see TensorView)."""
+        return _interop.TensorView(self).__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return _interop.TensorView(self).__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """The whole buffer as 1-D uint8 (CUDA Array Interface v3)."""
+        return _interop.TensorView(self).__cuda_array_interface__
 
     # -- pageable transfers (return once host memory is consumed/filled) ---------
 
@@ -1066,3 +1165,13 @@ class Function:
         pointers = (c_void_p * max(len(values), 1))(
             *[ctypes.cast(ctypes.pointer(v), c_void_p) for v in values])
         self._call("launch", byref(cfg), pointers)
+
+
+TensorView = _interop.TensorView
+
+
+def from_dlpack(obj, runtime, *, allow_read_only=False):
+    """Wraps a DLPack producer's tensor (torch, cupy, jax arrays, a capsule)
+    as an external Buffer of `runtime`, without a copy (see
+    t4a_gpu._interop.from_dlpack)."""
+    return _interop.from_dlpack(obj, runtime, allow_read_only=allow_read_only)

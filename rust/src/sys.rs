@@ -1285,6 +1285,354 @@ impl t4a_graph_info {
     }
 }
 
+/// Memory the runtime did not allocate, wrapped as a buffer
+/// (buffer_wrap_external): device memory of the runtime's device (from
+/// cuMemAlloc, another runtime, PyTorch, CuPy, JAX ...), or with
+/// T4A_EXTERNAL_HOST page-locked host memory the device can address. The
+/// runtime never frees it; it calls `release(user)` exactly once, after the
+/// last work enqueued on it completed (see buffer_wrap_external).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_external_memory {
+    pub struct_size: u32,
+    /// T4A_EXTERNAL_*
+    pub flags: u32,
+    /// first byte: a CUdeviceptr, or a host address with T4A_EXTERNAL_HOST
+    pub address: u64,
+    /// 0 is valid (nothing is checked or accessed)
+    pub bytes: u64,
+    /// the runtime's device; -1 with T4A_EXTERNAL_HOST
+    pub device_ordinal: i32,
+    /// must be 0
+    pub reserved: u32,
+    /// Called once when the runtime lets go of the memory; NULL: nothing to
+    /// call. Never called under a lock of the runtime: it may call into it.
+    pub release: Option<unsafe extern "C" fn(user: *mut c_void)>,
+    /// passed to release
+    pub user: *mut c_void,
+}
+
+impl Default for t4a_external_memory {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_external_memory {
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// Bits of t4a_external_memory.flags (v1.1).
+///
+/// page-locked host memory (cuMemHostAlloc/-Register)
+pub const T4A_EXTERNAL_HOST: u32 = 1;
+
+/// Stream arguments of the interop slots: a CUstream of the runtime's
+/// device's primary context, or one of these, passed as (void *)(uintptr_t)
+/// value. NULL means the legacy default stream too (as in the driver API).
+///
+/// CU_STREAM_LEGACY: the legacy default stream
+pub const T4A_STREAM_LEGACY: u32 = 1;
+
+/// CU_STREAM_PER_THREAD
+pub const T4A_STREAM_PER_THREAD: u32 = 2;
+
+/// DLPack (https://dmlc.github.io/dlpack/latest/c_api.html), version 1.1:
+/// the structs below have the layout of dlpack.h's DLPackVersion, DLDevice,
+/// DLDataType, DLTensor, DLManagedTensor and DLManagedTensorVersioned (the
+/// ABI tests assert every offset), under t4a_ names so that this header
+/// never collides with a dlpack.h the consumer includes: cast between them.
+/// Enumerations are int32_t and uint8_t fields with the constants below.
+///
+/// DLPACK_MAJOR_VERSION this header follows
+pub const T4A_DLPACK_MAJOR: c_int = 1;
+
+/// DLPACK_MINOR_VERSION this header follows
+pub const T4A_DLPACK_MINOR: c_int = 1;
+
+/// DLDeviceType values (t4a_dl_device.device_type) t4a takes or makes.
+pub const T4A_DL_CPU: c_int = 1;
+
+/// device memory; device_id is the CUDA ordinal
+pub const T4A_DL_CUDA: c_int = 2;
+
+/// page-locked host memory (cudaMallocHost)
+pub const T4A_DL_CUDA_HOST: c_int = 3;
+
+/// managed memory (not imported by t4a)
+pub const T4A_DL_CUDA_MANAGED: c_int = 13;
+
+/// DLDataTypeCode values (t4a_dl_data_type.code).
+pub const T4A_DL_INT: c_int = 0;
+
+pub const T4A_DL_UINT: c_int = 1;
+
+pub const T4A_DL_FLOAT: c_int = 2;
+
+pub const T4A_DL_OPAQUE_HANDLE: c_int = 3;
+
+pub const T4A_DL_BFLOAT: c_int = 4;
+
+pub const T4A_DL_COMPLEX: c_int = 5;
+
+pub const T4A_DL_BOOL: c_int = 6;
+
+pub const T4A_DL_FLOAT8_E3M4: c_int = 7;
+
+pub const T4A_DL_FLOAT8_E4M3: c_int = 8;
+
+pub const T4A_DL_FLOAT8_E4M3B11FNUZ: c_int = 9;
+
+pub const T4A_DL_FLOAT8_E4M3FN: c_int = 10;
+
+pub const T4A_DL_FLOAT8_E4M3FNUZ: c_int = 11;
+
+pub const T4A_DL_FLOAT8_E5M2: c_int = 12;
+
+pub const T4A_DL_FLOAT8_E5M2FNUZ: c_int = 13;
+
+pub const T4A_DL_FLOAT8_E8M0FNU: c_int = 14;
+
+pub const T4A_DL_FLOAT6_E2M3FN: c_int = 15;
+
+pub const T4A_DL_FLOAT6_E3M2FN: c_int = 16;
+
+pub const T4A_DL_FLOAT4_E2M1FN: c_int = 17;
+
+/// Bits of t4a_dl_managed_tensor_versioned.flags (DLPACK_FLAG_BITMASK_*).
+///
+/// consumers must not write the data
+pub const T4A_DL_FLAG_READ_ONLY: u64 = 1;
+
+/// the producer made a copy for the consumer
+pub const T4A_DL_FLAG_IS_COPIED: u64 = 2;
+
+/// sub-byte elements are padded, not packed
+pub const T4A_DL_FLAG_IS_SUBBYTE_TYPE_PADDED: u64 = 4;
+
+/// DLPackVersion.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_dl_pack_version {
+    /// a consumer refuses another major (the layout changed)
+    pub major: u32,
+    /// a newer minor only adds enumeration values
+    pub minor: u32,
+}
+
+impl Default for t4a_dl_pack_version {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// DLDevice.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_dl_device {
+    /// T4A_DL_CUDA, T4A_DL_CUDA_HOST, ... (DLDeviceType)
+    pub device_type: i32,
+    /// the CUDA ordinal for T4A_DL_CUDA; 0 for host kinds
+    pub device_id: i32,
+}
+
+impl Default for t4a_dl_device {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// DLDataType: `lanes` elements of `bits` bits each, of kind `code`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_dl_data_type {
+    /// T4A_DL_INT, T4A_DL_FLOAT, ... (DLDataTypeCode)
+    pub code: u8,
+    pub bits: u8,
+    /// 1 for scalars
+    pub lanes: u16,
+}
+
+impl Default for t4a_dl_data_type {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// DLTensor: element (i0, i1, ...) is at byte data + byte_offset +
+/// (i0 * strides[0] + i1 * strides[1] + ...) * bits * lanes / 8.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_dl_tensor {
+    /// device address (T4A_DL_CUDA) or host address
+    pub data: *mut c_void,
+    pub device: t4a_dl_device,
+    pub ndim: i32,
+    pub dtype: t4a_dl_data_type,
+    /// ndim extents
+    pub shape: *mut i64,
+    /// ndim strides in elements; NULL: compact row-major
+    pub strides: *mut i64,
+    /// bytes from data to element 0
+    pub byte_offset: u64,
+}
+
+impl Default for t4a_dl_tensor {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// DLManagedTensor (the legacy, unversioned form). The consumer calls
+/// deleter(self) exactly once when it no longer needs the tensor; deleter
+/// may be NULL (nothing to release).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_dl_managed_tensor {
+    pub dl_tensor: t4a_dl_tensor,
+    /// the producer's
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(managed: *mut t4a_dl_managed_tensor)>,
+}
+
+impl Default for t4a_dl_managed_tensor {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// DLManagedTensorVersioned (DLPack 1.0 and later): as the legacy form, with
+/// a version first and flags (T4A_DL_FLAG_*).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_dl_managed_tensor_versioned {
+    pub version: t4a_dl_pack_version,
+    /// the producer's
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(managed: *mut t4a_dl_managed_tensor_versioned)>,
+    /// T4A_DL_FLAG_*
+    pub flags: u64,
+    pub dl_tensor: t4a_dl_tensor,
+}
+
+impl Default for t4a_dl_managed_tensor_versioned {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// Most dimensions dlpack_export and dlpack_import take.
+pub const T4A_DLPACK_MAX_NDIM: c_int = 64;
+
+/// A buffer range seen as a tensor, for dlpack_export (v1.1). Element
+/// (i0, i1, ...) is at byte offset + (i0 * strides[0] + ...) * element size
+/// of the buffer, where the element size is dtype.bits * dtype.lanes / 8
+/// (whole bytes: sub-byte types are T4A_EUNSUPPORTED). Every element of a
+/// tensor with no zero extent must lie in the buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_dlpack_export {
+    pub struct_size: u32,
+    /// T4A_DLPACK_*
+    pub flags: u32,
+    /// bytes from the buffer's start to element 0
+    pub offset: u64,
+    pub dtype: t4a_dl_data_type,
+    /// 0 .. T4A_DLPACK_MAX_NDIM
+    pub ndim: i32,
+    /// ndim extents, each >= 0 (may be NULL when ndim is 0)
+    pub shape: *const i64,
+    /// ndim strides in elements (negative allowed); NULL: compact
+    /// row-major
+    pub strides: *const i64,
+    /// Called once by the tensor's deleter, after the export's own memory was
+    /// freed; NULL: nothing to call.
+    pub on_delete: Option<unsafe extern "C" fn(user: *mut c_void)>,
+    /// passed to on_delete
+    pub user: *mut c_void,
+}
+
+impl Default for t4a_dlpack_export {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_dlpack_export {
+    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// Bits of t4a_dlpack_export.flags and of dlpack_import's flags (v1.1).
+///
+/// t4a_dl_managed_tensor_versioned, not the legacy form
+pub const T4A_DLPACK_VERSIONED: u32 = 1;
+
+/// export: set T4A_DL_FLAG_READ_ONLY (versioned only)
+pub const T4A_DLPACK_READ_ONLY: u32 = 2;
+
+/// export: data is the buffer's start and byte_offset the offset (the form
+/// the spec describes); without it data is element 0's address and
+/// byte_offset 0, the form PyTorch and CuPy make and read (PyTorch ignores
+/// byte_offset on import).
+pub const T4A_DLPACK_BYTE_OFFSET: u32 = 4;
+
+/// import: accept a read-only tensor (you promise not to write it)
+pub const T4A_DLPACK_ALLOW_READ_ONLY: u32 = 8;
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct t4a_gpu_backend_v1 {
@@ -1700,6 +2048,81 @@ pub struct t4a_gpu_backend_v1 {
     /// covering it; kept, counted as quarantined, if the runtime faults).
     /// runtime_destroy releases the graphs left.
     pub graph_release: Option<unsafe extern "C" fn(rt: t4a_runtime, g: t4a_graph) -> c_int>,
+    // -- interop (v1.1)
+    /// Memory and streams the runtime does not own, and DLPack. Consumer
+    /// streams (`stream` arguments) are CUstreams of rt's device's primary
+    /// context, NULL or T4A_STREAM_LEGACY (the legacy default stream), or
+    /// T4A_STREAM_PER_THREAD. None of these slots blocks the host on the GPU.
+    ///
+    /// buffer_wrap_external: wraps memory the runtime did not allocate (see
+    /// t4a_external_memory) as a buffer of rt that every copy, memset, launch
+    /// (through buffer_device_address) and DLPack export accepts. The range
+    /// must lie in one allocation (or contiguous mappings) of rt's device, as
+    /// the driver reports it: another device's memory is T4A_EFOREIGNDEVICE
+    /// (also with peer access), unknown or freed memory T4A_EINVAL, a range
+    /// running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must
+    /// be page-locked host memory the device can address. The runtime never
+    /// frees the memory. mem->release(mem->user) is called exactly once: after
+    /// buffer_free (or runtime_destroy) and the completion of every use
+    /// enqueued before it (work on rt's stream, and other runtimes' copies
+    /// from it), observed at a later natural point (seal, witness_query/_wait,
+    /// buffer_free, host_free, module_unload, destroy; at once when that work
+    /// had completed), on the thread of that call, after rt's lock was let go
+    /// (so it may call into rt). Like host_free, it
+    /// waits for a seal covering the work: the library never seals behind the
+    /// caller's back. After a device fault the memory is quarantined with the
+    /// runtime's own (the GPU may still touch it) and release is never called.
+    /// On failure nothing is called (the memory stays the caller's).
+    pub buffer_wrap_external: Option<unsafe extern "C" fn(rt: t4a_runtime, mem: *const t4a_external_memory, out: *mut t4a_buffer) -> c_int>,
+    /// stream_wait_witness: work the consumer enqueues on `stream` after this
+    /// call runs after w's work (cuStreamWaitEvent: GPU-side). rt names the
+    /// context `stream` lives in (its own stream is untouched); w may come
+    /// from any runtime of this backend. A completed witness enqueues
+    /// nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing
+    /// enqueued).
+    pub stream_wait_witness: Option<unsafe extern "C" fn(rt: t4a_runtime, stream: *mut c_void, w: t4a_witness) -> c_int>,
+    /// runtime_wait_event: work rt enqueues after this call runs after the
+    /// consumer's CUevent `event` (its most recent cuEventRecord at the time of
+    /// this call; never recorded: nothing to wait for), GPU-side. The event
+    /// may belong to any context; the consumer keeps owning it. During a
+    /// capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
+    /// work outside the capture).
+    pub runtime_wait_event: Option<unsafe extern "C" fn(rt: t4a_runtime, event: *mut c_void) -> c_int>,
+    /// runtime_wait_stream: work rt enqueues after this call runs after all
+    /// work the consumer enqueued on `stream` so far, GPU-side (an event of
+    /// rt's pool recorded on `stream`, waited on by rt's stream). During a
+    /// capture: T4A_EBUSY, as runtime_wait_event.
+    pub runtime_wait_stream: Option<unsafe extern "C" fn(rt: t4a_runtime, stream: *mut c_void) -> c_int>,
+    /// dlpack_export: *out = a new DLManagedTensor (req->flags without
+    /// T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or
+    /// DLManagedTensorVersioned (t4a_dl_managed_tensor_versioned *, version
+    /// T4A_DLPACK_MAJOR.T4A_DLPACK_MINOR) viewing a range of buf as
+    /// req->dtype, shape and strides (see t4a_dlpack_export; strides are
+    /// always filled in, row-major when req->strides is NULL). Device
+    /// T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,
+    /// 0). No copy, nothing enqueued: order the consumer's work after rt's
+    /// with stream_wait_witness. The tensor borrows the memory: it stays valid
+    /// until buf is freed or rt destroyed; the consumer must be done with it
+    /// (its GPU work included) by then. The tensor's deleter frees what the
+    /// export allocated, then calls req->on_delete(req->user); it touches no
+    /// runtime, so it may run on any thread, at any time, even after rt is
+    /// destroyed (the plugin stays loaded once it exported a tensor). Bad
+    /// dtype, ndim, shape or strides are T4A_EINVAL, elements outside the
+    /// buffer T4A_ERANGE (overflow-checked).
+    pub dlpack_export: Option<unsafe extern "C" fn(rt: t4a_runtime, buf: t4a_buffer, req: *const t4a_dlpack_export, out: *mut *mut c_void) -> c_int>,
+    /// dlpack_import: wraps the tensor a DLPack producer made (flags with
+    /// T4A_DLPACK_VERSIONED: a t4a_dl_managed_tensor_versioned *, else a
+    /// t4a_dl_managed_tensor *) as an external buffer of rt
+    /// (buffer_wrap_external) spanning exactly its elements; *offset (may be
+    /// NULL) = bytes from the buffer's start to element 0 (non-zero only with
+    /// negative strides). Device T4A_DL_CUDA with rt's ordinal (another
+    /// ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a
+    /// DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
+    /// T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
+    /// T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
+    /// is the buffer's release (called once, after the buffer's last use
+    /// completed); on failure the caller still owns it (call its deleter).
+    pub dlpack_import: Option<unsafe extern "C" fn(rt: t4a_runtime, tensor: *mut c_void, flags: u32, out: *mut t4a_buffer, offset: *mut u64) -> c_int>,
 }
 
 impl Default for t4a_gpu_backend_v1 {
@@ -1799,6 +2222,12 @@ impl t4a_gpu_backend_v1 {
         ("graph_set_kernel_args", 568),
         ("graph_info", 576),
         ("graph_release", 584),
+        ("buffer_wrap_external", 592),
+        ("stream_wait_witness", 600),
+        ("runtime_wait_event", 608),
+        ("runtime_wait_stream", 616),
+        ("dlpack_export", 624),
+        ("dlpack_import", 632),
     ];
 }
 
@@ -1873,8 +2302,8 @@ pub const T4A_RAW_SECTION_V1_0_SIZE: usize = 24;
 /// size of each struct 1.1 introduced, and the 1.1 size of each struct it
 /// grew (device info, runtime options, counters). Frozen likewise.
 ///
-/// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, graph_release)` (LP64).
-pub const T4A_GPU_BACKEND_V1_1_SIZE: usize = 584;
+/// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, dlpack_import)` (LP64).
+pub const T4A_GPU_BACKEND_V1_1_SIZE: usize = 632;
 
 ///
 /// `T4A_SIZE_THROUGH(t4a_device_info, max_pitch)` (LP64).
@@ -1907,6 +2336,14 @@ pub const T4A_RUNTIME_INFO_V1_1_SIZE: usize = 32;
 ///
 /// `T4A_SIZE_THROUGH(t4a_graph_info, replays)` (LP64).
 pub const T4A_GRAPH_INFO_V1_1_SIZE: usize = 40;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_external_memory, user)` (LP64).
+pub const T4A_EXTERNAL_MEMORY_V1_1_SIZE: usize = 48;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_dlpack_export, user)` (LP64).
+pub const T4A_DLPACK_EXPORT_V1_1_SIZE: usize = 56;
 
 /// An open backend (opaque, reference counted).
 #[repr(C)]
@@ -2010,7 +2447,15 @@ const _: () = {
     assert!(size_of::<t4a_launch_ex_config>() == 56 && align_of::<t4a_launch_ex_config>() == 4);
     assert!(size_of::<t4a_runtime_info>() == 32 && align_of::<t4a_runtime_info>() == 4);
     assert!(size_of::<t4a_graph_info>() == 40 && align_of::<t4a_graph_info>() == 8);
-    assert!(size_of::<t4a_gpu_backend_v1>() == 584 && align_of::<t4a_gpu_backend_v1>() == 8);
+    assert!(size_of::<t4a_external_memory>() == 48 && align_of::<t4a_external_memory>() == 8);
+    assert!(size_of::<t4a_dl_pack_version>() == 8 && align_of::<t4a_dl_pack_version>() == 4);
+    assert!(size_of::<t4a_dl_device>() == 8 && align_of::<t4a_dl_device>() == 4);
+    assert!(size_of::<t4a_dl_data_type>() == 4 && align_of::<t4a_dl_data_type>() == 2);
+    assert!(size_of::<t4a_dl_tensor>() == 48 && align_of::<t4a_dl_tensor>() == 8);
+    assert!(size_of::<t4a_dl_managed_tensor>() == 64 && align_of::<t4a_dl_managed_tensor>() == 8);
+    assert!(size_of::<t4a_dl_managed_tensor_versioned>() == 80 && align_of::<t4a_dl_managed_tensor_versioned>() == 8);
+    assert!(size_of::<t4a_dlpack_export>() == 56 && align_of::<t4a_dlpack_export>() == 8);
+    assert!(size_of::<t4a_gpu_backend_v1>() == 632 && align_of::<t4a_gpu_backend_v1>() == 8);
     assert!(size_of::<t4a_gpu_backend_entry>() == 4160 && align_of::<t4a_gpu_backend_entry>() == 1);
     // A slot must be exactly a nullable C function pointer.
     assert!(

@@ -248,6 +248,53 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_graph_info, kernels);
     field!(got, t4a_graph_info, copies);
     field!(got, t4a_graph_info, replays);
+    got.push(("struct t4a_external_memory".into(), format!("{} {}", size_of::<t4a_external_memory>(), std::mem::align_of::<t4a_external_memory>())));
+    field!(got, t4a_external_memory, struct_size);
+    field!(got, t4a_external_memory, flags);
+    field!(got, t4a_external_memory, address);
+    field!(got, t4a_external_memory, bytes);
+    field!(got, t4a_external_memory, device_ordinal);
+    field!(got, t4a_external_memory, reserved);
+    field!(got, t4a_external_memory, release);
+    field!(got, t4a_external_memory, user);
+    got.push(("struct t4a_dl_pack_version".into(), format!("{} {}", size_of::<t4a_dl_pack_version>(), std::mem::align_of::<t4a_dl_pack_version>())));
+    field!(got, t4a_dl_pack_version, major);
+    field!(got, t4a_dl_pack_version, minor);
+    got.push(("struct t4a_dl_device".into(), format!("{} {}", size_of::<t4a_dl_device>(), std::mem::align_of::<t4a_dl_device>())));
+    field!(got, t4a_dl_device, device_type);
+    field!(got, t4a_dl_device, device_id);
+    got.push(("struct t4a_dl_data_type".into(), format!("{} {}", size_of::<t4a_dl_data_type>(), std::mem::align_of::<t4a_dl_data_type>())));
+    field!(got, t4a_dl_data_type, code);
+    field!(got, t4a_dl_data_type, bits);
+    field!(got, t4a_dl_data_type, lanes);
+    got.push(("struct t4a_dl_tensor".into(), format!("{} {}", size_of::<t4a_dl_tensor>(), std::mem::align_of::<t4a_dl_tensor>())));
+    field!(got, t4a_dl_tensor, data);
+    field!(got, t4a_dl_tensor, device);
+    field!(got, t4a_dl_tensor, ndim);
+    field!(got, t4a_dl_tensor, dtype);
+    field!(got, t4a_dl_tensor, shape);
+    field!(got, t4a_dl_tensor, strides);
+    field!(got, t4a_dl_tensor, byte_offset);
+    got.push(("struct t4a_dl_managed_tensor".into(), format!("{} {}", size_of::<t4a_dl_managed_tensor>(), std::mem::align_of::<t4a_dl_managed_tensor>())));
+    field!(got, t4a_dl_managed_tensor, dl_tensor);
+    field!(got, t4a_dl_managed_tensor, manager_ctx);
+    field!(got, t4a_dl_managed_tensor, deleter);
+    got.push(("struct t4a_dl_managed_tensor_versioned".into(), format!("{} {}", size_of::<t4a_dl_managed_tensor_versioned>(), std::mem::align_of::<t4a_dl_managed_tensor_versioned>())));
+    field!(got, t4a_dl_managed_tensor_versioned, version);
+    field!(got, t4a_dl_managed_tensor_versioned, manager_ctx);
+    field!(got, t4a_dl_managed_tensor_versioned, deleter);
+    field!(got, t4a_dl_managed_tensor_versioned, flags);
+    field!(got, t4a_dl_managed_tensor_versioned, dl_tensor);
+    got.push(("struct t4a_dlpack_export".into(), format!("{} {}", size_of::<t4a_dlpack_export>(), std::mem::align_of::<t4a_dlpack_export>())));
+    field!(got, t4a_dlpack_export, struct_size);
+    field!(got, t4a_dlpack_export, flags);
+    field!(got, t4a_dlpack_export, offset);
+    field!(got, t4a_dlpack_export, dtype);
+    field!(got, t4a_dlpack_export, ndim);
+    field!(got, t4a_dlpack_export, shape);
+    field!(got, t4a_dlpack_export, strides);
+    field!(got, t4a_dlpack_export, on_delete);
+    field!(got, t4a_dlpack_export, user);
     got.push(("struct t4a_gpu_backend_v1".into(), format!("{} {}", size_of::<t4a_gpu_backend_v1>(), std::mem::align_of::<t4a_gpu_backend_v1>())));
     field!(got, t4a_gpu_backend_v1, struct_size);
     field!(got, t4a_gpu_backend_v1, abi_major);
@@ -324,6 +371,12 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_gpu_backend_v1, graph_set_kernel_args);
     field!(got, t4a_gpu_backend_v1, graph_info);
     field!(got, t4a_gpu_backend_v1, graph_release);
+    field!(got, t4a_gpu_backend_v1, buffer_wrap_external);
+    field!(got, t4a_gpu_backend_v1, stream_wait_witness);
+    field!(got, t4a_gpu_backend_v1, runtime_wait_event);
+    field!(got, t4a_gpu_backend_v1, runtime_wait_stream);
+    field!(got, t4a_gpu_backend_v1, dlpack_export);
+    field!(got, t4a_gpu_backend_v1, dlpack_import);
     got.push(("struct t4a_gpu_backend_entry".into(), format!("{} {}", size_of::<t4a_gpu_backend_entry>(), std::mem::align_of::<t4a_gpu_backend_entry>())));
     field!(got, t4a_gpu_backend_entry, name);
     field!(got, t4a_gpu_backend_entry, path);
@@ -342,7 +395,7 @@ fn every_struct_and_field_matches_c() {
         }
     }
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
-    assert_eq!(got.len(), 278, "structs and fields checked");
+    assert_eq!(got.len(), 331, "structs and fields checked");
 }
 
 #[test]
@@ -396,6 +449,41 @@ fn every_constant_matches_c() {
         ("T4A_EXEC_COOPERATIVE", T4A_EXEC_COOPERATIVE as i128),
         ("T4A_EXEC_GRAPHS", T4A_EXEC_GRAPHS as i128),
         ("T4A_EXEC_PRIORITIES", T4A_EXEC_PRIORITIES as i128),
+        ("T4A_EXTERNAL_HOST", T4A_EXTERNAL_HOST as i128),
+        ("T4A_STREAM_LEGACY", T4A_STREAM_LEGACY as i128),
+        ("T4A_STREAM_PER_THREAD", T4A_STREAM_PER_THREAD as i128),
+        ("T4A_DLPACK_MAJOR", T4A_DLPACK_MAJOR as i128),
+        ("T4A_DLPACK_MINOR", T4A_DLPACK_MINOR as i128),
+        ("T4A_DL_CPU", T4A_DL_CPU as i128),
+        ("T4A_DL_CUDA", T4A_DL_CUDA as i128),
+        ("T4A_DL_CUDA_HOST", T4A_DL_CUDA_HOST as i128),
+        ("T4A_DL_CUDA_MANAGED", T4A_DL_CUDA_MANAGED as i128),
+        ("T4A_DL_INT", T4A_DL_INT as i128),
+        ("T4A_DL_UINT", T4A_DL_UINT as i128),
+        ("T4A_DL_FLOAT", T4A_DL_FLOAT as i128),
+        ("T4A_DL_OPAQUE_HANDLE", T4A_DL_OPAQUE_HANDLE as i128),
+        ("T4A_DL_BFLOAT", T4A_DL_BFLOAT as i128),
+        ("T4A_DL_COMPLEX", T4A_DL_COMPLEX as i128),
+        ("T4A_DL_BOOL", T4A_DL_BOOL as i128),
+        ("T4A_DL_FLOAT8_E3M4", T4A_DL_FLOAT8_E3M4 as i128),
+        ("T4A_DL_FLOAT8_E4M3", T4A_DL_FLOAT8_E4M3 as i128),
+        ("T4A_DL_FLOAT8_E4M3B11FNUZ", T4A_DL_FLOAT8_E4M3B11FNUZ as i128),
+        ("T4A_DL_FLOAT8_E4M3FN", T4A_DL_FLOAT8_E4M3FN as i128),
+        ("T4A_DL_FLOAT8_E4M3FNUZ", T4A_DL_FLOAT8_E4M3FNUZ as i128),
+        ("T4A_DL_FLOAT8_E5M2", T4A_DL_FLOAT8_E5M2 as i128),
+        ("T4A_DL_FLOAT8_E5M2FNUZ", T4A_DL_FLOAT8_E5M2FNUZ as i128),
+        ("T4A_DL_FLOAT8_E8M0FNU", T4A_DL_FLOAT8_E8M0FNU as i128),
+        ("T4A_DL_FLOAT6_E2M3FN", T4A_DL_FLOAT6_E2M3FN as i128),
+        ("T4A_DL_FLOAT6_E3M2FN", T4A_DL_FLOAT6_E3M2FN as i128),
+        ("T4A_DL_FLOAT4_E2M1FN", T4A_DL_FLOAT4_E2M1FN as i128),
+        ("T4A_DL_FLAG_READ_ONLY", T4A_DL_FLAG_READ_ONLY as i128),
+        ("T4A_DL_FLAG_IS_COPIED", T4A_DL_FLAG_IS_COPIED as i128),
+        ("T4A_DL_FLAG_IS_SUBBYTE_TYPE_PADDED", T4A_DL_FLAG_IS_SUBBYTE_TYPE_PADDED as i128),
+        ("T4A_DLPACK_MAX_NDIM", T4A_DLPACK_MAX_NDIM as i128),
+        ("T4A_DLPACK_VERSIONED", T4A_DLPACK_VERSIONED as i128),
+        ("T4A_DLPACK_READ_ONLY", T4A_DLPACK_READ_ONLY as i128),
+        ("T4A_DLPACK_BYTE_OFFSET", T4A_DLPACK_BYTE_OFFSET as i128),
+        ("T4A_DLPACK_ALLOW_READ_ONLY", T4A_DLPACK_ALLOW_READ_ONLY as i128),
         ("T4A_GPU_BACKEND_V1_0_SIZE", T4A_GPU_BACKEND_V1_0_SIZE as i128),
         ("T4A_ERROR_INFO_V1_0_SIZE", T4A_ERROR_INFO_V1_0_SIZE as i128),
         ("T4A_BACKEND_INFO_V1_0_SIZE", T4A_BACKEND_INFO_V1_0_SIZE as i128),
@@ -419,6 +507,8 @@ fn every_constant_matches_c() {
         ("T4A_LAUNCH_EX_CONFIG_V1_1_SIZE", T4A_LAUNCH_EX_CONFIG_V1_1_SIZE as i128),
         ("T4A_RUNTIME_INFO_V1_1_SIZE", T4A_RUNTIME_INFO_V1_1_SIZE as i128),
         ("T4A_GRAPH_INFO_V1_1_SIZE", T4A_GRAPH_INFO_V1_1_SIZE as i128),
+        ("T4A_EXTERNAL_MEMORY_V1_1_SIZE", T4A_EXTERNAL_MEMORY_V1_1_SIZE as i128),
+        ("T4A_DLPACK_EXPORT_V1_1_SIZE", T4A_DLPACK_EXPORT_V1_1_SIZE as i128),
     ];
     for (name, value) in &got {
         let want = c.get(&format!("const {name}"));

@@ -79,7 +79,7 @@ _Static_assert(T4A_GPU_BACKEND_V1_0_SIZE == 8 + 2 * sizeof(void *) + 49 * sizeof
                "v1.0 table: header + name/version + 49 slots, frozen");
 
 /* v1.1 appends these slots after raw_end, in this order: memory and
- * completion (issue #14), then execution and graphs (issue #15). */
+ * completion (issue #14), then execution and graphs (issue #15) ... */
 #define V1_1_SLOTS(X)                                                                              \
   X(memset, raw_end)                                                                               \
   X(copy_2d_h2d_pinned, memset)                                                                    \
@@ -103,8 +103,17 @@ _Static_assert(T4A_GPU_BACKEND_V1_0_SIZE == 8 + 2 * sizeof(void *) + 49 * sizeof
   X(graph_info, graph_set_kernel_args)                                                             \
   X(graph_release, graph_info)
 V1_1_SLOTS(FOLLOWS)
-_Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + 21 * sizeof(void *),
-               "v1.1 table: v1.0 + 21 slots");
+/* ... then the interop block (#18), in this order. */
+#define V1_1_INTEROP_SLOTS(X)                                                                      \
+  X(buffer_wrap_external, graph_release)                                                           \
+  X(stream_wait_witness, buffer_wrap_external)                                                     \
+  X(runtime_wait_event, stream_wait_witness)                                                       \
+  X(runtime_wait_stream, runtime_wait_event)                                                       \
+  X(dlpack_export, runtime_wait_stream)                                                            \
+  X(dlpack_import, dlpack_export)
+V1_1_INTEROP_SLOTS(FOLLOWS)
+_Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + (21 + 6) * sizeof(void *),
+               "v1.1 table: v1.0 + 21 slots + 6 interop slots");
 _Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_1_SIZE,
                "the v1.1 table is the whole struct in ABI 1.1");
 _Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 1, "this header is ABI 1.1");
@@ -117,6 +126,51 @@ _Static_assert(T4A_DEVICE_INFO_V1_1_SIZE == 384 && sizeof(t4a_device_info) == 38
 _Static_assert(T4A_COPY_2D_V1_1_SIZE == 56 && sizeof(t4a_copy_2d) == 56, "copy_2d v1.1");
 _Static_assert(T4A_MEMORY_INFO_V1_1_SIZE == 64 && sizeof(t4a_memory_info) == 64,
                "memory info v1.1");
+_Static_assert(T4A_EXTERNAL_MEMORY_V1_1_SIZE == 48 && sizeof(t4a_external_memory) == 48,
+               "external memory v1.1");
+_Static_assert(T4A_DLPACK_EXPORT_V1_1_SIZE == 56 && sizeof(t4a_dlpack_export) == 56,
+               "dlpack export v1.1");
+/* The DLPack structs have dlpack.h's layout (DLPack 1.1, LP64): a consumer
+ * casts between them and its own dlpack.h's. */
+#define DL_AT(type, field, offset)                                                                 \
+  _Static_assert(offsetof(type, field) == (offset), #type "." #field " at " #offset);
+DL_AT(t4a_dl_pack_version, major, 0)
+DL_AT(t4a_dl_pack_version, minor, 4)
+DL_AT(t4a_dl_device, device_type, 0)
+DL_AT(t4a_dl_device, device_id, 4)
+DL_AT(t4a_dl_data_type, code, 0)
+DL_AT(t4a_dl_data_type, bits, 1)
+DL_AT(t4a_dl_data_type, lanes, 2)
+DL_AT(t4a_dl_tensor, data, 0)
+DL_AT(t4a_dl_tensor, device, 8)
+DL_AT(t4a_dl_tensor, ndim, 16)
+DL_AT(t4a_dl_tensor, dtype, 20)
+DL_AT(t4a_dl_tensor, shape, 24)
+DL_AT(t4a_dl_tensor, strides, 32)
+DL_AT(t4a_dl_tensor, byte_offset, 40)
+DL_AT(t4a_dl_managed_tensor, dl_tensor, 0)
+DL_AT(t4a_dl_managed_tensor, manager_ctx, 48)
+DL_AT(t4a_dl_managed_tensor, deleter, 56)
+DL_AT(t4a_dl_managed_tensor_versioned, version, 0)
+DL_AT(t4a_dl_managed_tensor_versioned, manager_ctx, 8)
+DL_AT(t4a_dl_managed_tensor_versioned, deleter, 16)
+DL_AT(t4a_dl_managed_tensor_versioned, flags, 24)
+DL_AT(t4a_dl_managed_tensor_versioned, dl_tensor, 32)
+_Static_assert(sizeof(t4a_dl_pack_version) == 8 && sizeof(t4a_dl_device) == 8 &&
+                   sizeof(t4a_dl_data_type) == 4 && sizeof(t4a_dl_tensor) == 48 &&
+                   sizeof(t4a_dl_managed_tensor) == 64 &&
+                   sizeof(t4a_dl_managed_tensor_versioned) == 80,
+               "DLPack struct sizes");
+/* one assertion per value (the expanded macros would make operands like
+ * `2 == 2` twice in one expression) */
+_Static_assert(T4A_DLPACK_MAJOR == 1, "DLPack major");
+_Static_assert(T4A_DL_CUDA == 2, "kDLCUDA");
+_Static_assert(T4A_DL_CUDA_HOST == 3, "kDLCUDAHost");
+_Static_assert(T4A_DL_FLOAT == 2, "kDLFloat");
+_Static_assert(T4A_DL_BFLOAT == 4, "kDLBfloat");
+_Static_assert(T4A_DL_BOOL == 6, "kDLBool");
+_Static_assert(T4A_DL_FLOAT4_E2M1FN == 17, "kDLFloat4_e2m1fn");
+_Static_assert(T4A_DL_FLAG_READ_ONLY == 1, "DLPACK_FLAG_BITMASK_READ_ONLY");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 bytes");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_1_SIZE == 48 && sizeof(t4a_runtime_options) == 48,
                "runtime options v1.1 appends stream_priority");

@@ -41,7 +41,13 @@
   X(graph_launch)                                                                                  \
   X(graph_set_kernel_args)                                                                         \
   X(graph_info)                                                                                    \
-  X(graph_release)
+  X(graph_release)                                                                                 \
+  X(buffer_wrap_external)                                                                          \
+  X(stream_wait_witness)                                                                           \
+  X(runtime_wait_event)                                                                            \
+  X(runtime_wait_stream)                                                                           \
+  X(dlpack_export)                                                                                 \
+  X(dlpack_import)
 
 START_TEST(a_v1_0_plugin_shows_no_v1_1_slot) {
   t4a_gpu_backend *b = NULL;

@@ -11,6 +11,7 @@
 
 #include "plugin-cuda/cu_names.h"
 #include "plugin-cuda/cuda_decls.h"
+#include "t4a/gpu_backend_v1.h"
 #include "tests/testutil.h"
 
 #define CHECK_CONST(name, value)                                                                   \
@@ -214,6 +215,13 @@ START_TEST(every_curesult_of_cuda_h_is_named) {
 }
 END_TEST
 
+/* The stream handles the public header names are the driver's. */
+START_TEST(default_stream_handles_are_the_drivers) {
+  ck_assert_uint_eq((uintptr_t)CU_STREAM_LEGACY, T4A_STREAM_LEGACY);
+  ck_assert_uint_eq((uintptr_t)CU_STREAM_PER_THREAD, T4A_STREAM_PER_THREAD);
+}
+END_TEST
+
 START_TEST(the_capture_info_v2_declaration_is_cuda_hs) {
   FILE *f = fopen(T4A_CUDA_H, "r");
   ck_assert_msg(f != NULL, "cannot open %s", T4A_CUDA_H);
@@ -235,6 +243,7 @@ int main(void) {
   TCase *tc = tcase_create("decls");
   tcase_add_test(tc, fallback_names_are_the_versioned_symbols);
   tcase_add_test(tc, every_curesult_of_cuda_h_is_named);
+  tcase_add_test(tc, default_stream_handles_are_the_drivers);
   tcase_add_test(tc, the_capture_info_v2_declaration_is_cuda_hs);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);

@@ -130,7 +130,7 @@ R fake_sym_cuStreamBeginCapture(t4a__CUstream s, fake_capture_mode mode) {
   struct fake_capture *c = calloc(1, sizeof *c);
   struct CUgraph_st *g = calloc(1, sizeof *g);
   LOCK();
-  R r = fake_stream_get(s, "cuStreamBeginCapture");
+  R r = fake_stream_get(&s, "cuStreamBeginCapture");
   if (!r && s->capture)
     r = fake_misuse(ILLEGAL_STATE, "cuStreamBeginCapture: the stream is capturing already");
   if (!r && (!c || !g))
@@ -156,7 +156,7 @@ R fake_sym_cuStreamEndCapture(t4a__CUstream s, t4a__CUgraph *out) {
   if (!out)
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
-  R r = fake_stream_get(s, "cuStreamEndCapture");
+  R r = fake_stream_get(&s, "cuStreamEndCapture");
   struct fake_capture *c = r ? NULL : s->capture;
   if (!r && !c)
     r = fake_misuse(ILLEGAL_STATE, "cuStreamEndCapture: the stream is not capturing");
@@ -181,7 +181,7 @@ R fake_sym_cuStreamGetCaptureInfo(t4a__CUstream s, fake_capture_status *status, 
   if (!status)
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
-  R r = fake_stream_get(s, "cuStreamGetCaptureInfo");
+  R r = fake_stream_get(&s, "cuStreamGetCaptureInfo");
   if (!r) {
     struct fake_capture *c = s->capture;
     *status = !c               ? T4A__CU_STREAM_CAPTURE_STATUS_NONE
@@ -318,7 +318,7 @@ R fake_sym_cuGraphLaunch(t4a__CUgraphExec e, t4a__CUstream s) {
   LOCK();
   R r = fake_obj_check(e, OBJ_GRAPH_EXEC, "cuGraphLaunch");
   if (!r)
-    r = fake_stream_get(s, "cuGraphLaunch");
+    r = fake_stream_get(&s, "cuGraphLaunch");
   if (!r && e->o.ctx != s->o.ctx)
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
                     "cuGraphLaunch: the executable graph is device %d's, the stream device %d's",

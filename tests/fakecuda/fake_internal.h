@@ -50,6 +50,7 @@ typedef CUresult R;
 #define t4a__CUfunction_attribute CUfunction_attribute
 #define t4a__CUmemPool_attribute CUmemPool_attribute
 #define t4a__CUdriverProcAddressQueryResult CUdriverProcAddressQueryResult
+#define t4a__CUpointer_attribute CUpointer_attribute
 typedef CUstreamCaptureMode fake_capture_mode;     /* fake_graph.c */
 typedef CUstreamCaptureStatus fake_capture_status; /* ... */
 #else
@@ -293,8 +294,13 @@ struct CUstream_st {
   struct fake_capture *capture; /* non-NULL while capturing (fake_graph.c) */
 };
 
-/* Resolves a stream handle for an enqueue (G held). */
-R fake_stream_get(t4a__CUstream s, const char *what);
+/* Resolves a stream handle (G held): checks it, and replaces a default
+ * stream handle (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) by the stream it
+ * stands for. */
+R fake_stream_get(t4a__CUstream *s, const char *what);
+/* A new stream of ctx (G held), its worker started; NULL when out of
+ * memory. Not counted live: fake_stream_create counts its own. */
+t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags, int priority);
 /* Creates a stream of the current context (G not held): cuStreamCreate's
  * work, and cuStreamCreateWithPriority's. */
 R fake_stream_create(t4a__CUstream *s, unsigned flags, int priority);
@@ -304,6 +310,18 @@ R fake_stream_create(t4a__CUstream *s, unsigned flags, int priority);
 R fake_enqueue(t4a__CUstream s, const op *o);
 /* Waits (G held) until operation seq of s ran or s failed. */
 void fake_stream_wait_op(t4a__CUstream s, uint64_t seq);
+
+/* ---- fake_interop.c: what the interop slots meet ------------------------- */
+
+/* Whether s is a default stream handle: CU_STREAM_LEGACY (0x1) or
+ * CU_STREAM_PER_THREAD (0x2), which consumers pass (PyTorch's default
+ * stream, the DLPack stream protocol). */
+bool fake_stream_is_default(t4a__CUstream s);
+/* Replaces the default stream handle *s by the stream it stands for in the
+ * current context (G held): one per primary context, made on first use and
+ * again after the context was destroyed; driver-owned, so never counted
+ * live. CUDA_ERROR_INVALID_CONTEXT without a current, live context. */
+R fake_stream_default(t4a__CUstream *s, const char *what);
 
 /* ---- fake_pool.c: memory pools ------------------------------------------- */
 
@@ -391,8 +409,9 @@ void fake_run_kernel(op *o);
 /* What cuLaunchKernel and cuLaunchKernelEx check alike (G held): the
  * function and the stream (live, one context), the context rule
  * (FAKE_CUDA_LAUNCH_NEEDS_CONTEXT), the device's fault, and the geometry
- * within the device's and the function's limits. Sets g->device. */
-R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream s, geometry *g,
+ * within the device's and the function's limits. Sets g->device, and *s
+ * to the stream a default stream handle stands for. */
+R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *s, geometry *g,
                     void **params, void **extra);
 /* Enqueues a checked launch (G held): its arguments packed, queued uses of
  * the allocations its pointer arguments name (fake_kernel_refs). */

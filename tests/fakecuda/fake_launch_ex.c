@@ -273,7 +273,7 @@ R fake_sym_cuLaunchKernelEx(const t4a__CUlaunchConfig *c, t4a__CUfunction f, voi
                 .shared = c->sharedMemBytes};
   t4a__CUstream s = c->hStream;
   LOCK();
-  R r = fake_launch_check("cuLaunchKernelEx", f, s, &g, params, extra);
+  R r = fake_launch_check("cuLaunchKernelEx", f, &s, &g, params, extra);
   if (!r)
     r = parse(c, g.cluster, &g.cooperative);
   if (r)
@@ -321,7 +321,7 @@ R fake_sym_cuStreamGetPriority(t4a__CUstream s, int *priority) {
   if (!priority)
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
-  R r = fake_stream_get(s, "cuStreamGetPriority");
+  R r = fake_stream_get(&s, "cuStreamGetPriority");
   if (!r)
     *priority = s->priority;
   UNLOCK();

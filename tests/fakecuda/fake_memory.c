@@ -278,7 +278,7 @@ static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream
   op o = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = n};
   bool pinned = true;
   LOCK();
-  if ((r = fake_stream_get(s, what)))
+  if ((r = fake_stream_get(&s, what)))
     goto out;
   int dev = s->device;
   if (dir == D2D) {
@@ -361,7 +361,7 @@ R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a_
     return r;
   op o = {.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .bytes = n, .value = v};
   LOCK();
-  if (!(r = fake_stream_get(s, "cuMemsetD8Async")) &&
+  if (!(r = fake_stream_get(&s, "cuMemsetD8Async")) &&
       !(r = device_range(&o, dst, n, s->device, "cuMemsetD8Async")))
     r = fake_enqueue(s, &o);
   UNLOCK();
@@ -385,7 +385,7 @@ static R memset_wide(t4a__CUdeviceptr dst, uint32_t v, unsigned width, size_t n,
           .width = (unsigned char)width,
           .value32 = v};
   LOCK();
-  if (!(r = fake_stream_get(s, what)) && !(r = device_range(&o, dst, n * width, s->device, what)))
+  if (!(r = fake_stream_get(&s, what)) && !(r = device_range(&o, dst, n * width, s->device, what)))
     r = fake_enqueue(s, &o);
   UNLOCK();
   return r;

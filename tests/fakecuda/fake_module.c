@@ -194,11 +194,12 @@ R fake_sym_cuFuncSetAttribute(t4a__CUfunction f, t4a__CUfunction_attribute a, in
  * CUDA_ERROR_INVALID_CONTEXT, not a misuse), which the plugin must handle
  * by making the context current and launching again. cuLaunchKernelEx
  * (fake_launch_ex.c) follows the same rules. */
-R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream s, geometry *g,
+R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *sp, geometry *g,
                     void **params, void **extra) {
   R r;
-  if ((r = function_get(f, what)) || (r = fake_stream_get(s, what)))
+  if ((r = function_get(f, what)) || (r = fake_stream_get(sp, what)))
     return r;
+  t4a__CUstream s = *sp; /* resolved (a default stream handle is its stream) */
   if (f->o.ctx != s->o.ctx)
     return fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
                        "%s: '%s' is device %d's, the stream device %d's", what, f->k->name,
@@ -248,7 +249,7 @@ R fake_sym_cuLaunchKernel(t4a__CUfunction f, unsigned gx, unsigned gy, unsigned 
   FAKE_ENTER("cuLaunchKernel");
   geometry g = {.grid = {gx, gy, gz}, .block = {bx, by, bz}, .shared = shared};
   LOCK();
-  R r = fake_launch_check("cuLaunchKernel", f, s, &g, params, extra);
+  R r = fake_launch_check("cuLaunchKernel", f, &s, &g, params, extra);
   if (!r)
     r = fake_launch_enqueue(f, s, &g, params);
   UNLOCK();

@@ -194,7 +194,7 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
   LOCK();
   R r = pool_get(p, "cuMemAllocFromPoolAsync");
   if (!r)
-    r = fake_stream_get(s, "cuMemAllocFromPoolAsync");
+    r = fake_stream_get(&s, "cuMemAllocFromPoolAsync");
   if (!r && s->capture) /* hook: the fake has no allocation nodes (fake_graph.c) */
     r = fake_capture_illegal(s, "cuMemAllocFromPoolAsync");
   alloc *a = NULL;
@@ -251,7 +251,7 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
 R fake_sym_cuMemFreeAsync(t4a__CUdeviceptr ptr, t4a__CUstream s) {
   FAKE_ENTER_ON("cuMemFreeAsync", fake_alloc_device((void *)(uintptr_t)ptr, MEM_DEVICE));
   LOCK();
-  R r = fake_stream_get(s, "cuMemFreeAsync");
+  R r = fake_stream_get(&s, "cuMemFreeAsync");
   alloc *a = r ? NULL : fake_alloc_at((void *)(uintptr_t)ptr, MEM_DEVICE);
   if (!r && (!a || a->state != A_LIVE || !a->pool))
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE, "cuMemFreeAsync(%p): %s", (void *)(uintptr_t)ptr,

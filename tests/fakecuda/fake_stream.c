@@ -127,10 +127,15 @@ static void *worker(void *arg) {
   return NULL; /* the stream itself stays, a tombstone */
 }
 
-R fake_stream_get(t4a__CUstream s, const char *what) {
-  if (!s) /* the plugin never uses the legacy stream */
+R fake_stream_get(t4a__CUstream *s, const char *what) {
+  if (!*s) /* the plugin never uses the legacy stream implicitly */
     return fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE, "%s: the NULL (legacy) stream", what);
-  return fake_obj_check(s, OBJ_STREAM, what);
+  if (fake_stream_is_default(*s)) { /* CU_STREAM_LEGACY / CU_STREAM_PER_THREAD (fake_interop.c) */
+    R r = fake_stream_default(s, what);
+    if (r)
+      return r;
+  }
+  return fake_obj_check(*s, OBJ_STREAM, what);
 }
 
 R fake_enqueue(t4a__CUstream s, const op *o) {
@@ -166,29 +171,36 @@ void fake_stream_wait_op(t4a__CUstream s, uint64_t seq) {
 
 /* ---- streams ------------------------------------------------------------------------ */
 
+t4a__CUstream fake_stream_new(struct CUctx_st *ctx, unsigned flags, int priority) {
+  t4a__CUstream n = calloc(1, sizeof *n);
+  if (!n)
+    return NULL;
+  n->device = ctx->device;
+  n->flags = flags;
+  n->priority = priority;
+  pthread_t thread;
+  fake_obj_register(&n->o, OBJ_STREAM, ctx);
+  if (pthread_create(&thread, NULL, worker, n) != 0) {
+    n->o.dead = true; /* registered: kept as a tombstone */
+    return NULL;
+  }
+  pthread_detach(thread); /* it ends when the destroyed stream drained */
+  return n;
+}
+
 R fake_stream_create(t4a__CUstream *s, unsigned flags, int priority) {
   R r = fake_need_ctx();
   if (r)
     return r;
   if (!s || (flags & ~1u))
     return T4A__CUDA_ERROR_INVALID_VALUE;
-  t4a__CUstream n = calloc(1, sizeof *n);
+  LOCK();
+  t4a__CUstream n = fake_stream_new(fake_current(), flags, priority);
+  if (n)
+    fake_live[LIVE_STREAM]++;
+  UNLOCK();
   if (!n)
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
-  n->device = fake_current()->device;
-  n->flags = flags;
-  n->priority = priority;
-  pthread_t thread;
-  LOCK();
-  fake_obj_register(&n->o, OBJ_STREAM, fake_current());
-  if (pthread_create(&thread, NULL, worker, n) != 0) {
-    n->o.dead = true; /* registered: kept as a tombstone */
-    UNLOCK();
-    return T4A__CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  pthread_detach(thread); /* it ends when the destroyed stream drained */
-  fake_live[LIVE_STREAM]++;
-  UNLOCK();
   *s = n;
   return OK;
 }
@@ -201,7 +213,10 @@ R fake_sym_cuStreamCreate(t4a__CUstream *s, unsigned flags) {
 R fake_sym_cuStreamDestroy(t4a__CUstream s) {
   FAKE_ENTER_ON("cuStreamDestroy", fake_object_device(s, OBJ_STREAM));
   LOCK();
-  R r = fake_stream_get(s, "cuStreamDestroy");
+  R r = fake_stream_is_default(s)
+            ? fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
+                          "cuStreamDestroy: a default stream handle (%p)", (void *)s)
+            : fake_stream_get(&s, "cuStreamDestroy");
   if (!r) {
     s->o.dead = true;
     s->stop = true; /* returns at once; the queue still drains, as in CUDA */
@@ -215,7 +230,7 @@ R fake_sym_cuStreamDestroy(t4a__CUstream s) {
 R fake_sym_cuStreamQuery(t4a__CUstream s) {
   FAKE_ENTER("cuStreamQuery");
   LOCK();
-  R r = fake_stream_get(s, "cuStreamQuery");
+  R r = fake_stream_get(&s, "cuStreamQuery");
   if (!r && s->capture) /* hook: illegal while capturing (fake_graph.c) */
     r = fake_capture_illegal(s, "cuStreamQuery");
   if (!r)
@@ -227,7 +242,7 @@ R fake_sym_cuStreamQuery(t4a__CUstream s) {
 R fake_sym_cuStreamSynchronize(t4a__CUstream s) {
   FAKE_ENTER("cuStreamSynchronize");
   LOCK();
-  R r = fake_stream_get(s, "cuStreamSynchronize");
+  R r = fake_stream_get(&s, "cuStreamSynchronize");
   if (!r && s->capture) /* hook: illegal while capturing (fake_graph.c) */
     r = fake_capture_illegal(s, "cuStreamSynchronize");
   if (!r) {
@@ -249,7 +264,7 @@ R cuStreamGetFlags(t4a__CUstream s, unsigned *flags) {
   if (r)
     return r;
   LOCK();
-  r = fake_stream_get(s, "cuStreamGetFlags");
+  r = fake_stream_get(&s, "cuStreamGetFlags");
   if (!r && flags)
     *flags = s->flags;
   UNLOCK();
@@ -262,7 +277,7 @@ R fake_sym_cuStreamWaitEvent(t4a__CUstream s, t4a__CUevent e, unsigned flags) {
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
   /* the event may be of another context or device, as in CUDA */
-  R r = fake_stream_get(s, "cuStreamWaitEvent");
+  R r = fake_stream_get(&s, "cuStreamWaitEvent");
   if (!r)
     r = fake_obj_check(e, OBJ_EVENT, "cuStreamWaitEvent");
   if (!r) {
@@ -311,7 +326,7 @@ R fake_sym_cuEventRecord(t4a__CUevent e, t4a__CUstream s) {
   LOCK();
   R r = fake_obj_check(e, OBJ_EVENT, "cuEventRecord");
   if (!r)
-    r = fake_stream_get(s, "cuEventRecord");
+    r = fake_stream_get(&s, "cuEventRecord");
   if (!r && e->o.ctx != s->o.ctx)
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
                     "cuEventRecord: the event is of device %d's context, the stream of device "

@@ -1,0 +1,311 @@
+"""Tests of t4a_gpu's interop (DLPack, the CUDA Array Interface, external
+memory, a framework's streams), standard library only: run by
+tests/consumers/test_python.sh on the fake CUDA driver in `make check` and on
+the real driver in the GPU lane. The frameworks themselves (PyTorch, CuPy,
+JAX) are exercised by tests/frameworks on a GPU host.
+"""
+import ctypes
+import gc
+import os
+import unittest
+
+import t4a_gpu
+from t4a_gpu import abi, errors
+
+FAKE = os.environ.get("T4A_TEST_DRIVER", "fake") == "fake"
+
+# The test kernels as PTX (no compiler needed; the fake driver runs its own
+# versions of the same names): t4a_spin(flag) returns once *flag != 0;
+# t4a_fill_u32(p, value, n).
+PTX = b"""//
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry t4a_spin(.param .u64 flag)
+{
+  .reg .pred %p;
+  .reg .b32 %r;
+  .reg .b64 %a;
+  ld.param.u64 %a, [flag];
+$L_spin:
+  ld.volatile.u32 %r, [%a];
+  setp.eq.u32 %p, %r, 0;
+  @%p bra $L_spin;
+  ret;
+}
+
+.visible .entry t4a_fill_u32(.param .u64 p, .param .u32 v, .param .u64 n)
+{
+  .reg .pred %p;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [v];
+  ld.param.u64 %rd2, [n];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  cvt.u64.u32 %rd3, %r5;
+  mov.u32 %r2, %nctaid.x;
+  mul.lo.u32 %r3, %r2, %r3;
+  cvt.u64.u32 %rd4, %r3;
+$L_loop:
+  setp.ge.u64 %p, %rd3, %rd2;
+  @%p bra $L_done;
+  shl.b64 %rd5, %rd3, 2;
+  add.s64 %rd6, %rd1, %rd5;
+  st.u32 [%rd6], %r1;
+  add.s64 %rd3, %rd3, %rd4;
+  bra $L_loop;
+$L_done:
+  ret;
+}
+"""
+
+_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
+USED = b"used_dltensor"
+
+
+def tensor_of(capsule):
+    """The managed tensor a capsule holds, as the generated ctypes struct."""
+    if _is_valid(capsule, b"dltensor_versioned"):
+        p = _get_pointer(capsule, b"dltensor_versioned")
+        return ctypes.cast(p, ctypes.POINTER(abi.t4a_dl_managed_tensor_versioned)).contents
+    p = _get_pointer(capsule, b"dltensor")
+    return ctypes.cast(p, ctypes.POINTER(abi.t4a_dl_managed_tensor)).contents
+
+
+class Kernels:
+    """The PTX kernels in a runtime, and a gate that holds its stream."""
+
+    def __init__(self, backend, rt):
+        self.rt = rt
+        self.art = backend.artifact_from_bytes(PTX, abi.T4A_ARTIFACT_PTX, "interop")
+        self.mod = rt.load(self.art)
+        self.spin = self.mod.function("t4a_spin", "ptr")
+        self.fill = self.mod.function("t4a_fill_u32", "ptr u32 u64")
+
+    def close_gate(self):
+        self.flag = self.rt.host_alloc(4)
+        with self.flag.view() as v:
+            v[:] = b"\0\0\0\0"
+        self.spin.launch(1, 1, self.flag.address)
+
+    def open_gate(self):
+        with self.flag.view() as v:
+            v[:] = b"\1\0\0\0"
+
+
+class Interop(unittest.TestCase):
+    def setUp(self):
+        self.backend = t4a_gpu.Backend()
+        self.rt = self.backend.runtime(0)
+        self.other = self.backend.runtime(0)  # a second runtime, as another framework
+
+    def tearDown(self):
+        gc.collect()
+        self.other.close()  # first: it may hold tensors exported from self.rt's buffers
+        self.backend.close()
+
+    # -- exports ----------------------------------------------------------------------
+
+    def test_device_and_cuda_array_interface(self):
+        buf = self.rt.alloc(4096)
+        self.assertEqual(buf.__dlpack_device__(), (abi.T4A_DL_CUDA, 0))
+        cai = buf.__cuda_array_interface__
+        self.assertEqual(cai["version"], 3)
+        self.assertEqual(cai["shape"], (4096,))
+        self.assertEqual(cai["typestr"], "|u1")
+        self.assertEqual(cai["data"], (buf.address, False))
+        self.assertIsNone(cai["strides"])
+        self.assertEqual(cai["stream"], self.rt.raw().stream)
+        self.assertNotIn(cai["stream"], (0, None))
+        view = buf.as_tensor("float32", (4, 8), strides=(16, 2), offset=64, readonly=True)
+        cai = view.__cuda_array_interface__
+        self.assertEqual((cai["shape"], cai["typestr"], cai["strides"]),
+                         ((4, 8), "<f4", (64, 8)))
+        self.assertEqual(cai["data"], (buf.address + 64, True))
+        with self.assertRaises(AttributeError):  # no typestr for bfloat16
+            buf.as_tensor("bfloat16").__cuda_array_interface__
+        with self.assertRaises(ValueError):
+            buf.as_tensor("float128")
+        self.assertEqual(buf.as_tensor("int64").shape, (512,))
+
+    def test_capsules_legacy_and_versioned(self):
+        buf = self.rt.alloc(8192)
+        view = buf.as_tensor("float32", (8, 16), offset=256)
+        cap = view.__dlpack__(stream=-1)
+        self.assertTrue(_is_valid(cap, b"dltensor"))
+        t = tensor_of(cap).dl_tensor
+        self.assertEqual(t.data, buf.address + 256)
+        self.assertEqual(t.byte_offset, 0)
+        self.assertEqual((t.device.device_type, t.device.device_id), (abi.T4A_DL_CUDA, 0))
+        self.assertEqual(t.ndim, 2)
+        self.assertEqual((t.dtype.code, t.dtype.bits, t.dtype.lanes), (abi.T4A_DL_FLOAT, 32, 1))
+        self.assertEqual([t.shape[i] for i in range(2)], [8, 16])
+        self.assertEqual([t.strides[i] for i in range(2)], [16, 1])
+        v = buf.as_tensor("int16", (3, 5), strides=(-5, 1), offset=100, readonly=True)
+        cap2 = v.__dlpack__(stream=-1, max_version=(1, 0))
+        self.assertTrue(_is_valid(cap2, b"dltensor_versioned"))
+        m = tensor_of(cap2)
+        self.assertEqual((m.version.major, m.version.minor),
+                         (abi.T4A_DLPACK_MAJOR, abi.T4A_DLPACK_MINOR))
+        self.assertEqual(m.flags, abi.T4A_DL_FLAG_READ_ONLY)
+        self.assertEqual([m.dl_tensor.strides[i] for i in range(2)], [-5, 1])
+        # the buffer cannot go while a consumer may hold them
+        with self.assertRaises(BufferError):
+            buf.close()
+        with self.assertRaises(BufferError):
+            self.rt.close()
+        del cap, cap2, t, m  # unconsumed: their destructors call the deleters
+        gc.collect()
+        buf.close()
+
+    def test_consumer_owns_the_deleter(self):
+        buf = self.rt.alloc(1024)
+        cap = buf.__dlpack__(stream=-1)
+        tensor = tensor_of(cap)
+        _set_name(cap, USED)  # what a consumer does when it takes the tensor
+        del cap
+        gc.collect()
+        with self.assertRaises(BufferError):  # the consumer still has it
+            buf.close()
+        tensor.deleter(ctypes.pointer(tensor))  # the consumer is done
+        buf.close()
+
+    def test_stream_protocol(self):
+        buf = self.rt.alloc(4096)
+        with self.assertRaises(ValueError):
+            buf.__dlpack__(stream=0)
+        with self.assertRaises(ValueError):
+            buf.__dlpack__(stream="default")
+        with self.assertRaises(BufferError):
+            buf.__dlpack__(stream=-1, dl_device=(abi.T4A_DL_CUDA, 1))
+        with self.assertRaises(BufferError):
+            buf.__dlpack__(stream=-1, copy=True)
+        buf.__dlpack__(stream=None, dl_device=(abi.T4A_DL_CUDA, 0), copy=False)  # dropped
+        # the consumer's stream waits for the producer's work (GPU-side)
+        k = Kernels(self.backend, self.rt)
+        k.close_gate()
+        k.fill.launch(4, 64, buf, 0xabcdef01, 1024)
+        consumer = self.other.raw().stream
+        cap = buf.as_tensor("uint32").__dlpack__(stream=consumer)
+        out = self.other.alloc(4096)
+        out.copy_from(self.other.from_dlpack(cap))  # runs on the consumer's stream
+        w = self.other.seal()
+        self.assertFalse(w.query())  # held behind the producer's gate
+        k.open_gate()
+        w.wait()
+        self.assertEqual(out.read(), bytes.fromhex("01efcdab") * 1024)
+        w.close()
+        k.flag.close()
+
+    # -- imports -------------------------------------------------------------------------
+
+    def test_from_dlpack_round_trip_and_lifetimes(self):
+        n = 4096
+        a = self.rt.alloc(4 * n)
+        a.write(bytes(range(256)) * (4 * n // 256))
+        view = a.as_tensor("uint32", (n,))
+        b = t4a_gpu.from_dlpack(view, self.other)
+        self.assertEqual(b.address, a.address)
+        self.assertEqual((b.nbytes, b.dtype, b.shape, b.strides, b.tensor_offset),
+                         (4 * n, "uint32", (n,), (1,), 0))
+        self.assertEqual(b.read(), a.read())
+        b.write(b"\x11" * 100, offset=8)  # through the other runtime's buffer
+        self.other.synchronize()
+        self.assertEqual(a.read(100, 8), b"\x11" * 100)
+        del view
+        gc.collect()
+        with self.assertRaises(BufferError):  # b still uses a's memory
+            a.close()
+        b.close()
+        self.other.synchronize()  # b's last use completed: the export is let go
+        gc.collect()
+        a.close()
+
+    def test_from_dlpack_refusals_leave_the_capsule_usable(self):
+        with self.assertRaises(TypeError):
+            t4a_gpu.from_dlpack(object(), self.rt)
+        buf = self.rt.alloc(1024)
+        cap = buf.__dlpack__(stream=-1)
+        x = t4a_gpu.from_dlpack(cap, self.other)
+        self.assertTrue(_is_valid(cap, USED))  # consumed
+        with self.assertRaises(TypeError):
+            t4a_gpu.from_dlpack(cap, self.other)
+        x.close()
+        if self.backend.device_count() >= 2:
+            far = self.backend.runtime(1)
+            fb = far.alloc(1024)
+            cap = fb.__dlpack__(stream=-1)
+            with self.assertRaises(errors.EFOREIGNDEVICE):
+                t4a_gpu.from_dlpack(cap, self.rt)
+            self.assertTrue(_is_valid(cap, b"dltensor"))  # not consumed: still the producer's
+            del cap
+            gc.collect()
+            fb.close()
+            far.close()
+        ro = buf.as_tensor(readonly=True)
+        with self.assertRaises(errors.EINVAL):
+            self.other.from_dlpack(ro)
+        y = self.other.from_dlpack(ro, allow_read_only=True)
+        y.close()
+        self.other.synchronize()
+        gc.collect()
+        buf.close()
+
+    def test_wrap_with_a_python_release(self):
+        calls = []
+        a = self.rt.alloc(65536)
+        self.rt.synchronize()  # stream-ordered allocation: other streams use it after this
+        w = self.other.wrap(a.address + 4096, 8192, release=lambda: calls.append(1))
+        self.assertEqual(len(w), 8192)
+        w.write(b"\x5a" * 8192)
+        w.close()
+        self.assertEqual(calls, [])  # its write has not been seen complete yet
+        self.other.synchronize()
+        self.assertEqual(calls, [1])
+        self.assertEqual(a.read(8192, 4096), b"\x5a" * 8192)
+        with self.assertRaises(errors.EINVAL):  # not memory the driver knows
+            self.other.wrap(ctypes.addressof(ctypes.create_string_buffer(64)), 64)
+        with self.assertRaises(TypeError):
+            self.other.wrap(a.address, 16, release=42)
+        h = self.rt.host_alloc(8192)
+        hw = self.rt.wrap(h.address, 8192, host=True)
+        self.assertEqual(hw.__dlpack_device__(), (abi.T4A_DL_CUDA_HOST, 0))
+        k = Kernels(self.backend, self.rt)
+        k.fill.launch(1, 64, hw, 0x01020304, 100)
+        hw.__dlpack__()  # stream None, host memory: the data is complete on return
+        with h.view() as v:
+            self.assertEqual(bytes(v[:400]), bytes.fromhex("04030201") * 100)
+        hw.close()
+
+    def test_framework_stream_and_event_waits(self):
+        consumer = self.other.raw().stream
+        self.rt.wait_stream(consumer)
+        self.rt.wait_stream(None)
+
+        class FakeStream:  # a framework stream object (PyTorch's .cuda_stream)
+            cuda_stream = consumer
+
+        self.rt.order_stream_after(FakeStream())
+        w = self.rt.seal()
+        self.rt.order_stream_after(consumer, w)
+        w.close()
+        with self.assertRaises(errors.EHANDLE):
+            self.rt.order_stream_after(consumer, w)
+        with self.assertRaises(errors.EINVAL):
+            self.rt.wait_event(0)
+        with self.assertRaises(TypeError):
+            self.rt.wait_stream(1.5)
+
+
+if __name__ == "__main__":
+    unittest.main()

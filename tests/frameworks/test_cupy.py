@@ -1,0 +1,116 @@
+"""t4a <-> CuPy through DLPack and the CUDA Array Interface, zero-copy and
+ordered, on a GPU (run by tests/gpu/frameworks.sh cupy; exit 0 / 77 / 1):
+
+1. a t4a buffer filled by a t4a kernel behind a long t4a kernel (a gate),
+   read by cupy.from_dlpack (CuPy's stream waits: not done while the gate
+   holds t4a's stream) and by cupy.asarray through __cuda_array_interface__
+   (CuPy synchronises on the runtime's stream: it returns only after the gate
+   opened); same address both ways, the values;
+2. a CuPy array written behind a long CuPy kernel (the same spin kernel,
+   loaded by CuPy from PTX, on CuPy's stream), imported by
+   t4a_gpu.from_dlpack: same address; t4a's stream waits for CuPy's; a t4a
+   kernel writes half of it; CuPy reads after t4a's witness: both halves;
+3. lifetimes both ways (CuPy's memory pool measures what is held).
+"""
+import gc
+import os
+import tempfile
+import time
+
+import fwutil
+from fwutil import check
+
+cupy = fwutil.need("cupy")
+import t4a_gpu  # noqa: E402
+
+try:
+    cupy.cuda.Device(0).use()
+    cupy.cuda.runtime.getDeviceCount()
+except Exception as e:  # noqa: BLE001
+    fwutil.unusable("cupy %s cannot use a GPU: %s" % (cupy.__version__, e))
+backend, rt = fwutil.runtime()
+k = fwutil.Kernels(backend, rt)
+print("cupy %s, CUDA runtime %d" % (cupy.__version__, cupy.cuda.runtime.runtimeGetVersion()))
+N = 1 << 22
+pool = cupy.get_default_memory_pool()
+
+# -- 1. t4a -> CuPy (DLPack) ---------------------------------------------------------------
+buf = rt.alloc(4 * N)
+k.fill(buf, 0xFFFFFFFF, N)
+k.close_gate()
+k.fill(buf, 11, N)
+a = cupy.from_dlpack(buf.as_tensor("uint32", (N,)))
+check(a.data.ptr == buf.address, "cupy.from_dlpack: same address (zero-copy)")
+check(a.dtype == cupy.uint32 and a.shape == (N,), "cupy.from_dlpack: dtype and shape")
+count = (a == 11).sum()  # on CuPy's stream, which must wait for t4a
+time.sleep(0.3)
+check(not cupy.cuda.get_current_stream().done, "CuPy's stream waits behind the t4a gate")
+k.open_gate()
+check(int(count.get()) == N, "CuPy reads the values the t4a kernel wrote")
+
+# -- 1b. t4a -> CuPy (CUDA Array Interface: CuPy synchronises on our stream) -----------------
+k.close_gate()
+k.fill(buf, 12, N)
+opener = k.open_gate_after(0.5)
+c, seconds = fwutil.timed(lambda: cupy.asarray(buf.as_tensor("uint32", (N,))))
+opener.join()
+check(c.data.ptr == buf.address, "cupy.asarray(__cuda_array_interface__): same address")
+check(seconds >= 0.3, "cupy.asarray waited for the runtime's stream (%.2f s)" % seconds)
+check(int((c == 12).sum().get()) == N, "CuPy reads the values through the CAI")
+del c
+
+# -- 3a. the CuPy array outlives every Python handle of the buffer ----------------------------
+live = rt.counters()["live_buffers"]
+del buf
+gc.collect()
+check(int((a == 12).sum().get()) == N and rt.counters()["live_buffers"] == live,
+      "the memory outlives the t4a handles while CuPy holds it")
+del a, count
+gc.collect()
+check(rt.counters()["live_buffers"] == live - 1, "CuPy dropped it: the t4a buffer is freed")
+
+# -- 2. CuPy -> t4a ------------------------------------------------------------------------------
+with tempfile.NamedTemporaryFile(suffix=".ptx", delete=False) as f:
+    f.write(fwutil.PTX)
+spin = cupy.RawModule(path=f.name).get_function("t4a_spin")
+os.unlink(f.name)
+x = cupy.arange(N, dtype=cupy.uint32)
+cupy.cuda.get_current_stream().synchronize()
+gate = rt.host_alloc(4)
+with gate.view() as m:
+    m[:] = b"\0\0\0\0"
+spin((1,), (1,), (cupy.uint64(gate.address),))  # a long CuPy kernel
+y = x * 3  # written behind it
+b = t4a_gpu.from_dlpack(y, rt)
+check(b.address == y.data.ptr and b.nbytes == 4 * N, "t4a_gpu.from_dlpack(cupy array): same "
+      "address and size")
+k.fill(b, 0xABCD, N // 2)
+w = rt.seal()
+time.sleep(0.2)
+check(not w.query(), "t4a's stream waits for CuPy's pending work")
+with gate.view() as m:
+    m[:] = b"\1\0\0\0"
+rt.order_stream_after(cupy.cuda.get_current_stream(), w)
+check(bool((y[:N // 2] == 0xABCD).all()), "CuPy reads t4a's write (after CuPy's own)")
+check(bool((y[N // 2:] == x[N // 2:] * 3).all()), "CuPy's other half is intact")
+w.close()
+
+# -- 3b. the t4a buffer outlives the CuPy array ---------------------------------------------------
+cupy.cuda.get_current_stream().synchronize()
+del x
+gc.collect()
+before = pool.used_bytes()
+del y
+gc.collect()
+check(pool.used_bytes() == before, "CuPy keeps the memory t4a still holds")
+got = bytearray(4)
+b.read_into(got, offset=4 * (N - 1))
+check(bytes(got) == ((N - 1) * 3).to_bytes(4, "little"), "t4a reads it after CuPy dropped it")
+b.close()
+rt.synchronize()
+gc.collect()
+check(pool.used_bytes() <= before - 4 * N, "t4a let go: CuPy's pool got the memory back")
+gate.close()
+rt.close()
+backend.close()
+fwutil.finish()
