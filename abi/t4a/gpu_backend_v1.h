@@ -893,7 +893,11 @@ struct t4a_gpu_backend_v1 {
   int (*compile_cache_stats)(t4a_compile_cache_stats *out);
   int (*compile_cache_clear)(uint32_t which);
 
-  /* module_load: loads the artifact into rt (rt owns the module). */
+  /* module_load: loads the artifact into rt (rt owns the module). The
+   * driver may synchronise the device's context to load code, so the call
+   * can wait for work already running there, any runtime's or framework's:
+   * never load while a kernel on that device waits for this thread (a flag
+   * the host sets later), or it waits forever. Load before launching. */
   int (*module_load)(t4a_runtime rt, t4a_artifact a, t4a_module *out);
 
   /* module_unload: waits for nothing; the module is unloaded after the

@@ -1333,7 +1333,11 @@ class t4a_gpu_backend_v1(Structure):
         # disk cache (T4A_CACHE_DISK) or both; artifacts already returned stay
         # valid. Any other bit is T4A_EINVAL.
         ('compile_cache_clear', CFUNCTYPE(c_int, c_uint32)),
-        # module_load: loads the artifact into rt (rt owns the module).
+        # module_load: loads the artifact into rt (rt owns the module). The
+        # driver may synchronise the device's context to load code, so the call
+        # can wait for work already running there, any runtime's or framework's:
+        # never load while a kernel on that device waits for this thread (a flag
+        # the host sets later), or it waits forever. Load before launching.
         ('module_load', CFUNCTYPE(c_int, t4a_runtime, t4a_artifact, POINTER(t4a_module))),
         # module_unload: waits for nothing; the module is unloaded after the
         # runtime's enqueued work completed. Its functions become stale. Other
@@ -2100,7 +2104,12 @@ SLOT_DOCS = {
         'compile_cache_clear empties the memory cache (T4A_CACHE_MEMORY), the\n'
         'disk cache (T4A_CACHE_DISK) or both; artifacts already returned stay\n'
         'valid. Any other bit is T4A_EINVAL.'),
-    'module_load': 'module_load: loads the artifact into rt (rt owns the module).',
+    'module_load': (
+        'module_load: loads the artifact into rt (rt owns the module). The\n'
+        "driver may synchronise the device's context to load code, so the call\n"
+        "can wait for work already running there, any runtime's or framework's:\n"
+        'never load while a kernel on that device waits for this thread (a flag\n'
+        'the host sets later), or it waits forever. Load before launching.'),
     'module_unload': (
         'module_unload: waits for nothing; the module is unloaded after the\n'
         "runtime's enqueued work completed. Its functions become stale. Other\n"

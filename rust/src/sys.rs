@@ -1831,7 +1831,11 @@ pub struct t4a_gpu_backend_v1 {
     /// disk cache (T4A_CACHE_DISK) or both; artifacts already returned stay
     /// valid. Any other bit is T4A_EINVAL.
     pub compile_cache_clear: Option<unsafe extern "C" fn(which: u32) -> c_int>,
-    /// module_load: loads the artifact into rt (rt owns the module).
+    /// module_load: loads the artifact into rt (rt owns the module). The
+    /// driver may synchronise the device's context to load code, so the call
+    /// can wait for work already running there, any runtime's or framework's:
+    /// never load while a kernel on that device waits for this thread (a flag
+    /// the host sets later), or it waits forever. Load before launching.
     pub module_load: Option<unsafe extern "C" fn(rt: t4a_runtime, a: t4a_artifact, out: *mut t4a_module) -> c_int>,
     /// module_unload: waits for nothing; the module is unloaded after the
     /// runtime's enqueued work completed. Its functions become stale. Other

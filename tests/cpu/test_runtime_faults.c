@@ -129,8 +129,7 @@ START_TEST(device_fault_is_sticky_and_quarantines) {
   RT_OK(T->host_alloc(a, MiB, 0, &h, &p));
   RT_OK(T->copy_h2d_pinned(a, d, 0, h, 0, MiB));
   RT_OK(T->host_free(a, h)); /* pending: cannot be proven retired once the device faults */
-  void *module = NULL;
-  rt_raw_launch(a, &module, "t4a_fault", NULL);
+  rt_raw_launch(a, &g.module, "t4a_fault", NULL); /* the gate's module: no load behind it */
   t4a_witness w;
   RT_OK(T->seal(a, &w));
   rt_gate_open(&g);
@@ -165,7 +164,7 @@ START_TEST(device_fault_is_sticky_and_quarantines) {
   RT_EXPECT(T->runtime_destroy(b, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
   RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
   ck_assert_uint_gt(live("host"), 0); /* quarantined, not freed */
-  /* The test's own modules (module, g.module) went with device 0's primary
+  /* The test's own module (g.module) went with device 0's primary
    * context when the runtimes released it: CUDA frees a context's modules,
    * and the fake reports a later unload as CUDA_ERROR_CONTEXT_IS_DESTROYED. */
 }

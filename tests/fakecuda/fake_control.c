@@ -44,6 +44,7 @@ static unsigned char *trace; /* call k: counter index at trace[2k - 2], current 
 static size_t trace_cap;
 static bool tracing; /* only with a schedule: other tests make millions of calls */
 bool fake_serial;
+unsigned fake_host_waiters[MAX_DEVICES];
 
 static counter *counter_of(const char *name) {
   for (int i = 0; i < ncounters; i++)

@@ -364,7 +364,18 @@ struct kdesc {
   unsigned pointers; /* bit i: argument i is a pointer */
   int max_threads;   /* per block (the PTX .maxntid), 0 = the device's */
   int static_shared; /* bytes */
+  /* It runs until the host writes memory it polls (t4a_spin, the tests'
+   * gate): while one is queued or running on a device, loading code there
+   * is a violation (fake_host_waiters). */
+  bool waits_for_host;
 };
+
+/* Launches of waits_for_host kernels queued or running, per device (G held).
+ * Loading a module while one is counted is a violation: the real driver may
+ * synchronise the context to load code (lazy loading's documented hazard, seen
+ * on an H200: cuModuleLoadData under a closed gate never returned), so a
+ * program that loads code while a kernel waits for the host can deadlock. */
+extern unsigned fake_host_waiters[MAX_DEVICES];
 
 extern const kdesc fake_kernels[];
 extern const unsigned fake_kernel_count;

@@ -168,16 +168,17 @@ static void k_fault(const unsigned char *a, kctx *k) {
 }
 
 /* name, function, arguments (offsets, sizes), pointer arguments,
- * max threads per block (0: the device's), static shared bytes */
+ * max threads per block (0: the device's), static shared bytes, waits for
+ * the host */
 const kdesc fake_kernels[] = {
-    {"t4a_spin", k_spin, 1, {0}, {8}, 0x1, 0, 0},
-    {"t4a_empty", k_empty, 0, {0}, {0}, 0, 0, 0},
-    {"t4a_fill_u32", k_fill_u32, 3, {0, 8, 16}, {8, 4, 8}, 0x1, 0, 0},
-    {"t4a_axpy_f32", k_axpy, 4, {0, 8, 16, 24}, {8, 4, 8, 8}, 0xc, 0, 0},
-    {"t4a_fault", k_fault, 0, {0}, {0}, 0, 0, 0},
-    {"t4a_sum_f32", k_sum, 3, {0, 8, 16}, {8, 8, 8}, 0x6, 0, 1024},
-    {"t4a_reverse_u32", k_reverse, 3, {0, 8, 16}, {8, 8, 4}, 0x3, 0, 0},
-    {"t4a_index3d", k_index3d, 1, {0}, {8}, 0x1, 0, 0},
-    {"t4a_bounded", k_bounded, 1, {0}, {8}, 0x1, 128, 512},
+    {"t4a_spin", k_spin, 1, {0}, {8}, 0x1, 0, 0, true},
+    {"t4a_empty", k_empty, 0, {0}, {0}, 0, 0, 0, false},
+    {"t4a_fill_u32", k_fill_u32, 3, {0, 8, 16}, {8, 4, 8}, 0x1, 0, 0, false},
+    {"t4a_axpy_f32", k_axpy, 4, {0, 8, 16, 24}, {8, 4, 8, 8}, 0xc, 0, 0, false},
+    {"t4a_fault", k_fault, 0, {0}, {0}, 0, 0, 0, false},
+    {"t4a_sum_f32", k_sum, 3, {0, 8, 16}, {8, 8, 8}, 0x6, 0, 1024, false},
+    {"t4a_reverse_u32", k_reverse, 3, {0, 8, 16}, {8, 8, 4}, 0x3, 0, 0, false},
+    {"t4a_index3d", k_index3d, 1, {0}, {8}, 0x1, 0, 0, false},
+    {"t4a_bounded", k_bounded, 1, {0}, {8}, 0x1, 128, 512, false},
 };
 const unsigned fake_kernel_count = sizeof fake_kernels / sizeof fake_kernels[0];

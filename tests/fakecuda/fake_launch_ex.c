@@ -96,11 +96,12 @@ static void k_grid_sum(const unsigned char *a, kctx *k) {
 }
 
 /* name, function, arguments (offsets, sizes), pointer arguments, max
- * threads per block (0: the device's), static shared bytes (the CUDA C's) */
+ * threads per block (0: the device's), static shared bytes (the CUDA C's),
+ * waits for the host */
 const kdesc fake_ext_kernels[] = {
-    {"t4a_mix_u32", k_mix, 4, {0, 8, 16, 24}, {8, 8, 4, 8}, 0x3, 0, 0},
-    {"t4a_cluster_rotate", k_cluster_rotate, 2, {0, 8}, {8, 8}, 0x3, 0, 4096},
-    {"t4a_grid_sum", k_grid_sum, 4, {0, 8, 16, 24}, {8, 8, 8, 8}, 0x7, 0, 4},
+    {"t4a_mix_u32", k_mix, 4, {0, 8, 16, 24}, {8, 8, 4, 8}, 0x3, 0, 0, false},
+    {"t4a_cluster_rotate", k_cluster_rotate, 2, {0, 8}, {8, 8}, 0x3, 0, 4096, false},
+    {"t4a_grid_sum", k_grid_sum, 4, {0, 8, 16, 24}, {8, 8, 8, 8}, 0x7, 0, 4, false},
 };
 const unsigned fake_ext_kernel_count = sizeof fake_ext_kernels / sizeof fake_ext_kernels[0];
 

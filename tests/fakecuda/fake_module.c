@@ -99,6 +99,11 @@ R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
     if (has_kernel(text, size, ptx, fake_ext_kernels[k].name)) /* hook: fake_launch_ex.c's */
       mod->funcs[mod->nfuncs++] = (struct CUfunc_st){.k = &fake_ext_kernels[k], .module = mod};
   LOCK();
+  if (fake_host_waiters[ctx->device])
+    fake_violation("cuModuleLoadData on device %d while %u kernel(s) there wait for the host "
+                   "(t4a_spin): the driver may synchronise the context to load code, and "
+                   "that never returns; load modules before closing a gate",
+                   ctx->device, fake_host_waiters[ctx->device]);
   fake_obj_register(&mod->o, OBJ_MODULE, ctx);
   for (unsigned i = 0; i < mod->nfuncs; i++) {
     fake_obj_register(&mod->funcs[i].o, OBJ_FUNCTION, ctx);

@@ -110,8 +110,11 @@ static void *worker(void *arg) {
     }
     if (o->kind == OP_FREE && o->target->gen == o->gen && o->target->state == A_FREEING)
       fake_pool_freed(o->target);
-    if (o->kind == OP_KERNEL)
+    if (o->kind == OP_KERNEL) {
       o->func->module->queued--;
+      if (o->func->k->waits_for_host) /* ran, or dropped by a fault */
+        fake_host_waiters[o->func->module->device]--;
+    }
     for (unsigned i = 0; i < o->nrefs; i++)
       fake_alloc_unqueue(o->refs[i]);
     s->head = o->next;
@@ -149,8 +152,11 @@ R fake_enqueue(t4a__CUstream s, const op *o) {
   uint64_t seq = copy->seq = ++s->enqueued;
   for (unsigned i = 0; i < copy->nrefs; i++)
     copy->refs[i]->queued++;
-  if (copy->kind == OP_KERNEL)
+  if (copy->kind == OP_KERNEL) {
     copy->func->module->queued++;
+    if (copy->func->k->waits_for_host)
+      fake_host_waiters[copy->func->module->device]++;
+  }
   if (s->tail)
     s->tail->next = copy;
   else

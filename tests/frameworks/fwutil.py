@@ -117,6 +117,9 @@ $L_done:
 """
 
 
+GATE_WATCHDOG_S = 20.0
+
+
 class Kernels:
     """The test kernels in a runtime: fill(buffer, value, n) and a gate, a
     t4a kernel that spins on the runtime's stream until opened (a "long t4a
@@ -134,11 +137,29 @@ class Kernels:
         self._fill.launch(min((n + 255) // 256, 4096), 256, buf, value, n)
 
     def close_gate(self):
+        """Holds the runtime's stream until open_gate. Whatever the test does
+        meanwhile must not block the host on the device: the driver may
+        synchronise the whole context to load code (CUDA's lazy loading: a
+        framework's first use of a kernel), which would wait for the gate
+        forever. So a test runs its framework's kernels once before closing
+        the gate, and a watchdog opens a gate left closed for GATE_WATCHDOG_S
+        and fails the test instead of hanging it."""
         self._set(0)
         self._spin.launch(1, 1, self.flag.address)
+        self._forced = False
+        self._watchdog = threading.Timer(GATE_WATCHDOG_S, self._force)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _force(self):
+        self._forced = True
+        self._set(1)
 
     def open_gate(self):
+        self._watchdog.cancel()
         self._set(1)
+        check(not self._forced, "the test opened the gate (the watchdog did not: nothing blocked "
+              "the host for %g s behind it)" % GATE_WATCHDOG_S)
 
     def open_gate_after(self, seconds):
         t = threading.Timer(seconds, self.open_gate)

@@ -15,6 +15,7 @@ ordered, on a GPU (run by tests/gpu/frameworks.sh cupy; exit 0 / 77 / 1):
 import gc
 import os
 import tempfile
+import threading
 import time
 
 import fwutil
@@ -37,6 +38,9 @@ pool = cupy.get_default_memory_pool()
 # -- 1. t4a -> CuPy (DLPack) ---------------------------------------------------------------
 buf = rt.alloc(4 * N)
 k.fill(buf, 0xFFFFFFFF, N)
+# CuPy's kernels of this part, compiled and loaded before the gate: loading
+# code may synchronise the context, which behind a closed gate never returns.
+int((cupy.zeros(N, dtype=cupy.uint32) == 11).sum().get())
 k.close_gate()
 k.fill(buf, 11, N)
 a = cupy.from_dlpack(buf.as_tensor("uint32", (N,)))
@@ -75,10 +79,23 @@ with tempfile.NamedTemporaryFile(suffix=".ptx", delete=False) as f:
 spin = cupy.RawModule(path=f.name).get_function("t4a_spin")
 os.unlink(f.name)
 x = cupy.arange(N, dtype=cupy.uint32)
+bool(((x * 3)[:N // 2] == 0xABCD).all())  # CuPy's kernels below, loaded before the spin
 cupy.cuda.get_current_stream().synchronize()
 gate = rt.host_alloc(4)
 with gate.view() as m:
     m[:] = b"\0\0\0\0"
+forced = []  # a watchdog, as fwutil's gate has: a failure, not a hang
+
+
+def force():
+    forced.append(True)
+    with gate.view() as m:
+        m[:] = b"\1\0\0\0"
+
+
+watchdog = threading.Timer(fwutil.GATE_WATCHDOG_S, force)
+watchdog.daemon = True
+watchdog.start()
 spin((1,), (1,), (cupy.uint64(gate.address),))  # a long CuPy kernel
 y = x * 3  # written behind it
 b = t4a_gpu.from_dlpack(y, rt)
@@ -88,8 +105,10 @@ k.fill(b, 0xABCD, N // 2)
 w = rt.seal()
 time.sleep(0.2)
 check(not w.query(), "t4a's stream waits for CuPy's pending work")
+watchdog.cancel()
 with gate.view() as m:
     m[:] = b"\1\0\0\0"
+check(not forced, "the test opened CuPy's gate (the watchdog did not)")
 rt.order_stream_after(cupy.cuda.get_current_stream(), w)
 check(bool((y[:N // 2] == 0xABCD).all()), "CuPy reads t4a's write (after CuPy's own)")
 check(bool((y[N // 2:] == x[N // 2:] * 3).all()), "CuPy's other half is intact")

@@ -36,6 +36,9 @@ N = 1 << 22  # 16 MiB of int32
 # -- 1. t4a -> torch -------------------------------------------------------------------
 buf = rt.alloc(4 * N)
 k.fill(buf, 0xFFFFFFFF, N)  # poison: what torch would read if it did not wait
+# torch's kernels of this part, run once before the gate: loading one may
+# synchronise the context, which behind a closed gate never returns (fwutil).
+int((torch.zeros(N, dtype=torch.int32, device=dev) == 7).sum().item())
 k.close_gate()
 k.fill(buf, 7, N)  # behind the gate
 t = torch.from_dlpack(buf.as_tensor("int32", (N,)))
@@ -64,6 +67,10 @@ check(rt.counters()["live_buffers"] == live - 1, "torch dropped it: the t4a buff
 
 # -- 2. torch -> t4a -------------------------------------------------------------------------
 x = torch.arange(N, dtype=torch.int32, device=dev)
+# the kernels below, loaded before the long one: a load that synchronised the
+# context would wait for it, and t4a's stream would no longer be waiting
+torch.cuda._sleep(1)
+torch.equal(x * 3, torch.full((N,), 0xABCD, dtype=torch.int32, device=dev))
 torch.cuda.synchronize()
 torch.cuda._sleep(int(3e9))  # a long torch kernel (~1.5 s on an H200)
 y = x * 3  # written behind it

@@ -17,7 +17,7 @@ $MAKE -j"${SANITIZE_JOBS:-8}" check TESTS="$SANITIZE_GPU_TESTS" T4A_TEST_LANE=gp
   AM_LOG_FLAGS="$tool"
 rc=$?
 for t in $SANITIZE_GPU_TESTS; do
-  printf '  %-36s %s\n' "$t" "$(grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|LEAK SUMMARY" "$t.log" 2>/dev/null | tr '\n' ' ')"
+  printf '  %-36s %s\n' "$t" "$(grep -h "ERROR SUMMARY\|RACECHECK SUMMARY\|LEAK SUMMARY\|^sanitize.sh:" "$t.log" 2>/dev/null | tr '\n' ' ')"
 done
 if [ "$tool" = memcheck ]; then
   out=$(env LIBTOOL="$LIBTOOL" $SHELL_PATH "$srcdir/tests/gpu/sanitize.sh" memcheck \

@@ -20,6 +20,10 @@ extra=
 CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-10}
 T4A_TEST_SANITIZER=$tool
 export CK_TIMEOUT_MULTIPLIER T4A_TEST_SANITIZER
+start=$(date +%s)
 # shellcheck disable=SC2086
-exec ${LIBTOOL:-libtool} --mode=execute "$cs" --tool "$tool" --error-exitcode 99 \
+${LIBTOOL:-libtool} --mode=execute "$cs" --tool "$tool" --error-exitcode 99 \
   --report-api-errors no $extra --target-processes all --print-limit 20 "$@"
+rc=$?
+echo "sanitize.sh: $tool $*: $(($(date +%s) - start)) s, exit $rc" # which suite the lane waits for
+exit $rc

@@ -294,9 +294,9 @@ START_TEST(release_waits_for_the_last_use) {
   int count = 0;
   t4a_external_memory m = ext_of(address_of(owner, mem), n, 0, &count);
   RT_OK(T->buffer_wrap_external(rt, &m, &ext));
+  filler f = filler_load(rt); /* before the gate: loading code may wait for the context */
   rt_gate g;
   rt_gate_close(&g, rt); /* rt's stream is held */
-  filler f = filler_load(rt);
   fill_u32(rt, &f, m.address, 0x600dcafeu, n / 4);
   RT_OK(T->buffer_free(rt, ext)); /* the handle goes at once, the memory waits */
   t4a_buffer tmp;
@@ -1141,9 +1141,8 @@ START_TEST(after_a_fault_external_memory_is_never_released) {
   rt_gate g;
   rt_gate_close(&g, rt); /* nothing faults before the gate opens */
   RT_OK(T->memset(rt, ext, 0, 1, 1, 4096));
-  void *module = NULL;
-  rt_raw_launch(rt, &module, "t4a_fault", NULL);
-  RT_OK(T->buffer_free(rt, ext)); /* queued behind the faulting work */
+  rt_raw_launch(rt, &g.module, "t4a_fault", NULL); /* the gate's module: no load behind it */
+  RT_OK(T->buffer_free(rt, ext));                  /* queued behind the faulting work */
   t4a_witness w;
   RT_OK(T->seal(rt, &w));
   rt_gate_open(&g);
