@@ -19,7 +19,10 @@ extra=
 # scale their sizes down (T4A_TEST_SANITIZER, read by tests/runtime/rtutil.c).
 CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-10}
 T4A_TEST_SANITIZER=$tool
-export CK_TIMEOUT_MULTIPLIER T4A_TEST_SANITIZER
+# Each test's start and end with its time on stderr (tests/runtime/rtutil.c),
+# so that a suite the lane's timeout kills shows where it was.
+T4A_TEST_TRACE=${T4A_TEST_TRACE:-1}
+export CK_TIMEOUT_MULTIPLIER T4A_TEST_SANITIZER T4A_TEST_TRACE
 start=$(date +%s)
 # shellcheck disable=SC2086
 ${LIBTOOL:-libtool} --mode=execute "$cs" --tool "$tool" --error-exitcode 99 \

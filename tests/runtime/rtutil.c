@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/ptx_kernels.h"
 #include "plugin-cuda/cuda_decls.h"
@@ -28,7 +29,22 @@ uint64_t rt_scaled(uint64_t n) {
   return n / 16 ? n / 16 : 1;
 }
 
+/* T4A_TEST_TRACE=1 (the sanitizer lanes set it): each test's start and end
+ * on stderr, unbuffered, with the time, so that a lane killed by its timeout
+ * still shows which test it was in (the k-th start is the k-th test added,
+ * and Check prints its own results only at the end). */
+static struct timespec trace_start;
+
+static bool tracing(void) {
+  const char *s = getenv("T4A_TEST_TRACE");
+  return s && *s && strcmp(s, "0") != 0;
+}
+
 void rt_setup(void) {
+  if (tracing()) {
+    clock_gettime(CLOCK_MONOTONIC, &trace_start);
+    fprintf(stderr, "rtutil: test starts (pid %ld)\n", (long)getpid());
+  }
   B = t4a_test_open_cuda(&T);
   int rc = T->init();
   ck_assert_msg(rc == T4A_OK, "init: %s", t4a_test_backend_error(T));
@@ -47,6 +63,13 @@ void rt_teardown(void) {
   if (B)
     t4a_gpu_close(B);
   B = NULL;
+  if (tracing()) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    fprintf(stderr, "rtutil: test ends (pid %ld) after %.1f s\n", (long)getpid(),
+            (double)(now.tv_sec - trace_start.tv_sec) +
+                (double)(now.tv_nsec - trace_start.tv_nsec) / 1e9);
+  }
 }
 
 Suite *rt_suite(const char *name) {
