@@ -14,9 +14,11 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("T4A_TEST_SRCDIR", "."), "python"))
+_src = os.environ.get("T4A_TEST_SRCDIR", ".")
+sys.path[:0] = [os.path.join(_src, "python"), os.path.join(_src, "python", "tests")]
 import t4a_gpu  # noqa: E402
 from t4a_gpu import abi  # noqa: E402
+from ptx_kernels import PTX  # noqa: E402  (the package tests' kernels)
 
 LANE = os.environ.get("T4A_TEST_LANE", "any")
 _failures = []
@@ -69,55 +71,29 @@ def runtime():
         unusable("no usable GPU for t4a: %s" % e)
 
 
-PTX = b"""//
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry t4a_spin(.param .u64 flag)
-{
-  .reg .pred %p;
-  .reg .b32 %r;
-  .reg .b64 %a;
-  ld.param.u64 %a, [flag];
-$L_spin:
-  ld.volatile.u32 %r, [%a];
-  setp.eq.u32 %p, %r, 0;
-  @%p bra $L_spin;
-  ret;
-}
-
-.visible .entry t4a_fill_u32(.param .u64 p, .param .u32 v, .param .u64 n)
-{
-  .reg .pred %p;
-  .reg .b32 %r<6>;
-  .reg .b64 %rd<8>;
-  ld.param.u64 %rd1, [p];
-  ld.param.u32 %r1, [v];
-  ld.param.u64 %rd2, [n];
-  mov.u32 %r2, %ctaid.x;
-  mov.u32 %r3, %ntid.x;
-  mov.u32 %r4, %tid.x;
-  mad.lo.s32 %r5, %r2, %r3, %r4;
-  cvt.u64.u32 %rd3, %r5;
-  mov.u32 %r2, %nctaid.x;
-  mul.lo.u32 %r3, %r2, %r3;
-  cvt.u64.u32 %rd4, %r3;
-$L_loop:
-  setp.ge.u64 %p, %rd3, %rd2;
-  @%p bra $L_done;
-  shl.b64 %rd5, %rd3, 2;
-  add.s64 %rd6, %rd1, %rd5;
-  st.u32 [%rd6], %r1;
-  add.s64 %rd3, %rd3, %rd4;
-  bra $L_loop;
-$L_done:
-  ret;
-}
-"""
 
 
 GATE_WATCHDOG_S = 20.0
+
+
+class Watchdog:
+    """Calls open_gate() if the test has not cancelled it within
+    GATE_WATCHDOG_S: a gate forgotten behind a blocked host becomes a failed
+    check (the caller tests .fired) instead of a hang."""
+
+    def __init__(self, open_gate):
+        self.fired = False
+        self._open_gate = open_gate
+        self._timer = threading.Timer(GATE_WATCHDOG_S, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self):
+        self.fired = True
+        self._open_gate()
+
+    def cancel(self):
+        self._timer.cancel()
 
 
 class Kernels:
@@ -146,20 +122,13 @@ class Kernels:
         and fails the test instead of hanging it."""
         self._set(0)
         self._spin.launch(1, 1, self.flag.address)
-        self._forced = False
-        self._watchdog = threading.Timer(GATE_WATCHDOG_S, self._force)
-        self._watchdog.daemon = True
-        self._watchdog.start()
-
-    def _force(self):
-        self._forced = True
-        self._set(1)
+        self._watchdog = Watchdog(lambda: self._set(1))
 
     def open_gate(self):
         self._watchdog.cancel()
         self._set(1)
-        check(not self._forced, "the test opened the gate (the watchdog did not: nothing blocked "
-              "the host for %g s behind it)" % GATE_WATCHDOG_S)
+        check(not self._watchdog.fired, "the test opened the gate (the watchdog did not: nothing "
+              "blocked the host for %g s behind it)" % GATE_WATCHDOG_S)
 
     def open_gate_after(self, seconds):
         t = threading.Timer(seconds, self.open_gate)

@@ -15,7 +15,6 @@ ordered, on a GPU (run by tests/gpu/frameworks.sh cupy; exit 0 / 77 / 1):
 import gc
 import os
 import tempfile
-import threading
 import time
 
 import fwutil
@@ -82,20 +81,15 @@ x = cupy.arange(N, dtype=cupy.uint32)
 bool(((x * 3)[:N // 2] == 0xABCD).all())  # CuPy's kernels below, loaded before the spin
 cupy.cuda.get_current_stream().synchronize()
 gate = rt.host_alloc(4)
-with gate.view() as m:
-    m[:] = b"\0\0\0\0"
-forced = []  # a watchdog, as fwutil's gate has: a failure, not a hang
 
 
-def force():
-    forced.append(True)
+def set_gate(v):
     with gate.view() as m:
-        m[:] = b"\1\0\0\0"
+        m[:] = bytes([v, 0, 0, 0])
 
 
-watchdog = threading.Timer(fwutil.GATE_WATCHDOG_S, force)
-watchdog.daemon = True
-watchdog.start()
+set_gate(0)
+watchdog = fwutil.Watchdog(lambda: set_gate(1))  # as fwutil's gate: a failure, not a hang
 spin((1,), (1,), (cupy.uint64(gate.address),))  # a long CuPy kernel
 y = x * 3  # written behind it
 b = t4a_gpu.from_dlpack(y, rt)
@@ -106,9 +100,8 @@ w = rt.seal()
 time.sleep(0.2)
 check(not w.query(), "t4a's stream waits for CuPy's pending work")
 watchdog.cancel()
-with gate.view() as m:
-    m[:] = b"\1\0\0\0"
-check(not forced, "the test opened CuPy's gate (the watchdog did not)")
+set_gate(1)
+check(not watchdog.fired, "the test opened CuPy's gate (the watchdog did not)")
 rt.order_stream_after(cupy.cuda.get_current_stream(), w)
 check(bool((y[:N // 2] == 0xABCD).all()), "CuPy reads t4a's write (after CuPy's own)")
 check(bool((y[N // 2:] == x[N // 2:] * 3).all()), "CuPy's other half is intact")
