@@ -905,7 +905,10 @@ struct t4a_gpu_backend_v1 {
    * runtimes' modules of the same artifact are untouched. */
   int (*module_unload)(t4a_runtime rt, t4a_module m);
 
-  /* function_get: kernel by name (T4A_ENOTFOUND naming the symbol). */
+  /* function_get: kernel by name (T4A_ENOTFOUND naming the symbol). With
+   * the driver's lazy loading (CUDA's default) a kernel's code is loaded on
+   * its first lookup, so the module_load rule holds here too: look up every
+   * kernel before launching anything that waits for this thread. */
   int (*function_get)(t4a_runtime rt, t4a_module m, const char *name, t4a_function *out);
 
   /* function_attributes: the attributes of f as the driver reports them:

@@ -1343,7 +1343,10 @@ class t4a_gpu_backend_v1(Structure):
         # runtime's enqueued work completed. Its functions become stale. Other
         # runtimes' modules of the same artifact are untouched.
         ('module_unload', CFUNCTYPE(c_int, t4a_runtime, t4a_module)),
-        # function_get: kernel by name (T4A_ENOTFOUND naming the symbol).
+        # function_get: kernel by name (T4A_ENOTFOUND naming the symbol). With
+        # the driver's lazy loading (CUDA's default) a kernel's code is loaded on
+        # its first lookup, so the module_load rule holds here too: look up every
+        # kernel before launching anything that waits for this thread.
         ('function_get', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -2114,7 +2117,11 @@ SLOT_DOCS = {
         'module_unload: waits for nothing; the module is unloaded after the\n'
         "runtime's enqueued work completed. Its functions become stale. Other\n"
         "runtimes' modules of the same artifact are untouched."),
-    'function_get': 'function_get: kernel by name (T4A_ENOTFOUND naming the symbol).',
+    'function_get': (
+        'function_get: kernel by name (T4A_ENOTFOUND naming the symbol). With\n'
+        "the driver's lazy loading (CUDA's default) a kernel's code is loaded on\n"
+        'its first lookup, so the module_load rule holds here too: look up every\n'
+        'kernel before launching anything that waits for this thread.'),
     'function_attributes': (
         'function_attributes: the attributes of f as the driver reports them:\n'
         'max_threads_per_block (launch limit of f on this device), num_registers\n'

@@ -1841,7 +1841,10 @@ pub struct t4a_gpu_backend_v1 {
     /// runtime's enqueued work completed. Its functions become stale. Other
     /// runtimes' modules of the same artifact are untouched.
     pub module_unload: Option<unsafe extern "C" fn(rt: t4a_runtime, m: t4a_module) -> c_int>,
-    /// function_get: kernel by name (T4A_ENOTFOUND naming the symbol).
+    /// function_get: kernel by name (T4A_ENOTFOUND naming the symbol). With
+    /// the driver's lazy loading (CUDA's default) a kernel's code is loaded on
+    /// its first lookup, so the module_load rule holds here too: look up every
+    /// kernel before launching anything that waits for this thread.
     pub function_get: Option<unsafe extern "C" fn(rt: t4a_runtime, m: t4a_module, name: *const c_char, out: *mut t4a_function) -> c_int>,
     /// function_attributes: the attributes of f as the driver reports them:
     /// max_threads_per_block (launch limit of f on this device), num_registers

@@ -397,6 +397,7 @@ struct CUfunc_st {
   struct CUmod_st *module;
   int max_dynamic_shared;
   bool nonportable; /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
+  bool loaded;      /* lazy loading: its code is loaded (fake_function_load) */
 };
 
 #define MODULE_MAX_FUNCS 16
@@ -429,6 +430,7 @@ R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *s, geome
 R fake_launch_enqueue(t4a__CUfunction f, t4a__CUstream s, const geometry *g, void **params);
 /* Sets o's refs to the allocations its kernel's pointer arguments name. */
 void fake_kernel_refs(op *o);
+void fake_function_load(t4a__CUfunction f, const char *what, bool loads); /* lock held */
 
 /* ---- hooks into fake_graph.c and fake_launch_ex.c ------------------------- */
 

@@ -73,6 +73,26 @@ static R function_get(t4a__CUfunction f, const char *what) {
   return fake_obj_check(f, OBJ_FUNCTION, what);
 }
 
+/* Lazy loading (CUDA's default): a kernel's code is loaded on its first use,
+ * a lookup, an attribute query or a launch, and loading may synchronise the
+ * context, like cuModuleLoadData. Under compute-sanitizer on an H200 a first
+ * cuModuleGetFunction + cuLaunchKernel of a kernel while t4a_spin waited for
+ * the calling thread never returned. Which first use loads is the driver's
+ * choice, so every one of them is a violation while a kernel on the device
+ * waits for the host; the attribute query and the launch mark the code
+ * loaded (a lookup alone may not). Called with the lock held. */
+void fake_function_load(t4a__CUfunction f, const char *what, bool loads) {
+  if (f->loaded)
+    return;
+  if (fake_host_waiters[f->o.ctx->device])
+    fake_violation("%s: first use of '%s' on device %d while %u kernel(s) there wait for the "
+                   "host (t4a_spin): lazy loading may synchronise the context to load it, and "
+                   "that never returns; look kernels up and query them before closing a gate",
+                   what, f->k->name, f->o.ctx->device, fake_host_waiters[f->o.ctx->device]);
+  if (loads)
+    f->loaded = true;
+}
+
 R fake_sym_cuModuleLoadData(t4a__CUmodule *m, const void *image) {
   FAKE_ENTER("cuModuleLoadData");
   R r = fake_need_ctx();
@@ -147,6 +167,7 @@ R fake_sym_cuModuleGetFunction(t4a__CUfunction *f, t4a__CUmodule m, const char *
     for (unsigned i = 0; i < m->nfuncs && r; i++)
       if (strcmp(m->funcs[i].k->name, name) == 0) {
         *f = &m->funcs[i];
+        fake_function_load(*f, "cuModuleGetFunction", false);
         r = OK;
       }
   }
@@ -160,6 +181,8 @@ R fake_sym_cuFuncGetAttribute(int *v, t4a__CUfunction_attribute a, t4a__CUfuncti
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
   R r = function_get(f, "cuFuncGetAttribute");
+  if (!r)
+    fake_function_load(f, "cuFuncGetAttribute", true);
   if (!r) {
     switch (a) {
     case T4A__CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
@@ -182,6 +205,8 @@ R fake_sym_cuFuncSetAttribute(t4a__CUfunction f, t4a__CUfunction_attribute a, in
   FAKE_ENTER("cuFuncSetAttribute");
   LOCK();
   R r = function_get(f, "cuFuncSetAttribute");
+  if (!r)
+    fake_function_load(f, "cuFuncSetAttribute", true);
   if (!r && a != T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     r = fake_ext_func_attribute(f, a, v); /* hook: fake_launch_ex.c */
   else if (!r && (v < 0 || v > 232448 - f->k->static_shared))
@@ -213,6 +238,7 @@ R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *sp, geom
     return T4A__CUDA_ERROR_INVALID_CONTEXT;
   if ((r = fake_device_fault(f->o.ctx->device)))
     return r;
+  fake_function_load(f, what, true);
   g->device = s->device;
   const unsigned *gr = g->grid, *b = g->block;
   unsigned long threads = (unsigned long)b[0] * b[1] * b[2];
