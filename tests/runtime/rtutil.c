@@ -29,6 +29,44 @@ uint64_t rt_scaled(uint64_t n) {
   return n / 16 ? n / 16 : 1;
 }
 
+static bool under_initcheck(void) {
+  const char *s = getenv("T4A_TEST_SANITIZER");
+  return s && strcmp(s, "initcheck") == 0;
+}
+
+/* The tests that close a gate (rt_gate_close, t4a_spin, interop's consumer
+ * gate), directly or through a helper: see rtutil.h. */
+static const char *const initcheck_left_out[] = {
+    "module_unload_is_deferred_behind_queued_kernels",                            /* code */
+    "witness_query_wait_and_timeout", "a_runtime_waits_for_another_runtimes_witness", /* completion */
+    "witness_wait_does_not_hold_the_runtime", "pinned_buffer_is_not_reused_while_a_copy_is_pending",
+    "same_device_copy_follows_the_source", "same_device_source_is_not_reused_early", /* cross */
+    "same_device_source_is_not_reused_early_by_the_pool", "same_device_source_destroyed_while_pending",
+    "peer_copy_follows_the_source", "peer_source_is_not_reused_early",
+    "peer_source_is_not_reused_early_by_the_pool", "peer_source_destroyed_while_pending",
+    "a_runtime_waits_for_a_witness_of_another_device",
+    "kernel_arguments_are_updated_without_reinstantiating", /* graph */
+    "graph_released_while_a_replay_is_queued", "host_memory_a_queued_replay_uses_is_released_behind_it",
+    "release_waits_for_the_last_use", "consumer_stream_waits_for_a_witness", /* interop */
+    "runtime_waits_for_a_consumer_stream_and_event", "failed_driver_calls_are_typed_and_undone",
+    "after_a_fault_external_memory_is_never_released",
+    "destroy_waits_for_outstanding_work", "destroy_returns_after_the_work_ran", /* runtime */
+    "filled_chunks_wait_for_their_dmas",                                       /* staging */
+    "h2d_source_is_reusable_on_return", "a_blocked_runtime_never_delays_another", /* transfer */
+    "registered_memory_serves_pinned_copies", "timed_witnesses_measure_gpu_time", /* v1_1 */
+};
+
+void rt_tcase_add_test(TCase *tc, const TTest *t) {
+  if (under_initcheck())
+    for (size_t i = 0; i < sizeof initcheck_left_out / sizeof initcheck_left_out[0]; i++)
+      if (strcmp(t->name, initcheck_left_out[i]) == 0) {
+        fprintf(stderr, "rtutil: %s left out under initcheck (it holds a stream behind a gate)\n",
+                t->name);
+        return;
+      }
+  _tcase_add_test(tc, t, 0, 0, 0, 1);
+}
+
 /* T4A_TEST_TRACE=1 (the sanitizer lanes set it): each test's start and end
  * on stderr, unbuffered, with the time, so that a lane killed by its timeout
  * still shows which test it was in (the k-th start is the k-th test added,
@@ -305,6 +343,8 @@ void rt_raw_unload(t4a_runtime rt, void *module) {
 }
 
 void rt_gate_close(rt_gate *g, t4a_runtime rt) {
+  ck_assert_msg(!under_initcheck(), "a gate under initcheck, which may never let it open; list "
+                                    "the test in initcheck_left_out (tests/runtime/rtutil.c)");
   memset(g, 0, sizeof *g);
   g->rt = rt;
   void *p = NULL;

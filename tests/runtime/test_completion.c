@@ -23,6 +23,8 @@ START_TEST(one_seal_records_one_event) {
   t4a_buffer a, b;
   RT_OK(T->buffer_alloc(rt, MiB, &a));
   RT_OK(T->buffer_alloc(rt, MiB, &b));
+  RT_OK(T->memset(rt, a, 0, 0x11, 1, MiB)); /* defined bytes (the initcheck lane) */
+  RT_OK(T->memset(rt, b, 0, 0x22, 1, MiB));
   rt_sync(rt); /* the pageable copies' staging is not what we count */
   t4a_runtime_counters before = rt_counters(rt);
   uint64_t records = rt_fake_calls("cuEventRecord");

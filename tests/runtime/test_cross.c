@@ -35,12 +35,15 @@ static void copy_and_check(copy_fn copy, t4a_runtime a, t4a_runtime b, uint64_t 
   t4a_buffer s, d;
   RT_OK(T->buffer_alloc(a, n + soff, &s));
   RT_OK(T->buffer_alloc(b, n + doff + 1, &d));
+  RT_OK(T->memset(b, d, 0, 0xee, 1, n + doff + 1)); /* poisoned, and the byte after stays */
   RT_OK(T->copy_h2d(a, s, soff, host, n)); /* enqueued on a, not yet waited for */
   RT_OK(copy(b, d, doff, a, s, soff, n));
-  memset(back, 0xee, n + 1);
+  memset(back, 0, n + 1);
   RT_OK(T->copy_d2h(b, back, d, doff, n + 1));
   ck_assert_msg(memcmp(host, back, n) == 0, "%llu bytes (offsets %llu -> %llu) differ",
                 (unsigned long long)n, (unsigned long long)soff, (unsigned long long)doff);
+  ck_assert_msg(back[n] == 0xee, "the copy of %llu bytes wrote past its end",
+                (unsigned long long)n);
   RT_OK(T->buffer_free(a, s));
   RT_OK(T->buffer_free(b, d));
   free(host);

@@ -534,6 +534,7 @@ START_TEST(what_a_graph_uses_is_checked_at_each_replay) {
   void *p;
   RT_OK(T->buffer_alloc(k.rt, 4096, &a));
   RT_OK(T->buffer_alloc(k.rt, 4096, &b));
+  RT_OK(T->memset(k.rt, b, 0, 0x5a, 1, 4096)); /* defined bytes (the initcheck lane) */
   RT_OK(T->host_alloc(k.rt, 4096, 0, &h, &p));
   t4a_graph copies, kernels;
   RT_OK(T->graph_begin(k.rt));

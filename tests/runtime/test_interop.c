@@ -405,6 +405,7 @@ START_TEST(external_memory_refused_with_the_reason) {
   t4a_runtime owner = rt_create(), rt = rt_create();
   t4a_buffer mem, out = {0};
   RT_OK(T->buffer_alloc(owner, MiB, &mem));
+  RT_OK(T->memset(owner, mem, 0, 0, 1, MiB)); /* defined bytes (the initcheck lane) */
   rt_sync(owner); /* a stream-ordered allocation: other streams use it after this */
   uint64_t base = address_of(owner, mem);
   int count = 0;

@@ -274,6 +274,7 @@ START_TEST(geometry_and_attributes_are_checked_before_the_driver) {
   t4a_function mixf = fn(rt, m, "t4a_mix_u32");
   t4a_buffer b;
   RT_OK(T->buffer_alloc(rt, 1 << 16, &b));
+  RT_OK(T->memset(rt, b, 0, 0x3c, 1, 1 << 16)); /* defined bytes (the initcheck lane) */
   uint64_t p = addr(rt, b), n = 1 << 14;
   uint32_t key = 7;
   void *args[] = {&p, &p, &key, &n};
