@@ -245,6 +245,7 @@ START_TEST(stale_handle_sharing_the_slot_is_rejected) {
   ck_assert_msg(((old.bits ^ live.bits) >> 48 & 0xfffu) == 0, "the slot was not reused");
   t4a_buffer b;
   RT_OK(T->buffer_alloc(live, 64, &b));
+  RT_OK(T->memset(live, b, 0, 0x7e, 1, 64));
   copy_fn fns[] = {T->copy_from_runtime, T->copy_from_peer, T->copy_from_peer_via_host};
   for (size_t i = 0; i < 3; i++) {
     RT_EXPECT(fns[i](live, b, 0, old, b, 0, 8), T4A_EHANDLE);
@@ -253,7 +254,9 @@ START_TEST(stale_handle_sharing_the_slot_is_rejected) {
     RT_DETAIL("destroyed");
   }
   unsigned char out[8];
-  RT_OK(T->copy_d2h(live, out, b, 0, sizeof out)); /* still usable */
+  RT_OK(T->copy_d2h(live, out, b, 0, sizeof out)); /* still usable, and nothing refused wrote */
+  for (size_t i = 0; i < sizeof out; i++)
+    ck_assert_uint_eq(out[i], 0x7e);
   RT_OK(T->buffer_free(live, b));
   RT_OK(T->runtime_destroy(live, T4A_WAIT_FOREVER));
 }
