@@ -35,15 +35,17 @@ static bool under_initcheck(void) {
 }
 
 /* The tests that close a gate (rt_gate_close, t4a_spin, interop's consumer
- * gate), directly or through a helper: see rtutil.h. */
+ * gate), directly or through a helper, in the order of their files (code,
+ * completion, cross, graph, interop, runtime, staging, transfer, v1_1): see
+ * rtutil.h. */
 static const char *const initcheck_left_out[] = {
-    "module_unload_is_deferred_behind_queued_kernels", /* code */
+    "module_unload_is_deferred_behind_queued_kernels",
     "witness_query_wait_and_timeout",
-    "a_runtime_waits_for_another_runtimes_witness", /* completion */
+    "a_runtime_waits_for_another_runtimes_witness",
     "witness_wait_does_not_hold_the_runtime",
     "pinned_buffer_is_not_reused_while_a_copy_is_pending",
     "same_device_copy_follows_the_source",
-    "same_device_source_is_not_reused_early", /* cross */
+    "same_device_source_is_not_reused_early",
     "same_device_source_is_not_reused_early_by_the_pool",
     "same_device_source_destroyed_while_pending",
     "peer_copy_follows_the_source",
@@ -51,21 +53,21 @@ static const char *const initcheck_left_out[] = {
     "peer_source_is_not_reused_early_by_the_pool",
     "peer_source_destroyed_while_pending",
     "a_runtime_waits_for_a_witness_of_another_device",
-    "kernel_arguments_are_updated_without_reinstantiating", /* graph */
+    "kernel_arguments_are_updated_without_reinstantiating",
     "graph_released_while_a_replay_is_queued",
     "host_memory_a_queued_replay_uses_is_released_behind_it",
     "release_waits_for_the_last_use",
-    "consumer_stream_waits_for_a_witness", /* interop */
+    "consumer_stream_waits_for_a_witness",
     "runtime_waits_for_a_consumer_stream_and_event",
     "failed_driver_calls_are_typed_and_undone",
     "after_a_fault_external_memory_is_never_released",
     "destroy_waits_for_outstanding_work",
-    "destroy_returns_after_the_work_ran", /* runtime */
-    "filled_chunks_wait_for_their_dmas",  /* staging */
+    "destroy_returns_after_the_work_ran",
+    "filled_chunks_wait_for_their_dmas",
     "h2d_source_is_reusable_on_return",
-    "a_blocked_runtime_never_delays_another", /* transfer */
+    "a_blocked_runtime_never_delays_another",
     "registered_memory_serves_pinned_copies",
-    "timed_witnesses_measure_gpu_time", /* v1_1 */
+    "timed_witnesses_measure_gpu_time",
 };
 
 void rt_tcase_add_test(TCase *tc, const TTest *t) {

@@ -36,7 +36,7 @@ static void copy_and_check(copy_fn copy, t4a_runtime a, t4a_runtime b, uint64_t 
   RT_OK(T->buffer_alloc(a, n + soff, &s));
   RT_OK(T->buffer_alloc(b, n + doff + 1, &d));
   RT_OK(T->memset(b, d, 0, 0xee, 1, n + doff + 1)); /* poisoned, and the byte after stays */
-  RT_OK(T->copy_h2d(a, s, soff, host, n)); /* enqueued on a, not yet waited for */
+  RT_OK(T->copy_h2d(a, s, soff, host, n));          /* enqueued on a, not yet waited for */
   RT_OK(copy(b, d, doff, a, s, soff, n));
   memset(back, 0, n + 1);
   RT_OK(T->copy_d2h(b, back, d, doff, n + 1));
