@@ -22,17 +22,19 @@ bool rt_on_fake(void) {
   return lib && strstr(lib, "fakecuda") != NULL;
 }
 
-uint64_t rt_scaled(uint64_t n) {
+/* The compute-sanitizer tool the tests run under ("" when none). */
+static const char *sanitizer(void) {
   const char *s = getenv("T4A_TEST_SANITIZER");
-  if (!s || !*s)
+  return s ? s : "";
+}
+
+uint64_t rt_scaled(uint64_t n) {
+  if (!*sanitizer())
     return n;
   return n / 16 ? n / 16 : 1;
 }
 
-static bool under_initcheck(void) {
-  const char *s = getenv("T4A_TEST_SANITIZER");
-  return s && strcmp(s, "initcheck") == 0;
-}
+static bool under_initcheck(void) { return strcmp(sanitizer(), "initcheck") == 0; }
 
 /* The tests that close a gate (rt_gate_close, t4a_spin, interop's consumer
  * gate), directly or through a helper, in the order of their files (code,
