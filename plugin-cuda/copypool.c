@@ -32,19 +32,13 @@
 #define SPLIT_MIN (2u << 20)
 #define MIN_PART (256u << 10)
 
-typedef struct batch {
-  pthread_mutex_t lock;
-  pthread_cond_t done;
-  unsigned remaining;
-} batch;
-
 /* `rows` rows of `bytes` each, at the pitches (a 1D copy is one row). */
 typedef struct job {
   void *dst;
   const void *src;
   size_t bytes, rows, dst_pitch, src_pitch;
   bool stream;
-  batch *batch;
+  t4a__copy_task *task;
 } job;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -106,11 +100,11 @@ static void copy_rows(const job *j) {
               j->stream);
 }
 
-static void finish(batch *b) {
-  pthread_mutex_lock(&b->lock);
-  if (--b->remaining == 0)
-    pthread_cond_signal(&b->done);
-  pthread_mutex_unlock(&b->lock);
+static void part_done(t4a__copy_task *t) {
+  pthread_mutex_lock(&t->lock);
+  if (--t->remaining == 0)
+    pthread_cond_signal(&t->done);
+  pthread_mutex_unlock(&t->lock);
 }
 
 static void *worker(void *arg) {
@@ -126,7 +120,7 @@ static void *worker(void *arg) {
     qcount--;
     pthread_mutex_unlock(&lock);
     copy_rows(&j);
-    finish(j.batch);
+    part_done(j.task);
     pthread_mutex_lock(&lock);
   }
   pthread_mutex_unlock(&lock);
@@ -143,85 +137,122 @@ static unsigned ensure_workers(unsigned want) {
   return nworkers;
 }
 
-/* Splits `whole` into up to `parts` jobs: by bytes when it is one row (cut
- * at cache lines), else by rows; the caller runs the first, the workers the
- * others. */
-static void run_split(const job *whole, unsigned parts) {
+#define QUEUE_LEN (sizeof queue / sizeof queue[0])
+
+/* Queues `whole` as up to `parts` jobs for the workers: split by bytes when
+ * it is one row (cut at cache lines), else by rows. Returns false, queueing
+ * nothing, when fewer than two parts can be had (no workers, a full queue):
+ * the caller then copies it alone. */
+static bool queue_split(const job *whole, unsigned parts) {
   pthread_mutex_lock(&lock);
   unsigned helpers = ensure_workers(parts - 1);
   if (helpers + 1 < parts)
     parts = helpers + 1;
-  unsigned room = (unsigned)(sizeof queue / sizeof queue[0]) - qcount;
-  if (parts - 1 > room)
-    parts = room + 1;
-  batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, parts - 1};
-  job first = *whole;
-  first.batch = &b;
+  unsigned room = (unsigned)QUEUE_LEN - qcount;
+  if (parts > room)
+    parts = room;
+  if (parts < 2) {
+    pthread_mutex_unlock(&lock);
+    return false;
+  }
+  whole->task->remaining = parts;
   if (whole->rows == 1) {
     size_t part = (whole->bytes / parts + 63) & ~(size_t)63; /* cache-line aligned splits */
-    first.bytes = part < whole->bytes ? part : whole->bytes;
-    for (size_t off = first.bytes, i = 1; i < parts; i++) {
+    /* parts <= bytes / 256 KiB: the rounded-up parts never run past the end */
+    for (size_t off = 0, i = 0; i < parts; i++) {
       size_t n = i + 1 == parts ? whole->bytes - off : part;
-      job j = first;
+      job j = *whole;
       j.dst = (char *)whole->dst + off;
       j.src = (const char *)whole->src + off;
       j.bytes = n;
-      queue[(qhead + qcount) % (sizeof queue / sizeof queue[0])] = j;
+      queue[(qhead + qcount) % QUEUE_LEN] = j;
       qcount++;
       off += n;
     }
   } else {
     size_t per = whole->rows / parts, extra = whole->rows % parts, row = 0;
-    first.rows = per + (extra > 0);
-    row = first.rows;
-    for (unsigned i = 1; i < parts; i++) {
-      job j = first;
+    for (unsigned i = 0; i < parts; i++) {
+      job j = *whole;
       j.rows = per + (i < extra);
       j.dst = (char *)whole->dst + row * whole->dst_pitch;
       j.src = (const char *)whole->src + row * whole->src_pitch;
-      queue[(qhead + qcount) % (sizeof queue / sizeof queue[0])] = j;
+      queue[(qhead + qcount) % QUEUE_LEN] = j;
       qcount++;
       row += j.rows;
     }
   }
-  if (parts > 1)
-    pthread_cond_broadcast(&work);
+  pthread_cond_broadcast(&work);
   pthread_mutex_unlock(&lock);
-  copy_rows(&first);
-  pthread_mutex_lock(&b.lock);
-  while (b.remaining)
-    pthread_cond_wait(&b.done, &b.lock);
-  pthread_mutex_unlock(&b.lock);
-  pthread_cond_destroy(&b.done);
-  pthread_mutex_destroy(&b.lock);
+  return true;
+}
+
+static void start(t4a__copy_task *t, job *whole, unsigned parts) {
+  whole->task = t;
+  t->remaining = 0;
+  if (parts > 1) {
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->done, NULL);
+    if (queue_split(whole, parts))
+      return;
+    pthread_cond_destroy(&t->done);
+    pthread_mutex_destroy(&t->lock);
+  }
+  copy_rows(whole); /* small, or no helper to be had: done on return */
+}
+
+void t4a__copy_finish(t4a__copy_task *t) {
+  if (!t->remaining)
+    return; /* copied by start */
+  /* The caller is one of the copy threads: it takes its own parts while
+   * they head the queue (they were queued together), then waits. */
+  pthread_mutex_lock(&lock);
+  while (qcount && queue[qhead].task == t) {
+    job j = queue[qhead];
+    qhead = (qhead + 1) % QUEUE_LEN;
+    qcount--;
+    pthread_mutex_unlock(&lock);
+    copy_rows(&j);
+    part_done(t);
+    pthread_mutex_lock(&lock);
+  }
+  pthread_mutex_unlock(&lock);
+  pthread_mutex_lock(&t->lock);
+  while (t->remaining)
+    pthread_cond_wait(&t->done, &t->lock);
+  pthread_mutex_unlock(&t->lock);
+  pthread_cond_destroy(&t->done);
+  pthread_mutex_destroy(&t->lock);
+}
+
+static unsigned parts_for(size_t total, unsigned threads) {
+  unsigned parts = total < SPLIT_MIN ? 1 : threads;
+  if (parts > total / MIN_PART)
+    parts = (unsigned)(total / MIN_PART);
+  return parts ? parts : 1;
+}
+
+void t4a__copy_start(t4a__copy_task *t, void *dst, const void *src, size_t bytes, unsigned threads,
+                     bool stream) {
+  job whole = {dst, src, bytes, 1, 0, 0, stream, NULL};
+  start(t, &whole, parts_for(bytes, threads));
 }
 
 void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned threads, bool stream) {
-  unsigned parts = bytes < SPLIT_MIN ? 1 : threads;
-  if (parts > bytes / MIN_PART)
-    parts = (unsigned)(bytes / MIN_PART);
-  if (parts <= 1) {
-    copy_part(dst, src, bytes, stream);
-    return;
-  }
-  job whole = {dst, src, bytes, 1, 0, 0, stream, NULL};
-  run_split(&whole, parts);
+  t4a__copy_task t;
+  t4a__copy_start(&t, dst, src, bytes, threads, stream);
+  t4a__copy_finish(&t);
 }
 
 void t4a__parallel_memcpy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
                              size_t width, size_t rows, unsigned threads, bool stream) {
   job whole = {dst, src, width, rows, dst_pitch, src_pitch, stream, NULL};
-  size_t total = width * rows; /* fits: the rows lie in one chunk or one buffer */
-  unsigned parts = total < SPLIT_MIN ? 1 : threads;
-  if (parts > total / MIN_PART)
-    parts = (unsigned)(total / MIN_PART);
+  /* the total fits: the rows lie in one chunk or one buffer */
+  unsigned parts = parts_for(width * rows, threads);
   if (parts > rows)
     parts = (unsigned)rows;
-  if (parts <= 1) {
-    copy_rows(&whole);
-    return;
-  }
-  run_split(&whole, parts);
+  t4a__copy_task t;
+  start(&t, &whole, parts);
+  t4a__copy_finish(&t);
 }
 
 /* The plugin is being unloaded: its code must not outlive the threads. */

@@ -3,8 +3,26 @@
 #ifndef T4A_PLUGIN_CUDA_COPYPOOL_H
 #define T4A_PLUGIN_CUDA_COPYPOOL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* A copy in progress on the copy threads (t4a__copy_start). */
+typedef struct t4a__copy_task {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  unsigned remaining; /* parts not yet copied; 0: nothing to wait for */
+} t4a__copy_task;
+
+/* Starts a memcpy split over up to `threads` threads and returns without
+ * waiting (a copy too small to split, or with no thread to be had, is done
+ * before it returns); t4a__copy_finish waits for it, helping while its
+ * parts are queued. Every start is finished exactly once, before dst or
+ * src go away. Staged host-to-device copies use the pair to fill the next
+ * chunk while the previous one's parts finish. */
+void t4a__copy_start(t4a__copy_task *t, void *dst, const void *src, size_t bytes, unsigned threads,
+                     bool stream);
+void t4a__copy_finish(t4a__copy_task *t);
 
 /* memcpy split over up to `threads` threads (the caller is one of them);
  * `stream`: the destination is not read again soon (non-temporal stores). */

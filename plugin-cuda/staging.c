@@ -70,6 +70,47 @@ static uint64_t direct_limit(void) {
   return *end || x > (64u << 10) ? 64u << 10 : (uint64_t)x;
 }
 
+/* Host-to-device copies above the direct limit and up to the hot window
+ * (default HOT_DEFAULT, at most a chunk) fill windows at the start of two
+ * "hot" chunks, in turn, instead of moving on through the whole staging:
+ * the same few MiB of staging are written again and again and stay in the
+ * host's caches. A copy into lines that left the caches costs a read for
+ * ownership of each line and runs at a single thread's cold-copy rate (the
+ * pageable sweep on the H200 host: 0.54-0.58x the driver at 256 KiB-1 MiB
+ * when every copy took fresh lines; docs/performance.md). Each window
+ * records its chunk's event once, when it is closed, and the other hot
+ * chunk's DMAs have usually finished by the time its turn comes again.
+ * T4A_STAGING_HOT (bytes, 0 = off) is the tuning knob. */
+#define HOT_DEFAULT (2ull << 20)
+
+static uint64_t hot_window(uint64_t chunk) {
+  const char *v = t4a__getenv("T4A_STAGING_HOT");
+  uint64_t w = HOT_DEFAULT;
+  if (v && *v) {
+    char *end = NULL;
+    unsigned long long x = strtoull(v, &end, 0);
+    if (!*end)
+      w = (uint64_t)x;
+  }
+  return w < chunk ? w : chunk;
+}
+
+/* Large host-to-device copies start the memcpy of the next chunk on the
+ * copy threads before they wait for the current one's, so the threads
+ * never idle between chunks (each chunk used to be a fork and a join: the
+ * threads' wake-ups stood between the memcpys). T4A_COPY_PIPELINE=0 (a
+ * tuning knob) turns that off. */
+static void tune(t4a__staging *s) {
+  const char *v = t4a__getenv("T4A_COPY_PIPELINE");
+  s->pipeline = !(v && strcmp(v, "0") == 0);
+  s->hot_window = hot_window(s->chunk_bytes);
+  s->fill = 0;
+  s->open_hot = false;
+  s->hot_next = 0;
+  streaming(s);
+  s->direct_h2d = direct_limit();
+}
+
 /* The chunk layout of a staging of `bytes`: at least two chunks, so
  * copying and DMA overlap. */
 static void layout(uint64_t bytes, uint64_t *chunk, uint32_t *count) {
@@ -105,8 +146,7 @@ int t4a__staging_init(t4a__runtime *rt, t4a__staging *spare) {
     s->next = 0;
     s->peak_bytes = 0;
     s->ring = ring ? ring : count;
-    streaming(s);
-    s->direct_h2d = direct_limit();
+    tune(s);
     return T4A_OK;
   }
   if (spare && spare->chunks)
@@ -142,8 +182,7 @@ int t4a__staging_init(t4a__runtime *rt, t4a__staging *spare) {
   }
   s->count = count;
   s->ring = ring ? ring : count;
-  streaming(s);
-  s->direct_h2d = direct_limit();
+  tune(s);
   return T4A_OK;
 }
 
@@ -165,12 +204,13 @@ t4a__staging t4a__staging_take(t4a__runtime *rt) {
   for (uint32_t i = 0; i < s.count; i++) /* the stream drained: every chunk's DMA is done */
     s.chunks[i].busy = s.chunks[i].unsynced = false;
   s.fill = 0;
+  s.open_hot = false;
   memset(&rt->stage, 0, sizeof rt->stage);
   return s;
 }
 
 /* Waits until chunk c is free: its last DMA completed. */
-static int chunk_acquire(t4a__runtime *rt, t4a__chunk *c) {
+int t4a__chunk_acquire(t4a__runtime *rt, t4a__chunk *c) {
   t4a__CUresult r = T4A__CUDA_SUCCESS;
   if (c->unsynced) /* its event could not be recorded: wait for the whole stream */
     r = t4a__be.cu.cuStreamSynchronize(rt->stream);
@@ -183,7 +223,7 @@ static int chunk_acquire(t4a__runtime *rt, t4a__chunk *c) {
 }
 
 /* After the last DMA that uses chunk c was enqueued. */
-static int chunk_record(t4a__runtime *rt, t4a__chunk *c) {
+int t4a__chunk_record(t4a__runtime *rt, t4a__chunk *c) {
   t4a__CUresult r = t4a__be.cu.cuEventRecord(c->ev, rt->stream);
   if (r != T4A__CUDA_SUCCESS) {
     c->unsynced = true; /* a DMA may still use it: its next user waits for the stream */
@@ -195,11 +235,11 @@ static int chunk_record(t4a__runtime *rt, t4a__chunk *c) {
 }
 
 /* Tracks the most staging in flight at once. */
-static void note_in_use(t4a__runtime *rt) {
+void t4a__staging_note_in_use(t4a__runtime *rt) {
   t4a__staging *s = &rt->stage;
   uint64_t busy = s->fill ? s->chunk_bytes : 0;
   for (uint32_t i = 0; i < s->count; i++)
-    busy += s->chunks[i].busy && !(s->fill && i == s->next) ? s->chunk_bytes : 0;
+    busy += s->chunks[i].busy && !(s->fill && i == s->open) ? s->chunk_bytes : 0;
   if (busy > s->peak_bytes)
     s->peak_bytes = busy;
 }
@@ -207,57 +247,134 @@ static void note_in_use(t4a__runtime *rt) {
 /* Closes the chunk host-to-device copies are filling: one event after all
  * the DMAs out of it, then on to the next chunk. Every other use of the
  * staging closes it first. */
-static int close_fill(t4a__runtime *rt) {
+int t4a__staging_close_fill(t4a__runtime *rt) {
   t4a__staging *s = &rt->stage;
   if (!s->fill)
     return T4A_OK;
-  t4a__chunk *c = &s->chunks[s->next];
+  t4a__chunk *c = &s->chunks[s->open];
   s->fill = 0;
-  s->next = (s->next + 1) % s->ring;
-  return chunk_record(rt, c);
+  if (s->open_hot)
+    s->hot_next ^= 1u;
+  else
+    s->next = (s->next + 1) % s->ring;
+  return t4a__chunk_record(rt, c);
 }
 
 #define FILL_ALIGN 64u /* pieces in one chunk start on their own cache line */
 
+static uint64_t fill_used(uint64_t n) { return (n + FILL_ALIGN - 1) & ~(uint64_t)(FILL_ALIGN - 1); }
+
+static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, uint64_t n) {
+  t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst, piece, (size_t)n, rt->stream);
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
+                           (unsigned long long)n);
+  return T4A_OK;
+}
+
+/* A mid-size copy (at most the hot window) into the open hot window, or a
+ * fresh window at the start of the next hot chunk. */
+static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
+  t4a__staging *s = &rt->stage;
+  int rc;
+  if (s->fill && (!s->open_hot || s->fill + bytes > s->hot_window) &&
+      (rc = t4a__staging_close_fill(rt)))
+    return rc;
+  if (!s->fill) {
+    if ((rc = t4a__chunk_acquire(rt, &s->chunks[s->hot_next])))
+      return rc;
+    s->open = s->hot_next;
+    s->open_hot = true;
+  }
+  char *piece = s->chunks[s->open].ptr + s->fill;
+  t4a__parallel_memcpy(piece, src, (size_t)bytes, rt->opts.copy_threads, s->stream_h2d);
+  if ((rc = h2d_dma(rt, dst, piece, bytes)))
+    return rc;
+  uint64_t used = fill_used(bytes);
+  s->fill = s->fill + used < s->hot_window ? s->fill + used : s->hot_window;
+  t4a__staging_note_in_use(rt);
+  return s->fill == s->hot_window ? t4a__staging_close_fill(rt) : T4A_OK;
+}
+
+/* A piece of a large copy: its memcpy runs on the copy threads while the
+ * next piece's starts; its DMA (and, if it fills its chunk, the chunk's
+ * event) follows once the memcpy finished. */
+typedef struct h2d_piece {
+  t4a__copy_task task;
+  uint32_t chunk;
+  bool closes; /* it fills its chunk: record the chunk's event after its DMA */
+  char *ptr;
+  t4a__CUdeviceptr dst;
+  uint64_t n;
+} h2d_piece;
+
+static int piece_complete(t4a__runtime *rt, h2d_piece *p) {
+  t4a__copy_finish(&p->task);
+  int rc = h2d_dma(rt, p->dst, p->ptr, p->n);
+  if (rc == T4A_OK && p->closes)
+    rc = t4a__chunk_record(rt, &rt->stage.chunks[p->chunk]);
+  return rc;
+}
+
 /* Host-to-device copies fill chunks: a copy takes the rest of the current
  * chunk, and the chunk's event is recorded once, when it is full (or
  * another use of the staging closes it), not after every copy: a stream of
- * small copies costs one DMA call each and no event calls. A large copy
- * fills whole chunks, each closed when full, so its DMAs overlap the
- * memcpy of the next chunk. */
+ * copies costs one DMA call each and no event calls. A large copy fills
+ * whole chunks, each closed when full, so its DMAs overlap the memcpy of
+ * the next chunk; with the pipeline on, the next chunk's memcpy starts
+ * before the current one's ends. */
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__staging *s = &rt->stage;
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_h2d: the runtime has no staging; recreate it");
-  if (bytes <= s->direct_h2d) {
-    t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst, src, (size_t)bytes, rt->stream);
-    if (r != T4A__CUDA_SUCCESS)
-      return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
-                             (unsigned long long)bytes);
-    return T4A_OK;
-  }
+  if (bytes <= s->direct_h2d)
+    return h2d_dma(rt, dst, src, bytes); /* the driver stages it: see direct_limit */
+  if (bytes <= s->hot_window)
+    return h2d_hot(rt, dst, src, bytes);
+  int rc;
+  if (s->fill && s->open_hot && (rc = t4a__staging_close_fill(rt)))
+    return rc;
   const char *from = src;
-  for (uint64_t off = 0; off < bytes;) {
-    t4a__chunk *c = &s->chunks[s->next];
-    int rc;
-    if (!s->fill && (rc = chunk_acquire(rt, c)))
-      return rc;
+  h2d_piece pieces[2], *prev = NULL;
+  rc = T4A_OK;
+  for (uint64_t off = 0, k = 0; off < bytes; k++) {
+    h2d_piece *p = &pieces[k & 1];
+    if (!s->fill && (rc = t4a__chunk_acquire(rt, &s->chunks[s->next])))
+      break;
     uint64_t room = s->chunk_bytes - s->fill;
-    uint64_t n = bytes - off < room ? bytes - off : room;
-    char *piece = c->ptr + s->fill;
-    t4a__parallel_memcpy(piece, from + off, (size_t)n, rt->opts.copy_threads, s->stream_h2d);
-    t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst + off, piece, (size_t)n, rt->stream);
-    if (r != T4A__CUDA_SUCCESS)
-      return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
-                             (unsigned long long)n);
-    uint64_t used = (n + FILL_ALIGN - 1) & ~(uint64_t)(FILL_ALIGN - 1);
+    p->chunk = s->open = s->next;
+    s->open_hot = false;
+    p->n = bytes - off < room ? bytes - off : room;
+    p->ptr = s->chunks[p->chunk].ptr + s->fill;
+    p->dst = dst + off;
+    t4a__copy_start(&p->task, p->ptr, from + off, (size_t)p->n, rt->opts.copy_threads,
+                    s->stream_h2d);
+    uint64_t used = fill_used(p->n);
     s->fill = used < room ? s->fill + used : s->chunk_bytes;
-    note_in_use(rt);
-    if (s->fill == s->chunk_bytes && (rc = close_fill(rt)))
-      return rc;
-    off += n;
+    p->closes = s->fill == s->chunk_bytes;
+    if (p->closes) { /* the next piece takes the next chunk; this one's event follows its DMA */
+      s->fill = 0;
+      s->next = (s->next + 1) % s->ring;
+    }
+    t4a__staging_note_in_use(rt);
+    off += p->n;
+    if (!s->pipeline) {
+      if ((rc = piece_complete(rt, p)))
+        break;
+      continue;
+    }
+    if (prev && (rc = piece_complete(rt, prev))) {
+      t4a__copy_finish(&p->task); /* the threads must be done with the source */
+      prev = NULL;
+      break;
+    }
+    prev = p;
   }
-  return T4A_OK;
+  if (prev && rc == T4A_OK)
+    rc = piece_complete(rt, prev);
+  else if (prev) /* a chunk could not be had: the last piece's DMA is not made */
+    t4a__copy_finish(&prev->task);
+  return rc;
 }
 
 /* A device-to-host copy of at most one chunk: the DMA, one wait for the
@@ -266,7 +383,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
 static int staged_d2h_one(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t bytes) {
   t4a__staging *s = &rt->stage;
   t4a__chunk *c = &s->chunks[s->next];
-  int rc = chunk_acquire(rt, c);
+  int rc = t4a__chunk_acquire(rt, c);
   if (rc)
     return rc;
   t4a__CUresult r = t4a__be.cu.cuMemcpyDtoHAsync(c->ptr, src, (size_t)bytes, rt->stream);
@@ -274,7 +391,7 @@ static int staged_d2h_one(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uin
     return t4a__rt_cu_fail(rt, r, "copy_d2h: cuMemcpyDtoHAsync of %llu bytes failed",
                            (unsigned long long)bytes);
   c->busy = true; /* in use until the wait below (counted by note_in_use) */
-  note_in_use(rt);
+  t4a__staging_note_in_use(rt);
   if ((r = t4a__be.cu.cuStreamSynchronize(rt->stream)) != T4A__CUDA_SUCCESS) {
     c->unsynced = true;
     return t4a__rt_cu_fail(rt, r, "copy_d2h: the runtime's work failed");
@@ -289,7 +406,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   t4a__staging *s = &rt->stage;
   if (!s->count || !s->ring || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_d2h: the runtime has no staging; recreate it");
-  int rc = close_fill(rt);
+  int rc = t4a__staging_close_fill(rt);
   if (rc)
     return rc;
   if (bytes <= s->chunk_bytes)
@@ -301,7 +418,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   while (done < pieces) {
     while (issued < pieces && issued - done < s->ring) {
       t4a__chunk *c = &s->chunks[(first + issued) % s->ring];
-      if ((rc = chunk_acquire(rt, c)))
+      if ((rc = t4a__chunk_acquire(rt, c)))
         return rc;
       uint64_t off = issued * s->chunk_bytes;
       uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
@@ -309,13 +426,13 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
       if (r != T4A__CUDA_SUCCESS)
         return t4a__rt_cu_fail(rt, r, "copy_d2h: cuMemcpyDtoHAsync of %llu bytes failed",
                                (unsigned long long)n);
-      if ((rc = chunk_record(rt, c)))
+      if ((rc = t4a__chunk_record(rt, c)))
         return rc;
-      note_in_use(rt);
+      t4a__staging_note_in_use(rt);
       issued++;
     }
     t4a__chunk *c = &s->chunks[(first + done) % s->ring];
-    if ((rc = chunk_acquire(rt, c)))
+    if ((rc = t4a__chunk_acquire(rt, c)))
       return rc;
     uint64_t off = done * s->chunk_bytes;
     uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
@@ -326,114 +443,6 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   return rc;
 }
 
-/* ---- rectangles (ABI 1.1) ------------------------------------------------------ */
-
-/* Copies rows between a packed chunk and pitched host memory. */
-static void pack_rows(char *to, uint64_t to_pitch, const char *from, uint64_t from_pitch,
-                      uint64_t width, uint64_t rows, unsigned threads, bool stream) {
-  t4a__parallel_memcpy_2d(to, (size_t)to_pitch, from, (size_t)from_pitch, (size_t)width,
-                          (size_t)rows, threads, stream);
-}
-
-/* A 2D DMA between a packed chunk and pitched device memory. */
-static int chunk_dma_2d(t4a__runtime *rt, bool to_device, t4a__chunk *c, t4a__CUdeviceptr dev,
-                        uint64_t dev_pitch, uint64_t width, uint64_t rows) {
-  t4a__CUDA_MEMCPY2D m = {0};
-  if (to_device) {
-    m.srcMemoryType = T4A__CU_MEMORYTYPE_HOST;
-    m.srcHost = c->ptr;
-    m.srcPitch = (size_t)width;
-    m.dstMemoryType = T4A__CU_MEMORYTYPE_DEVICE;
-    m.dstDevice = dev;
-    m.dstPitch = (size_t)(rows > 1 ? dev_pitch : width);
-  } else {
-    m.srcMemoryType = T4A__CU_MEMORYTYPE_DEVICE;
-    m.srcDevice = dev;
-    m.srcPitch = (size_t)(rows > 1 ? dev_pitch : width);
-    m.dstMemoryType = T4A__CU_MEMORYTYPE_HOST;
-    m.dstHost = c->ptr;
-    m.dstPitch = (size_t)width;
-  }
-  m.WidthInBytes = (size_t)width;
-  m.Height = (size_t)rows;
-  t4a__CUresult r = t4a__be.cu.cuMemcpy2DAsync(&m, rt->stream);
-  if (r != T4A__CUDA_SUCCESS)
-    return t4a__rt_cu_fail(rt, r, "%s: cuMemcpy2DAsync of %llu rows failed",
-                           to_device ? "copy_2d_h2d" : "copy_2d_d2h", (unsigned long long)rows);
-  return T4A_OK;
-}
-
-int t4a__staged_h2d_2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *src,
-                       const t4a__rect *r) {
-  t4a__staging *s = &rt->stage;
-  int rc;
-  if (r->width > s->chunk_bytes || !t4a__be.cu.cuMemcpy2DAsync) { /* row by row */
-    for (uint64_t i = 0; i < r->rows; i++)
-      if ((rc = t4a__staged_h2d(rt, dst + i * r->dst_pitch, src + i * r->src_pitch, r->width)))
-        return rc;
-    return T4A_OK;
-  }
-  if ((rc = close_fill(rt)))
-    return rc;
-  uint64_t per_chunk = s->chunk_bytes / r->width;
-  for (uint64_t row = 0; row < r->rows;) {
-    uint64_t k = r->rows - row < per_chunk ? r->rows - row : per_chunk;
-    t4a__chunk *c = &s->chunks[s->next];
-    if ((rc = chunk_acquire(rt, c)))
-      return rc;
-    pack_rows(c->ptr, r->width, src + row * r->src_pitch, r->src_pitch, r->width, k,
-              rt->opts.copy_threads, s->stream_h2d);
-    if ((rc = chunk_dma_2d(rt, true, c, dst + row * r->dst_pitch, r->dst_pitch, r->width, k)) ||
-        (rc = chunk_record(rt, c)))
-      return rc;
-    note_in_use(rt);
-    s->next = (s->next + 1) % s->ring;
-    row += k;
-  }
-  return T4A_OK;
-}
-
-int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const t4a__rect *r) {
-  t4a__staging *s = &rt->stage;
-  int rc;
-  if (!s->count || !s->ring || !s->chunk_bytes || !r->width)
-    return t4a__fail(T4A_EINTERNAL, "copy_2d_d2h: the runtime has no staging; recreate it");
-  if (r->width > s->chunk_bytes || !t4a__be.cu.cuMemcpy2DAsync) { /* row by row */
-    for (uint64_t i = 0; i < r->rows; i++)
-      if ((rc = t4a__staged_d2h(rt, dst + i * r->dst_pitch, src + i * r->src_pitch, r->width)))
-        return rc;
-    return T4A_OK;
-  }
-  if ((rc = close_fill(rt)))
-    return rc;
-  uint64_t per_chunk = s->chunk_bytes / r->width;
-  uint64_t groups = (r->rows + per_chunk - 1) / per_chunk, issued = 0, done = 0;
-  uint32_t first = s->next; /* group i uses chunk (first + i) % ring */
-  while (done < groups) {
-    while (issued < groups && issued - done < s->ring) { /* DMAs run ahead of the unpacking */
-      t4a__chunk *c = &s->chunks[(first + issued) % s->ring];
-      uint64_t row = issued * per_chunk;
-      uint64_t k = r->rows - row < per_chunk ? r->rows - row : per_chunk;
-      if ((rc = chunk_acquire(rt, c)) ||
-          (rc = chunk_dma_2d(rt, false, c, src + row * r->src_pitch, r->src_pitch, r->width, k)) ||
-          (rc = chunk_record(rt, c)))
-        return rc;
-      note_in_use(rt);
-      issued++;
-    }
-    t4a__chunk *c = &s->chunks[(first + done) % s->ring];
-    if ((rc = chunk_acquire(rt, c)))
-      return rc;
-    uint64_t row = done * per_chunk;
-    uint64_t k = r->rows - row < per_chunk ? r->rows - row : per_chunk;
-    pack_rows(dst + row * r->dst_pitch, r->dst_pitch, c->ptr, r->width, r->width, k,
-              rt->opts.copy_threads, s->stream_d2h);
-    done++;
-  }
-  s->next = (uint32_t)((first + groups) % s->ring);
-  return T4A_OK;
-}
-
 int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr,
                      t4a__CUdeviceptr sptr, uint64_t bytes) {
   t4a__staging *s = &dst->stage;
@@ -441,7 +450,7 @@ int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_from_peer_via_host: no staging; recreate the runtime");
   t4a__event *last = NULL;
-  int rc = close_fill(dst);
+  int rc = t4a__staging_close_fill(dst);
   for (uint64_t off = 0; off < bytes && rc == T4A_OK;) {
     t4a__chunk *c = &s->chunks[s->next];
     s->next = (s->next + 1) % s->ring;
@@ -449,7 +458,7 @@ int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr
     t4a__CUcontext saved;
     t4a__event *e = NULL;
     /* the source's DMA into one of dst's pinned (portable) chunks, in src's order */
-    if ((rc = chunk_acquire(dst, c)) || (rc = t4a__event_get(src, src->ordinal, &e)) ||
+    if ((rc = t4a__chunk_acquire(dst, c)) || (rc = t4a__event_get(src, src->ordinal, &e)) ||
         (rc = t4a__ctx_enter(src, &saved)))
       break;
     t4a__CUresult r = cu->cuMemcpyDtoHAsync(c->ptr, sptr + off, (size_t)n, src->stream);
@@ -475,11 +484,11 @@ int t4a__staged_peer(t4a__runtime *dst, t4a__runtime *src, t4a__CUdeviceptr dptr
       rc = t4a__rt_cu_fail(dst, r, "copy_from_peer_via_host: writing the destination failed");
       break;
     }
-    if ((rc = chunk_record(dst, c))) {
+    if ((rc = t4a__chunk_record(dst, c))) {
       t4a__event_put(src, e);
       break;
     }
-    note_in_use(dst);
+    t4a__staging_note_in_use(dst);
     if (last)
       t4a__event_put(src, last);
     last = e;

@@ -22,7 +22,12 @@ typedef struct t4a__staging {
   uint64_t bytes, chunk_bytes;
   uint32_t count, next;        /* chunks, and the next to use (round robin) */
   uint32_t ring;               /* chunks copies cycle through: the first `ring` (<= count) */
-  uint64_t fill;               /* bytes of chunk `next` host-to-device copies use; 0 = none */
+  uint64_t fill;               /* bytes of chunk `open` host-to-device copies use; 0 = none */
+  uint32_t open;               /* the chunk being filled (`next`, or a hot chunk) */
+  bool open_hot;               /* ... and it is a hot window (staging.c) */
+  uint32_t hot_next;           /* the hot chunk (0 or 1) the next window uses */
+  uint64_t hot_window;         /* mid-size H2D copies fill windows of this size; 0 = off */
+  bool pipeline;               /* large H2D: fill a chunk while the last one's parts finish */
   bool stream_h2d, stream_d2h; /* non-temporal stores into / out of staging */
   uint64_t direct_h2d;         /* host-to-device copies up to this size bypass the staging */
   t4a__chunk *chunks;
@@ -43,6 +48,16 @@ t4a__staging t4a__staging_take(t4a__runtime *rt);
 
 /* Releases a staging owned by no runtime (what fails is kept). */
 void t4a__staging_release(t4a__staging *s);
+
+/* The chunk primitives staging.c and staging2d.c share (rt locked):
+ * acquire waits until a chunk's last DMA completed; record records its event
+ * after the last DMA that uses it; close_fill closes the chunk host-to-device
+ * copies are filling (every other use of the staging closes it first);
+ * note_in_use tracks the most staging in flight at once. */
+int t4a__chunk_acquire(t4a__runtime *rt, t4a__chunk *c);
+int t4a__chunk_record(t4a__runtime *rt, t4a__chunk *c);
+int t4a__staging_close_fill(t4a__runtime *rt);
+void t4a__staging_note_in_use(t4a__runtime *rt);
 
 /* Pageable copies through the staging; rt's context is current. */
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes);

@@ -66,6 +66,7 @@ static const char *const initcheck_left_out[] = {
     "destroy_waits_for_outstanding_work",
     "destroy_returns_after_the_work_ran",
     "filled_chunks_wait_for_their_dmas",
+    "copies_of_every_size_land_in_call_order",
     "h2d_source_is_reusable_on_return",
     "a_blocked_runtime_never_delays_another",
     "registered_memory_serves_pinned_copies",

@@ -4,6 +4,11 @@
  *    ones fill a chunk and record its event once, and a filled chunk is
  *    never reused before its DMAs ran (a gate holds the stream while copies
  *    wrap around the staging several times);
+ *  - mid-size host-to-device copies (above 64 KiB, up to the hot window)
+ *    reuse windows at the start of two chunks, so the same few MiB of
+ *    staging stay in the host's caches; T4A_STAGING_HOT=0 turns that off;
+ *  - copies of every size, mixed, land in call order with the stream held
+ *    behind a gate, with the large-copy pipeline on and off;
  *  - one-chunk device-to-host copies record no event;
  *  - a runtime made from a destroyed runtime's spare parts is a fresh
  *    runtime: its own counters, empty caches, exact data. */
@@ -112,6 +117,8 @@ START_TEST(one_chunk_d2h_copies_record_no_event) {
 }
 END_TEST
 
+static void filled_chunks_wait(int hot);
+
 typedef struct opener {
   rt_gate *gate;
   int delay_ms;
@@ -127,8 +134,21 @@ static void *open_later(void *arg) {
 
 START_TEST(filled_chunks_wait_for_their_dmas) {
   /* A gate holds the stream, so no DMA runs while the copies are issued;
-   * 5 MiB of copies of 64-113 KiB wrap the 1 MiB staging five times: a
-   * chunk reused before its DMAs ran would corrupt the earlier copies. */
+   * 5 MiB of copies of 64-113 KiB wrap the 1 MiB staging five times (or,
+   * in hot windows, its two hot chunks ten times): a chunk reused before
+   * its DMAs ran would corrupt the earlier copies. Both ways. */
+  for (int hot = 0; hot < 2; hot++) {
+    if (hot)
+      unsetenv("T4A_STAGING_HOT");
+    else
+      setenv("T4A_STAGING_HOT", "0", 1);
+    filled_chunks_wait(hot);
+  }
+  unsetenv("T4A_STAGING_HOT");
+}
+END_TEST
+
+static void filled_chunks_wait(int hot) {
   t4a_runtime rt = rt_create_with(1 * MiB, 0);
   const uint64_t total = 5 * MiB;
   unsigned char *src = malloc(total), *back = malloc(total);
@@ -149,7 +169,7 @@ START_TEST(filled_chunks_wait_for_their_dmas) {
   pthread_join(th, NULL);
   memset(back, 0xee, total);
   RT_OK(T->copy_d2h(rt, back, d, 0, total));
-  ck_assert(memcmp(src, back, total) == 0);
+  ck_assert_msg(memcmp(src, back, total) == 0, "hot windows %s", hot ? "on" : "off");
   t4a_runtime_counters c = rt_counters(rt);
   ck_assert_uint_le(c.staging_peak_bytes, c.staging_bytes);
   rt_gate_free(&g);
@@ -157,6 +177,121 @@ START_TEST(filled_chunks_wait_for_their_dmas) {
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
   free(src);
   free(back);
+}
+
+static uint64_t next_rand(uint64_t *x) { /* xorshift64* */
+  *x ^= *x >> 12;
+  *x ^= *x << 25;
+  *x ^= *x >> 27;
+  return *x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Copies of 100-700 KiB through 8 MiB of staging (four chunks of 2 MiB by
+ * T4A_STAGING_CHUNK, a 2 MiB hot window): with hot windows only two chunks are ever in use and
+ * one event is recorded per window; without, the copies move on through all
+ * four chunks. Bit-exact both ways. */
+START_TEST(mid_size_h2d_copies_reuse_two_hot_windows) {
+  for (int hot = 1; hot >= 0; hot--) {
+    if (hot)
+      unsetenv("T4A_STAGING_HOT");
+    else
+      setenv("T4A_STAGING_HOT", "0", 1);
+    setenv("T4A_STAGING_CHUNK", "2097152", 1);
+    t4a_runtime rt = rt_create_with(8 * MiB, 0);
+    unsetenv("T4A_STAGING_HOT");
+    unsetenv("T4A_STAGING_CHUNK");
+    const uint64_t total = 24 * MiB;
+    uint64_t seed = t4a_test_seed() + (uint64_t)hot, x = seed | 1;
+    unsigned char *src = malloc(total), *back = malloc(total);
+    t4a_test_fill_random(src, total, seed);
+    t4a_buffer d;
+    RT_OK(T->buffer_alloc(rt, total, &d));
+    t4a_runtime_counters before = rt_counters(rt);
+    uint64_t off = 0, copies = 0;
+    while (off < total) {
+      uint64_t n = 100 * KiB + next_rand(&x) % (600 * KiB);
+      n = n < total - off ? n : total - off;
+      RT_OK(T->copy_h2d(rt, d, off, src + off, n));
+      off += n;
+      copies++;
+    }
+    t4a_runtime_counters after = rt_counters(rt);
+    uint64_t events = after.staging_events_recorded - before.staging_events_recorded;
+    if (hot) {
+      /* a window closes when the next copy does not fit: at least 2 MiB - 700 KiB used */
+      ck_assert_uint_le(after.staging_peak_bytes, 2 * 2 * MiB);
+      ck_assert_msg(events <= total / (2 * MiB - 700 * KiB) + 1, "%llu events, %llu copies",
+                    (unsigned long long)events, (unsigned long long)copies);
+    } else {
+      ck_assert_uint_eq(after.staging_peak_bytes, 8 * MiB); /* all four chunks were used */
+    }
+    ck_assert_uint_ge(events, 1);
+    ck_assert_uint_eq(after.copies_h2d_pageable - before.copies_h2d_pageable, copies);
+    memset(back, 0xee, total);
+    RT_OK(T->copy_d2h(rt, back, d, 0, total));
+    ck_assert_msg(memcmp(src, back, total) == 0, "hot windows %s", hot ? "on" : "off");
+    RT_OK(T->buffer_free(rt, d));
+    RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+    free(src);
+    free(back);
+  }
+}
+END_TEST
+
+/* Random copies of every size class (direct up to 64 KiB, hot windows up
+ * to 2 MiB, whole chunks above), overlapping, into one buffer of a runtime
+ * with 4 MiB of staging (two chunks: the hot and the large copies share
+ * them), the first ones behind a closed gate: the buffer must end as the
+ * copies' order says, with the large-copy pipeline on and off. */
+START_TEST(copies_of_every_size_land_in_call_order) {
+  for (int pipeline = 1; pipeline >= 0; pipeline--) {
+    if (pipeline)
+      unsetenv("T4A_COPY_PIPELINE");
+    else
+      setenv("T4A_COPY_PIPELINE", "0", 1);
+    t4a_runtime rt = rt_create_with(4 * MiB, 0);
+    unsetenv("T4A_COPY_PIPELINE");
+    const uint64_t size = 12 * MiB;
+    uint64_t seed = t4a_test_seed() + 17 + (uint64_t)pipeline, x = seed | 1;
+    unsigned char *model = malloc(size), *back = malloc(size), *src = malloc(size);
+    t4a_test_fill_random(model, size, seed);
+    t4a_buffer d;
+    RT_OK(T->buffer_alloc(rt, size, &d));
+    RT_OK(T->copy_h2d(rt, d, 0, model, size));
+    rt_gate g;
+    rt_gate_close(&g, rt);
+    opener o = {&g, 100};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, open_later, &o), 0);
+    for (int i = 0; i < 60; i++) {
+      uint64_t r = next_rand(&x), n;
+      switch (r % 3) {
+      case 0: n = 1 + (r >> 8) % (64 * KiB); break;
+      case 1: n = 64 * KiB + 1 + (r >> 8) % (2 * MiB - 64 * KiB); break;
+      default: n = 2 * MiB + 1 + (r >> 8) % (7 * MiB); break;
+      }
+      uint64_t off = next_rand(&x) % (size - n + 1);
+      t4a_test_fill_random(src, n, seed + 1000 + (uint64_t)i);
+      RT_OK(T->copy_h2d(rt, d, off, src, n));
+      memcpy(model + off, src, n);
+      memset(src, 0x5a, n); /* the source may be reused on return */
+    }
+    pthread_join(th, NULL);
+    rt_gate_free(&g);
+    memset(back, 0xee, size);
+    RT_OK(T->copy_d2h(rt, back, d, 0, size));
+    for (uint64_t i = 0; i < size; i++)
+      if (back[i] != model[i])
+        ck_abort_msg("pipeline %s: byte %llu is %u, the copies' order says %u",
+                     pipeline ? "on" : "off", (unsigned long long)i, back[i], model[i]);
+    t4a_runtime_counters c = rt_counters(rt);
+    ck_assert_uint_le(c.staging_peak_bytes, c.staging_bytes);
+    RT_OK(T->buffer_free(rt, d));
+    RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+    free(model);
+    free(back);
+    free(src);
+  }
 }
 END_TEST
 
@@ -198,6 +333,8 @@ static Suite *suite(void) {
   tcase_add_test(fill, small_h2d_copies_bypass_the_staging);
   tcase_add_test(fill, one_chunk_d2h_copies_record_no_event);
   tcase_add_test(fill, filled_chunks_wait_for_their_dmas);
+  tcase_add_test(fill, mid_size_h2d_copies_reuse_two_hot_windows);
+  tcase_add_test(fill, copies_of_every_size_land_in_call_order);
   suite_add_tcase(s, fill);
   TCase *spare = tcase_create("spare parts");
   tcase_set_timeout(spare, 120);
