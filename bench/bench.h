@@ -47,6 +47,7 @@ typedef struct bench_case {
   int raw_batch;                /* operations per raw sample when not `batch` (0) */
   int min_devices;              /* skipped on hosts with fewer GPUs */
   int min_cc_major;             /* skipped on older GPUs (0: any) */
+  double p99_target;            /* TARGET_ABS_MIN: the p99 must reach it too (0: no p99 goal) */
   /* NULL, or why the case cannot run here (a library missing): skipped */
   const char *(*skip)(const struct bench_case *c);
 } bench_case;
@@ -65,6 +66,8 @@ extern const bench_case bench_interop_cases[];
 #include <stdio.h>
 void bench_report_host(FILE *json);
 void bench_report_staging_sweep(FILE *json);
+void bench_report_hot_sweep(FILE *json);
+void bench_report_overhead(FILE *json);
 void bench_report_init(FILE *json, const char *self);
 void bench_report_elapsed(FILE *json); /* bench/v11_cases.c */
 

@@ -6,6 +6,10 @@
  *  - the staging sweep: pageable 512 MiB H2D and D2H for chunk sizes, ring
  *    depths, copy threads and non-temporal stores (the knobs staging.c
  *    reads when a runtime is created), so the defaults are chosen from data;
+ *  - the hot-window sweep: mid-size pageable H2D against the driver for
+ *    hot-window sizes (T4A_STAGING_HOT), the data behind the default;
+ *  - call costs: the floor a checked, thread-safe table call adds to a
+ *    small copy or a launch;
  *  - init: t4a_gpu_open + init + the first runtime_create in a fresh
  *    process, against the raw cuInit + primary context + stream, pool and
  *    pinned staging, each in its own child process. */
@@ -92,6 +96,7 @@ void bench_report_host(FILE *json) {
 typedef struct config {
   const char *chunk, *ring, *streaming;
   unsigned threads;
+  const char *pipeline; /* T4A_COPY_PIPELINE; NULL: the default (on) */
 } config;
 
 static double staged(t4a_runtime rt, t4a_buffer d, unsigned char *host, uint64_t n, bool h2d,
@@ -131,17 +136,18 @@ void bench_report_staging_sweep(FILE *json) {
   /* Measured on 2 x H200 (32 CPUs): chunks below 8 MiB were slower at every
    * ring depth (5-19 GB/s H2D), so the sweep covers 8 and 16 MiB chunks. */
   static const config configs[] = {
-      {NULL, NULL, NULL, 8},      {NULL, NULL, NULL, 12},       {NULL, NULL, NULL, 16},
-      {NULL, "2", NULL, 8},       {NULL, "3", NULL, 8},         {NULL, "4", NULL, 8},
-      {NULL, "5", NULL, 8},       {NULL, "3", NULL, 12},        {NULL, "4", NULL, 12},
-      {NULL, "4", NULL, 16},      {"16777216", NULL, NULL, 8},  {"16777216", "2", NULL, 8},
-      {"16777216", "3", NULL, 8}, {"16777216", NULL, NULL, 12}, {"16777216", "2", NULL, 12},
-      {NULL, "4", "both", 8},     {NULL, "4", "none", 8},       {NULL, "4", "h2d", 12},
+      {NULL, NULL, NULL, 8, NULL},       {NULL, NULL, NULL, 12, NULL},
+      {NULL, NULL, NULL, 16, NULL},      {NULL, NULL, NULL, 8, "0"},
+      {NULL, NULL, NULL, 12, "0"},       {NULL, NULL, NULL, 16, "0"},
+      {NULL, "4", NULL, 8, NULL},        {NULL, "4", NULL, 16, NULL},
+      {"16777216", NULL, NULL, 8, NULL}, {"16777216", NULL, NULL, 12, NULL},
+      {NULL, NULL, "h2d", 8, NULL},      {NULL, NULL, "h2d", 16, NULL},
+      {NULL, NULL, "both", 8, NULL},     {NULL, NULL, "none", 8, NULL},
   };
 
   printf("\nstaging sweep, pageable 512 MiB, default 64 MiB staging (median and worst of 9):\n");
-  printf("  %-9s %-5s %-9s %-7s %18s %18s\n", "chunk", "ring", "streaming", "threads", "H2D GB/s",
-         "D2H GB/s");
+  printf("  %-9s %-5s %-9s %-7s %-8s %18s %18s\n", "chunk", "ring", "streaming", "threads",
+         "pipeline", "H2D GB/s", "D2H GB/s");
   fprintf(json, ",\n\"staging_sweep\":[");
   /* two passes over the configurations: the spread between them is the
    * run-to-run noise the choice of defaults must exceed */
@@ -154,6 +160,7 @@ void bench_report_staging_sweep(FILE *json) {
     set_knob("T4A_STAGING_CHUNK", c->chunk);
     set_knob("T4A_STAGING_RING", c->ring);
     set_knob("T4A_COPY_STREAMING", c->streaming);
+    set_knob("T4A_COPY_PIPELINE", c->pipeline);
     t4a_runtime_options o = {.struct_size = sizeof o, .copy_threads = c->threads};
     t4a_runtime rt;
     bench_check(E.t->runtime_create(0, &o, &rt), "runtime_create");
@@ -162,17 +169,18 @@ void bench_report_staging_sweep(FILE *json) {
     double h2d_worst, d2h_worst;
     double h2d = staged(rt, d, host, n, true, &h2d_worst);
     double d2h = staged(rt, d, host, n, false, &d2h_worst);
-    printf("  %-9s %-5s %-9s %-7u %8.1f (%6.1f) %8.1f (%6.1f)  pass %zu\n",
+    const char *pipe = c->pipeline ? "off" : "on";
+    printf("  %-9s %-5s %-9s %-7u %-8s %8.1f (%6.1f) %8.1f (%6.1f)  pass %zu\n",
            c->chunk ? c->chunk : "default", c->ring ? c->ring : "all",
-           c->streaming ? c->streaming : "d2h", c->threads, h2d, h2d_worst, d2h, d2h_worst,
+           c->streaming ? c->streaming : "d2h", c->threads, pipe, h2d, h2d_worst, d2h, d2h_worst,
            k / nconf + 1);
     fflush(stdout);
     fprintf(json,
             "%s\n{\"pass\":%zu,\"chunk\":\"%s\",\"ring\":\"%s\",\"streaming\":\"%s\","
-            "\"threads\":%u,\"h2d\":{\"median\":%.4g,\"worst\":%.4g},"
+            "\"threads\":%u,\"pipeline\":\"%s\",\"h2d\":{\"median\":%.4g,\"worst\":%.4g},"
             "\"d2h\":{\"median\":%.4g,\"worst\":%.4g}}",
             k ? "," : "", k / nconf + 1, c->chunk ? c->chunk : "default", c->ring ? c->ring : "all",
-            c->streaming ? c->streaming : "d2h", c->threads, h2d, h2d_worst, d2h, d2h_worst);
+            c->streaming ? c->streaming : "d2h", c->threads, pipe, h2d, h2d_worst, d2h, d2h_worst);
     bench_check(E.t->buffer_free(rt, d), "buffer_free");
     bench_check(E.t->runtime_destroy(rt, T4A_WAIT_FOREVER), "runtime_destroy");
   }
@@ -180,7 +188,137 @@ void bench_report_staging_sweep(FILE *json) {
   set_knob("T4A_STAGING_CHUNK", NULL);
   set_knob("T4A_STAGING_RING", NULL);
   set_knob("T4A_COPY_STREAMING", NULL);
+  set_knob("T4A_COPY_PIPELINE", NULL);
   free(host);
+}
+
+/* ---- the hot-window sweep ------------------------------------------------------------ */
+
+/* Mid-size pageable H2D copies (batches of about 8 MiB, then seal and wait)
+ * against the driver's own cuMemcpyHtoDAsync + synchronize, for hot-window
+ * sizes (T4A_STAGING_HOT, read at runtime_create; 0 = off): the data behind
+ * the default. Ratios of medians over 15 alternating samples. */
+void bench_report_hot_sweep(FILE *json) {
+  static const uint64_t sizes[] = {96 << 10, 256 << 10, 512 << 10, 1 << 20, 1536 << 10, 2 << 20};
+  static const char *const windows[] = {"0", "524288", "1048576", "2097152", "4194304"};
+  enum { NS = sizeof sizes / sizeof sizes[0], NW = sizeof windows / sizeof windows[0], S = 15 };
+  const uint64_t most = 2 * MiB;
+  unsigned char *host = malloc(most);
+  for (uint64_t i = 0; i < most; i++)
+    host[i] = (unsigned char)(i * 131 + 7);
+  t4a__CUdeviceptr raw_dev;
+  bench_cu(E.cu.cuMemAllocFromPoolAsync(&raw_dev, (size_t)most, E.pool, E.stream), "raw alloc");
+  bench_cu(E.cu.cuStreamSynchronize(E.stream), "cuStreamSynchronize");
+  printf("\nhot-window sweep, pageable H2D batches of ~8 MiB + wait, ratio to the driver "
+         "(t4a GB/s), median of %d:\n  %-10s",
+         S, "size");
+  for (int w = 0; w < NW; w++)
+    printf(" %16s", strcmp(windows[w], "0") ? windows[w] : "off");
+  printf("\n");
+  fprintf(json, ",\n\"hot_sweep\":[");
+  double ratio[NS][NW], gbps[NS][NW], raw_gbps[NS][NW];
+  for (int w = 0; w < NW; w++) {
+    set_knob("T4A_STAGING_HOT", windows[w]);
+    t4a_runtime rt;
+    bench_check(E.t->runtime_create(0, NULL, &rt), "runtime_create");
+    t4a_buffer d;
+    bench_check(E.t->buffer_alloc(rt, most, &d), "buffer_alloc");
+    for (int k = 0; k < NS; k++) {
+      uint64_t n = sizes[k];
+      int batch = (int)((8 * MiB + n - 1) / n);
+      double ours[S], raw[S];
+      for (int smp = -2; smp < S; smp++) { /* two warm-up samples */
+        for (int side = 0; side < 2; side++) {
+          bool ours_turn = (smp + side) % 2 == 0;
+          double t0 = bench_now();
+          for (int i = 0; i < batch; i++) {
+            if (ours_turn)
+              bench_check(E.t->copy_h2d(rt, d, 0, host, n), "copy_h2d");
+            else
+              bench_cu(E.cu.cuMemcpyHtoDAsync(raw_dev, host, (size_t)n, E.stream), "h2d");
+          }
+          if (ours_turn) {
+            t4a_witness wit;
+            bench_check(E.t->seal(rt, &wit), "seal");
+            bench_check(E.t->witness_wait(wit, T4A_WAIT_FOREVER), "witness_wait");
+            bench_check(E.t->witness_release(wit), "witness_release");
+          } else {
+            bench_cu(E.cu.cuStreamSynchronize(E.stream), "cuStreamSynchronize");
+          }
+          double v = (double)n * batch / (bench_now() - t0) / 1e9;
+          if (smp >= 0)
+            (ours_turn ? ours : raw)[smp] = v;
+        }
+      }
+      gbps[k][w] = median(ours, S);
+      raw_gbps[k][w] = median(raw, S);
+      ratio[k][w] = gbps[k][w] / raw_gbps[k][w];
+    }
+    bench_check(E.t->buffer_free(rt, d), "buffer_free");
+    bench_check(E.t->runtime_destroy(rt, T4A_WAIT_FOREVER), "runtime_destroy");
+  }
+  set_knob("T4A_STAGING_HOT", NULL);
+  for (int k = 0; k < NS; k++) {
+    printf("  %-10llu", (unsigned long long)sizes[k]);
+    for (int w = 0; w < NW; w++) {
+      printf(" %7.3f (%5.1f)", ratio[k][w], gbps[k][w]);
+      fprintf(json,
+              "%s\n{\"bytes\":%llu,\"hot\":\"%s\",\"t4a_gbps\":%.4g,\"raw_gbps\":%.4g,"
+              "\"ratio\":%.4g}",
+              k || w ? "," : "", (unsigned long long)sizes[k], windows[w], gbps[k][w],
+              raw_gbps[k][w], ratio[k][w]);
+    }
+    printf("\n");
+  }
+  fprintf(json, "]");
+  bench_cu(E.cu.cuMemFreeAsync(raw_dev, E.stream), "raw free");
+  bench_cu(E.cu.cuStreamSynchronize(E.stream), "cuStreamSynchronize");
+  free(host);
+}
+
+/* ---- what a checked, thread-safe call costs ------------------------------------------ */
+
+/* The floor under every table call that small copies and launches pay on
+ * top of the driver's own call: a call that takes the runtime's lock and
+ * looks a handle up and does nothing else (buffer_size), next to its parts
+ * (an uncontended mutex, cuCtxGetCurrent). Nanoseconds per call, median of
+ * 11 runs of 200 000. */
+void bench_report_overhead(FILE *json) {
+  enum { RUNS = 11, N = 200000 };
+  t4a_buffer b;
+  bench_check(E.t->buffer_alloc(E.rt, 256, &b), "buffer_alloc");
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  static const char *const names[] = {"table call (buffer_size: lock, handle lookup)",
+                                      "pthread mutex lock + unlock", "cuCtxGetCurrent"};
+  double ns[3];
+  for (int k = 0; k < 3; k++) {
+    double v[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+      uint64_t size = 0;
+      t4a__CUcontext cur;
+      double t0 = bench_now();
+      for (int i = 0; i < N; i++) {
+        if (k == 0) {
+          bench_check(E.t->buffer_size(E.rt, b, &size), "buffer_size");
+        } else if (k == 1) {
+          pthread_mutex_lock(&m);
+          pthread_mutex_unlock(&m);
+        } else {
+          bench_cu(E.cu.cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
+        }
+      }
+      v[r] = (bench_now() - t0) / N * 1e9;
+    }
+    ns[k] = median(v, RUNS);
+  }
+  bench_check(E.t->buffer_free(E.rt, b), "buffer_free");
+  printf("\ncall costs, ns per call (median of %d x %d):\n", RUNS, N);
+  fprintf(json, ",\n\"call_costs_ns\":[");
+  for (int k = 0; k < 3; k++) {
+    printf("  %-48s %7.1f\n", names[k], ns[k]);
+    fprintf(json, "%s{\"what\":\"%s\",\"ns\":%.4g}", k ? "," : "", names[k], ns[k]);
+  }
+  fprintf(json, "]");
 }
 
 /* ---- init, each in a fresh process ------------------------------------------------- */
