@@ -200,7 +200,18 @@ void bench_report_staging_sweep(FILE *json) {
  * the default. Ratios of medians over 15 alternating samples. */
 void bench_report_hot_sweep(FILE *json) {
   static const uint64_t sizes[] = {96 << 10, 256 << 10, 512 << 10, 1 << 20, 1536 << 10, 2 << 20};
-  static const char *const windows[] = {"0", "524288", "1048576", "2097152", "4194304"};
+  /* hot window (T4A_STAGING_HOT) and split size (T4A_COPY_SPLIT_MIN) */
+  static const char *const windows[][2] = {
+      {"0", NULL},
+      {"524288", NULL},
+      {"1048576", NULL},
+      {"2097152", NULL},
+      {"4194304", NULL},
+      {"2097152", "524288"},
+      {"2097152", "1048576"},
+      {"4194304", "524288"},
+      {"4194304", "1048576"},
+  };
   enum { NS = sizeof sizes / sizeof sizes[0], NW = sizeof windows / sizeof windows[0], S = 15 };
   const uint64_t most = 2 * MiB;
   unsigned char *host = malloc(most);
@@ -212,13 +223,18 @@ void bench_report_hot_sweep(FILE *json) {
   printf("\nhot-window sweep, pageable H2D batches of ~8 MiB + wait, ratio to the driver "
          "(t4a GB/s), median of %d:\n  %-10s",
          S, "size");
-  for (int w = 0; w < NW; w++)
-    printf(" %16s", strcmp(windows[w], "0") ? windows[w] : "off");
-  printf("\n");
+  for (int w = 0; w < NW; w++) {
+    char label[40];
+    snprintf(label, sizeof label, "%s/%s", strcmp(windows[w][0], "0") ? windows[w][0] : "off",
+             windows[w][1] ? windows[w][1] : "2097152");
+    printf(" %16s", label);
+  }
+  printf("\n  (columns: hot window / split size, bytes)\n");
   fprintf(json, ",\n\"hot_sweep\":[");
   double ratio[NS][NW], gbps[NS][NW], raw_gbps[NS][NW];
   for (int w = 0; w < NW; w++) {
-    set_knob("T4A_STAGING_HOT", windows[w]);
+    set_knob("T4A_STAGING_HOT", windows[w][0]);
+    set_knob("T4A_COPY_SPLIT_MIN", windows[w][1]);
     t4a_runtime rt;
     bench_check(E.t->runtime_create(0, NULL, &rt), "runtime_create");
     t4a_buffer d;
@@ -258,15 +274,16 @@ void bench_report_hot_sweep(FILE *json) {
     bench_check(E.t->runtime_destroy(rt, T4A_WAIT_FOREVER), "runtime_destroy");
   }
   set_knob("T4A_STAGING_HOT", NULL);
+  set_knob("T4A_COPY_SPLIT_MIN", NULL);
   for (int k = 0; k < NS; k++) {
     printf("  %-10llu", (unsigned long long)sizes[k]);
     for (int w = 0; w < NW; w++) {
       printf(" %7.3f (%5.1f)", ratio[k][w], gbps[k][w]);
       fprintf(json,
-              "%s\n{\"bytes\":%llu,\"hot\":\"%s\",\"t4a_gbps\":%.4g,\"raw_gbps\":%.4g,"
-              "\"ratio\":%.4g}",
-              k || w ? "," : "", (unsigned long long)sizes[k], windows[w], gbps[k][w],
-              raw_gbps[k][w], ratio[k][w]);
+              "%s\n{\"bytes\":%llu,\"hot\":\"%s\",\"split_min\":\"%s\",\"t4a_gbps\":%.4g,"
+              "\"raw_gbps\":%.4g,\"ratio\":%.4g}",
+              k || w ? "," : "", (unsigned long long)sizes[k], windows[w][0],
+              windows[w][1] ? windows[w][1] : "default", gbps[k][w], raw_gbps[k][w], ratio[k][w]);
     }
     printf("\n");
   }

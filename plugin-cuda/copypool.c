@@ -23,13 +23,10 @@
 #include "plugin-cuda/copypool.h"
 
 #define MAX_WORKERS 15u
-/* Waking a sleeping thread and waiting for it costs tens of microseconds on
- * the H200 hosts (virtual machines): the pageable sweep there lost to the
- * driver at 256 KiB (0.41x H2D, 0.65x D2H) and 1 MiB (0.79x H2D) when such
- * copies were split into 64 KiB parts, while one thread copies a cache-warm
- * MiB in about the time the wake-ups took. So copies below SPLIT_MIN stay on
- * the calling thread, and a split part is at least MIN_PART. */
-#define SPLIT_MIN (2u << 20)
+/* The staging decides which copies are worth splitting (staging.c,
+ * T4A_COPY_SPLIT_MIN: waking sleeping threads costs tens of microseconds on
+ * the H200 hosts) and passes one thread for the others; here a copy is
+ * split only into parts of at least MIN_PART. */
 #define MIN_PART (256u << 10)
 
 /* `rows` rows of `bytes` each, at the pitches (a 1D copy is one row). */
@@ -225,7 +222,7 @@ void t4a__copy_finish(t4a__copy_task *t) {
 }
 
 static unsigned parts_for(size_t total, unsigned threads) {
-  unsigned parts = total < SPLIT_MIN ? 1 : threads;
+  unsigned parts = threads;
   if (parts > total / MIN_PART)
     parts = (unsigned)(total / MIN_PART);
   return parts ? parts : 1;

@@ -100,9 +100,21 @@ static uint64_t hot_window(uint64_t chunk) {
  * never idle between chunks (each chunk used to be a fork and a join: the
  * threads' wake-ups stood between the memcpys). T4A_COPY_PIPELINE=0 (a
  * tuning knob) turns that off. */
+/* Host copies below the split size stay on the calling thread: waking a
+ * sleeping copy thread and waiting for it costs tens of microseconds on the
+ * H200 hosts (virtual machines), about what one thread takes to copy a
+ * cache-warm MiB; the pageable sweep there lost to the driver at 256 KiB
+ * (0.41x H2D, 0.65x D2H) and 1 MiB (0.79x H2D) when such copies were split
+ * into 64 KiB parts. T4A_COPY_SPLIT_MIN (bytes, at least 512 KiB) is the
+ * tuning knob; the hot-window sweep in docs/performance.md measures it. */
+#define SPLIT_DEFAULT (2ull << 20)
+
 static void tune(t4a__staging *s) {
   const char *v = t4a__getenv("T4A_COPY_PIPELINE");
   s->pipeline = !(v && strcmp(v, "0") == 0);
+  s->split_min = knob("T4A_COPY_SPLIT_MIN", 512ull << 10, UINT64_MAX);
+  if (!s->split_min)
+    s->split_min = SPLIT_DEFAULT;
   s->hot_window = hot_window(s->chunk_bytes);
   s->fill = 0;
   s->open_hot = false;
@@ -287,7 +299,8 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
     s->open_hot = true;
   }
   char *piece = s->chunks[s->open].ptr + s->fill;
-  t4a__parallel_memcpy(piece, src, (size_t)bytes, rt->opts.copy_threads, s->stream_h2d);
+  t4a__parallel_memcpy(piece, src, (size_t)bytes,
+                       t4a__staging_threads(s, rt->opts.copy_threads, bytes), s->stream_h2d);
   if ((rc = h2d_dma(rt, dst, piece, bytes)))
     return rc;
   uint64_t used = fill_used(bytes);
@@ -347,8 +360,8 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
     p->n = bytes - off < room ? bytes - off : room;
     p->ptr = s->chunks[p->chunk].ptr + s->fill;
     p->dst = dst + off;
-    t4a__copy_start(&p->task, p->ptr, from + off, (size_t)p->n, rt->opts.copy_threads,
-                    s->stream_h2d);
+    t4a__copy_start(&p->task, p->ptr, from + off, (size_t)p->n,
+                    t4a__staging_threads(s, rt->opts.copy_threads, p->n), s->stream_h2d);
     uint64_t used = fill_used(p->n);
     s->fill = used < room ? s->fill + used : s->chunk_bytes;
     p->closes = s->fill == s->chunk_bytes;
@@ -397,7 +410,8 @@ static int staged_d2h_one(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uin
     return t4a__rt_cu_fail(rt, r, "copy_d2h: the runtime's work failed");
   }
   c->busy = false;
-  t4a__parallel_memcpy(dst, c->ptr, (size_t)bytes, rt->opts.copy_threads, s->stream_d2h);
+  t4a__parallel_memcpy(dst, c->ptr, (size_t)bytes,
+                       t4a__staging_threads(s, rt->opts.copy_threads, bytes), s->stream_d2h);
   s->next = (s->next + 1) % s->ring;
   return T4A_OK;
 }
@@ -413,32 +427,47 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
     return staged_d2h_one(rt, dst, src, bytes);
   char *to = dst;
   uint64_t pieces = (bytes + s->chunk_bytes - 1) / s->chunk_bytes;
-  uint64_t issued = 0, done = 0;
-  uint32_t first = s->next; /* piece i uses chunk (first + i) % ring */
-  while (done < pieces) {
-    while (issued < pieces && issued - done < s->ring) {
+  /* Piece i uses chunk (first + i) % ring. A chunk takes its next DMA once
+   * its memcpy out finished (`released` pieces have); with the pipeline on,
+   * piece i's memcpy out starts before piece i - 1's is waited for. */
+  uint64_t issued = 0, done = 0, released = 0;
+  uint32_t first = s->next;
+  t4a__copy_task tasks[2];
+  bool pending = false; /* piece done - 1's memcpy out is in flight */
+  while (done < pieces && rc == T4A_OK) {
+    while (issued < pieces && issued - released < s->ring) {
       t4a__chunk *c = &s->chunks[(first + issued) % s->ring];
       if ((rc = t4a__chunk_acquire(rt, c)))
-        return rc;
+        break;
       uint64_t off = issued * s->chunk_bytes;
       uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
       t4a__CUresult r = t4a__be.cu.cuMemcpyDtoHAsync(c->ptr, src + off, (size_t)n, rt->stream);
-      if (r != T4A__CUDA_SUCCESS)
-        return t4a__rt_cu_fail(rt, r, "copy_d2h: cuMemcpyDtoHAsync of %llu bytes failed",
-                               (unsigned long long)n);
+      if (r != T4A__CUDA_SUCCESS) {
+        rc = t4a__rt_cu_fail(rt, r, "copy_d2h: cuMemcpyDtoHAsync of %llu bytes failed",
+                             (unsigned long long)n);
+        break;
+      }
       if ((rc = t4a__chunk_record(rt, c)))
-        return rc;
+        break;
       t4a__staging_note_in_use(rt);
       issued++;
     }
     t4a__chunk *c = &s->chunks[(first + done) % s->ring];
-    if ((rc = t4a__chunk_acquire(rt, c)))
-      return rc;
+    if (rc || (rc = t4a__chunk_acquire(rt, c)))
+      break;
     uint64_t off = done * s->chunk_bytes;
     uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
-    t4a__parallel_memcpy(to + off, c->ptr, (size_t)n, rt->opts.copy_threads, s->stream_d2h);
+    t4a__copy_start(&tasks[done & 1], to + off, c->ptr, (size_t)n,
+                    t4a__staging_threads(s, rt->opts.copy_threads, n), s->stream_d2h);
+    if (pending || !s->pipeline) { /* the earlier piece (or, without the pipeline, this one) */
+      t4a__copy_finish(&tasks[(done - (s->pipeline ? 1 : 0)) & 1]);
+      released = s->pipeline ? done : done + 1;
+    }
+    pending = s->pipeline;
     done++;
   }
+  if (pending) /* on an error too: the threads must be done with dst before we return */
+    t4a__copy_finish(&tasks[(done - 1) & 1]);
   s->next = (uint32_t)((first + pieces) % s->ring);
   return rc;
 }

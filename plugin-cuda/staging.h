@@ -20,19 +20,25 @@ typedef struct t4a__chunk {
 typedef struct t4a__staging {
   char *base; /* one pinned allocation of `bytes` */
   uint64_t bytes, chunk_bytes;
-  uint32_t count, next;        /* chunks, and the next to use (round robin) */
-  uint32_t ring;               /* chunks copies cycle through: the first `ring` (<= count) */
-  uint64_t fill;               /* bytes of chunk `open` host-to-device copies use; 0 = none */
-  uint32_t open;               /* the chunk being filled (`next`, or a hot chunk) */
-  bool open_hot;               /* ... and it is a hot window (staging.c) */
-  uint32_t hot_next;           /* the hot chunk (0 or 1) the next window uses */
-  uint64_t hot_window;         /* mid-size H2D copies fill windows of this size; 0 = off */
-  bool pipeline;               /* large H2D: fill a chunk while the last one's parts finish */
+  uint32_t count, next; /* chunks, and the next to use (round robin) */
+  uint32_t ring;        /* chunks copies cycle through: the first `ring` (<= count) */
+  uint64_t fill;        /* bytes of chunk `open` host-to-device copies use; 0 = none */
+  uint32_t open;        /* the chunk being filled (`next`, or a hot chunk) */
+  bool open_hot;        /* ... and it is a hot window (staging.c) */
+  uint32_t hot_next;    /* the hot chunk (0 or 1) the next window uses */
+  uint64_t hot_window;  /* mid-size H2D copies fill windows of this size; 0 = off */
+  bool pipeline;        /* large copies: a chunk's memcpy starts before the last one's ends */
+  uint64_t split_min;   /* host copies of this size or more use the copy threads */
   bool stream_h2d, stream_d2h; /* non-temporal stores into / out of staging */
   uint64_t direct_h2d;         /* host-to-device copies up to this size bypass the staging */
   t4a__chunk *chunks;
   uint64_t peak_bytes;
 } t4a__staging;
+
+/* How many copy threads a host copy of n bytes through the staging uses. */
+static inline unsigned t4a__staging_threads(const t4a__staging *s, unsigned threads, uint64_t n) {
+  return n < s->split_min ? 1u : threads;
+}
 
 /* Pins the staging (rt->opts.staging_bytes) and creates its events, or
  * adopts `spare` (an idle staging of a destroyed runtime, may be NULL) when

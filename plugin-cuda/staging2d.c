@@ -61,7 +61,7 @@ int t4a__staged_h2d_2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *src,
     if ((rc = t4a__chunk_acquire(rt, c)))
       return rc;
     pack_rows(c->ptr, r->width, src + row * r->src_pitch, r->src_pitch, r->width, k,
-              rt->opts.copy_threads, s->stream_h2d);
+              t4a__staging_threads(s, rt->opts.copy_threads, r->width * k), s->stream_h2d);
     if ((rc = chunk_dma_2d(rt, true, c, dst + row * r->dst_pitch, r->dst_pitch, r->width, k)) ||
         (rc = t4a__chunk_record(rt, c)))
       return rc;
@@ -106,7 +106,7 @@ int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const 
     uint64_t row = done * per_chunk;
     uint64_t k = r->rows - row < per_chunk ? r->rows - row : per_chunk;
     pack_rows(dst + row * r->dst_pitch, r->dst_pitch, c->ptr, r->width, r->width, k,
-              rt->opts.copy_threads, s->stream_d2h);
+              t4a__staging_threads(s, rt->opts.copy_threads, r->width * k), s->stream_d2h);
     done++;
   }
   s->next = (uint32_t)((first + groups) % s->ring);

@@ -253,7 +253,7 @@ START_TEST(copies_of_every_size_land_in_call_order) {
     unsetenv("T4A_COPY_PIPELINE");
     const uint64_t size = 12 * MiB;
     uint64_t seed = t4a_test_seed() + 17 + (uint64_t)pipeline, x = seed | 1;
-    unsigned char *model = malloc(size), *back = malloc(size), *src = malloc(size);
+    unsigned char *model = malloc(size), *back = malloc(size + 1), *src = malloc(size);
     t4a_test_fill_random(model, size, seed);
     t4a_buffer d;
     RT_OK(T->buffer_alloc(rt, size, &d));
@@ -284,6 +284,16 @@ START_TEST(copies_of_every_size_land_in_call_order) {
       if (back[i] != model[i])
         ck_abort_msg("pipeline %s: byte %llu is %u, the copies' order says %u",
                      pipeline ? "on" : "off", (unsigned long long)i, back[i], model[i]);
+    /* and ranges of every size read back (the pipelined device-to-host path) */
+    for (int i = 0; i < 12; i++) {
+      uint64_t n = 1 + next_rand(&x) % (i % 2 ? 9 * MiB : 64 * KiB);
+      uint64_t off = next_rand(&x) % (size - n + 1);
+      memset(back, 0xee, n + 1);
+      RT_OK(T->copy_d2h(rt, back, d, off, n));
+      ck_assert_msg(memcmp(back, model + off, n) == 0, "pipeline %s: %llu bytes at %llu",
+                    pipeline ? "on" : "off", (unsigned long long)n, (unsigned long long)off);
+      ck_assert_uint_eq(back[n], 0xee); /* nothing written past the end */
+    }
     t4a_runtime_counters c = rt_counters(rt);
     ck_assert_uint_le(c.staging_peak_bytes, c.staging_bytes);
     RT_OK(T->buffer_free(rt, d));
