@@ -205,29 +205,18 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
       return t4a__fail(T4A_ETIMEOUT, "witness_wait: not complete after %llu ns; wait longer",
                        (unsigned long long)timeout_ns);
     }
-    t4a__event *e = t4a__epoch_event(rt, ref.seq);
-    bool spin = now - start < SPIN_NS; /* a short round trip should not sleep */
-    if (spin && !e) {
+    if (now - start < SPIN_NS) { /* spin: a short round trip should not sleep */
       t4a__rt_unlock(rt);
       continue;
     }
-    if (spin || (deadline == UINT64_MAX && e)) {
-      /* Poll (spin) or block in the driver without holding the runtime; the
-       * pin keeps ev alive, even through a destroy after a fault. The spin
-       * polls the one event, nothing else: completion is seen within one
-       * cuEventQuery of happening (taking the locks and polling every
-       * pending seal on each round saw it later). */
+    t4a__event *e = t4a__epoch_event(rt, ref.seq);
+    if (deadline == UINT64_MAX && e) {
+      /* block in the driver without holding the runtime; the pin keeps ev
+       * alive, even through a destroy after a fault */
       t4a__CUevent ev = e->ev;
       e->pins++;
       t4a__rt_unlock(rt);
-      t4a__CUresult r;
-      if (spin) {
-        uint64_t until = start + SPIN_NS < deadline ? start + SPIN_NS : deadline;
-        while ((r = t4a__be.cu.cuEventQuery(ev)) == T4A__CUDA_ERROR_NOT_READY && now_ns() < until)
-          ;
-      } else {
-        r = t4a__be.cu.cuEventSynchronize(ev);
-      }
+      t4a__CUresult r = t4a__be.cu.cuEventSynchronize(ev);
       pthread_mutex_lock(&rt->lock);
       if (rt->alive && rt->gen == ref.rt_gen) { /* else destroyed after a fault */
         t4a__event_unpin(rt, e);
