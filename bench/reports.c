@@ -200,17 +200,12 @@ void bench_report_staging_sweep(FILE *json) {
  * the default. Ratios of medians over 15 alternating samples. */
 void bench_report_hot_sweep(FILE *json) {
   static const uint64_t sizes[] = {96 << 10, 256 << 10, 512 << 10, 1 << 20, 1536 << 10, 2 << 20};
-  /* hot window (T4A_STAGING_HOT) and split size (T4A_COPY_SPLIT_MIN) */
-  static const char *const windows[][2] = {
-      {"0", NULL},
-      {"524288", NULL},
-      {"1048576", NULL},
-      {"2097152", NULL},
-      {"4194304", NULL},
-      {"2097152", "524288"},
-      {"2097152", "1048576"},
-      {"4194304", "524288"},
-      {"4194304", "1048576"},
+  /* hot window (T4A_STAGING_HOT), split size (T4A_COPY_SPLIT_MIN) and the
+   * copy threads' spin (T4A_COPY_SPIN_US); NULL: the default */
+  static const char *const windows[][3] = {
+      {"0", "2097152", NULL},       {"524288", "2097152", NULL},  {"1048576", "2097152", NULL},
+      {"2097152", "2097152", NULL}, {"4194304", "2097152", NULL}, {"2097152", "524288", NULL},
+      {"2097152", "1048576", NULL}, {"2097152", "1048576", "0"},  {"4194304", "1048576", NULL},
   };
   enum { NS = sizeof sizes / sizeof sizes[0], NW = sizeof windows / sizeof windows[0], S = 15 };
   const uint64_t most = 2 * MiB;
@@ -224,17 +219,18 @@ void bench_report_hot_sweep(FILE *json) {
          "(t4a GB/s), median of %d:\n  %-10s",
          S, "size");
   for (int w = 0; w < NW; w++) {
-    char label[40];
-    snprintf(label, sizeof label, "%s/%s", strcmp(windows[w][0], "0") ? windows[w][0] : "off",
-             windows[w][1] ? windows[w][1] : "2097152");
+    char label[48];
+    snprintf(label, sizeof label, "%s/%s/%s", windows[w][0], windows[w][1],
+             windows[w][2] ? windows[w][2] : "d");
     printf(" %16s", label);
   }
-  printf("\n  (columns: hot window / split size, bytes)\n");
+  printf("\n  (columns: hot window / split size, bytes / spin us, d = default; hot 0 = off)\n");
   fprintf(json, ",\n\"hot_sweep\":[");
   double ratio[NS][NW], gbps[NS][NW], raw_gbps[NS][NW];
   for (int w = 0; w < NW; w++) {
     set_knob("T4A_STAGING_HOT", windows[w][0]);
     set_knob("T4A_COPY_SPLIT_MIN", windows[w][1]);
+    set_knob("T4A_COPY_SPIN_US", windows[w][2]);
     t4a_runtime rt;
     bench_check(E.t->runtime_create(0, NULL, &rt), "runtime_create");
     t4a_buffer d;
@@ -275,15 +271,16 @@ void bench_report_hot_sweep(FILE *json) {
   }
   set_knob("T4A_STAGING_HOT", NULL);
   set_knob("T4A_COPY_SPLIT_MIN", NULL);
+  set_knob("T4A_COPY_SPIN_US", NULL);
   for (int k = 0; k < NS; k++) {
     printf("  %-10llu", (unsigned long long)sizes[k]);
     for (int w = 0; w < NW; w++) {
       printf(" %7.3f (%5.1f)", ratio[k][w], gbps[k][w]);
       fprintf(json,
-              "%s\n{\"bytes\":%llu,\"hot\":\"%s\",\"split_min\":\"%s\",\"t4a_gbps\":%.4g,"
-              "\"raw_gbps\":%.4g,\"ratio\":%.4g}",
-              k || w ? "," : "", (unsigned long long)sizes[k], windows[w][0],
-              windows[w][1] ? windows[w][1] : "default", gbps[k][w], raw_gbps[k][w], ratio[k][w]);
+              "%s\n{\"bytes\":%llu,\"hot\":\"%s\",\"split_min\":\"%s\",\"spin_us\":\"%s\","
+              "\"t4a_gbps\":%.4g,\"raw_gbps\":%.4g,\"ratio\":%.4g}",
+              k || w ? "," : "", (unsigned long long)sizes[k], windows[w][0], windows[w][1],
+              windows[w][2] ? windows[w][2] : "default", gbps[k][w], raw_gbps[k][w], ratio[k][w]);
     }
     printf("\n");
   }
@@ -306,8 +303,9 @@ void bench_report_overhead(FILE *json) {
   bench_check(E.t->buffer_alloc(E.rt, 256, &b), "buffer_alloc");
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   static const char *const names[] = {"table call (buffer_size: lock, handle lookup)",
-                                      "pthread mutex lock + unlock", "cuCtxGetCurrent"};
-  double ns[3];
+                                      "pthread mutex lock + unlock", "cuCtxGetCurrent",
+                                      "the table call in situ (after a 4 KiB pageable H2D)"};
+  double ns[4];
   for (int k = 0; k < 3; k++) {
     double v[RUNS];
     for (int r = 0; r < RUNS; r++) {
@@ -328,10 +326,35 @@ void bench_report_overhead(FILE *json) {
     }
     ns[k] = median(v, RUNS);
   }
+  /* In situ: the same table call after each 4 KiB pageable cuMemcpyHtoDAsync
+   * (the driver's call evicts what the table call touches from the nearest
+   * caches, as between a consumer's calls), against the copies alone. */
+  enum { M = 2000 };
+  unsigned char *host = calloc(1, 4096);
+  t4a__CUdeviceptr raw_dev;
+  bench_cu(E.cu.cuMemAllocFromPoolAsync(&raw_dev, 4096, E.pool, E.stream), "raw alloc");
+  double with[RUNS], without[RUNS];
+  for (int r = 0; r < RUNS; r++)
+    for (int side = 0; side < 2; side++) {
+      bool call = (r + side) % 2 == 0;
+      uint64_t size = 0;
+      double t0 = bench_now();
+      for (int i = 0; i < M; i++) {
+        bench_cu(E.cu.cuMemcpyHtoDAsync(raw_dev, host, 4096, E.stream), "h2d");
+        if (call)
+          bench_check(E.t->buffer_size(E.rt, b, &size), "buffer_size");
+      }
+      bench_cu(E.cu.cuStreamSynchronize(E.stream), "cuStreamSynchronize");
+      (call ? with : without)[r] = (bench_now() - t0) / M * 1e9;
+    }
+  ns[3] = median(with, RUNS) - median(without, RUNS);
+  bench_cu(E.cu.cuMemFreeAsync(raw_dev, E.stream), "raw free");
+  bench_cu(E.cu.cuStreamSynchronize(E.stream), "cuStreamSynchronize");
+  free(host);
   bench_check(E.t->buffer_free(E.rt, b), "buffer_free");
   printf("\ncall costs, ns per call (median of %d x %d):\n", RUNS, N);
   fprintf(json, ",\n\"call_costs_ns\":[");
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     printf("  %-48s %7.1f\n", names[k], ns[k]);
     fprintf(json, "%s{\"what\":\"%s\",\"ns\":%.4g}", k ? "," : "", names[k], ns[k]);
   }

@@ -10,10 +10,12 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
@@ -35,6 +37,7 @@ typedef struct job {
   const void *src;
   size_t bytes, rows, dst_pitch, src_pitch;
   bool stream;
+  uint32_t spin_us;
   t4a__copy_task *task;
 } job;
 
@@ -45,17 +48,22 @@ static unsigned nworkers;
 static bool stopping;
 static job queue[MAX_WORKERS * 4];
 static unsigned qhead, qcount;
+static atomic_uint queued; /* qcount, for spinning threads to peek at without the lock */
+static atomic_bool quit;   /* stopping, likewise */
 
-/* max(min(CPUs, 8), min(16, CPUs / 2)): on the 2 x H200 host (32 CPUs) a
- * pageable 512 MiB H2D copy ran at 24-42 GB/s with 8 threads and 48-49 with
- * 16 (D2H 51-54 with either; docs/performance.md, the staging sweep); half
- * the CPUs, at most 16, is what a copy may take while it runs. */
+/* max(min(CPUs, 8), min(16, 3 * CPUs / 4)): on the H200 host with 16 CPUs a
+ * pageable 512 MiB H2D copy (pipelined) ran at 46-51 GB/s median with 8
+ * threads, its worst of 9 runs 36-50, and at 52 with 12 (worst 47-50); the
+ * host's own memcpy bandwidth there is 31 GB/s on 8 threads, 42 on 12 and
+ * 49 on 16 (docs/performance.md, the staging sweep). On 32 CPUs, 16 (the
+ * most) against 8 was 48-49 against 24-42 GB/s. Three quarters of the CPUs,
+ * at most 16, is what a large copy may take while it runs. */
 unsigned t4a__copy_threads_default(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   if (n <= 1)
     return 1u;
-  long small = n < 8 ? n : 8, half = n / 2 < 16 ? n / 2 : 16;
-  return (unsigned)(small > half ? small : half);
+  long small = n < 8 ? n : 8, most = 3 * n / 4 < 16 ? 3 * n / 4 : 16;
+  return (unsigned)(small > most ? small : most);
 }
 
 /* `stream` asks for non-temporal stores (the destination is not read again
@@ -104,20 +112,60 @@ static void part_done(t4a__copy_task *t) {
   pthread_mutex_unlock(&t->lock);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* After a part, a thread looks for the next job for up to spin_us before it
+ * sleeps: the next part of a stream of copies then costs no wake-up. */
+static void spin_for_work(uint32_t spin_us) {
+  uint64_t until = now_ns() + (uint64_t)spin_us * 1000u;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load_explicit(&queued, memory_order_relaxed) ||
+        atomic_load_explicit(&quit, memory_order_relaxed))
+      return;
+    cpu_relax();
+    if (i % 64 == 0 && now_ns() >= until)
+      return;
+  }
+}
+
+/* Takes the job at the head of the queue (lock held). */
+static job take(void) {
+  job j = queue[qhead];
+  qhead = (qhead + 1) % (sizeof queue / sizeof queue[0]);
+  qcount--;
+  atomic_store_explicit(&queued, qcount, memory_order_relaxed);
+  return j;
+}
+
 static void *worker(void *arg) {
   (void)arg;
+  uint32_t spin_us = 0; /* of the part just done */
   pthread_mutex_lock(&lock);
   for (;;) {
+    if (!qcount && !stopping && spin_us) {
+      pthread_mutex_unlock(&lock);
+      spin_for_work(spin_us);
+      pthread_mutex_lock(&lock);
+    }
     while (!qcount && !stopping)
       pthread_cond_wait(&work, &lock);
     if (!qcount && stopping)
       break;
-    job j = queue[qhead];
-    qhead = (qhead + 1) % (sizeof queue / sizeof queue[0]);
-    qcount--;
+    job j = take();
     pthread_mutex_unlock(&lock);
     copy_rows(&j);
     part_done(j.task);
+    spin_us = j.spin_us;
     pthread_mutex_lock(&lock);
   }
   pthread_mutex_unlock(&lock);
@@ -178,6 +226,7 @@ static bool queue_split(const job *whole, unsigned parts) {
       row += j.rows;
     }
   }
+  atomic_store_explicit(&queued, qcount, memory_order_relaxed);
   pthread_cond_broadcast(&work);
   pthread_mutex_unlock(&lock);
   return true;
@@ -204,9 +253,7 @@ void t4a__copy_finish(t4a__copy_task *t) {
    * they head the queue (they were queued together), then waits. */
   pthread_mutex_lock(&lock);
   while (qcount && queue[qhead].task == t) {
-    job j = queue[qhead];
-    qhead = (qhead + 1) % QUEUE_LEN;
-    qcount--;
+    job j = take();
     pthread_mutex_unlock(&lock);
     copy_rows(&j);
     part_done(t);
@@ -228,23 +275,23 @@ static unsigned parts_for(size_t total, unsigned threads) {
   return parts ? parts : 1;
 }
 
-void t4a__copy_start(t4a__copy_task *t, void *dst, const void *src, size_t bytes, unsigned threads,
-                     bool stream) {
-  job whole = {dst, src, bytes, 1, 0, 0, stream, NULL};
-  start(t, &whole, parts_for(bytes, threads));
+void t4a__copy_start(t4a__copy_task *t, void *dst, const void *src, size_t bytes,
+                     t4a__copy_how how) {
+  job whole = {dst, src, bytes, 1, 0, 0, how.stream, how.spin_us, NULL};
+  start(t, &whole, parts_for(bytes, how.threads));
 }
 
-void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, unsigned threads, bool stream) {
+void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, t4a__copy_how how) {
   t4a__copy_task t;
-  t4a__copy_start(&t, dst, src, bytes, threads, stream);
+  t4a__copy_start(&t, dst, src, bytes, how);
   t4a__copy_finish(&t);
 }
 
 void t4a__parallel_memcpy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
-                             size_t width, size_t rows, unsigned threads, bool stream) {
-  job whole = {dst, src, width, rows, dst_pitch, src_pitch, stream, NULL};
+                             size_t width, size_t rows, t4a__copy_how how) {
+  job whole = {dst, src, width, rows, dst_pitch, src_pitch, how.stream, how.spin_us, NULL};
   /* the total fits: the rows lie in one chunk or one buffer */
-  unsigned parts = parts_for(width * rows, threads);
+  unsigned parts = parts_for(width * rows, how.threads);
   if (parts > rows)
     parts = (unsigned)rows;
   t4a__copy_task t;
@@ -256,6 +303,7 @@ void t4a__parallel_memcpy_2d(void *dst, size_t dst_pitch, const void *src, size_
 void t4a__copypool_shutdown(void) {
   pthread_mutex_lock(&lock);
   stopping = true;
+  atomic_store(&quit, true);
   pthread_cond_broadcast(&work);
   unsigned n = nworkers;
   pthread_mutex_unlock(&lock);

@@ -109,12 +109,23 @@ static uint64_t hot_window(uint64_t chunk) {
  * tuning knob; the hot-window sweep in docs/performance.md measures it. */
 #define SPLIT_DEFAULT (2ull << 20)
 
+/* A copy thread that did a part keeps looking for the next job this long
+ * before it sleeps (copypool.c), so that a stream of split copies, or the
+ * chunks of a large one, pays no wake-up per part: it burns at most this
+ * much of a CPU after each part, and never polls while no copy runs.
+ * T4A_COPY_SPIN_US (0..10000, 0 = sleep at once) is the tuning knob. */
+#define SPIN_DEFAULT_US 100u
+
 static void tune(t4a__staging *s) {
   const char *v = t4a__getenv("T4A_COPY_PIPELINE");
   s->pipeline = !(v && strcmp(v, "0") == 0);
   s->split_min = knob("T4A_COPY_SPLIT_MIN", 512ull << 10, UINT64_MAX);
   if (!s->split_min)
     s->split_min = SPLIT_DEFAULT;
+  v = t4a__getenv("T4A_COPY_SPIN_US");
+  char *end = NULL;
+  unsigned long long spin = v && *v ? strtoull(v, &end, 0) : SPIN_DEFAULT_US;
+  s->spin_us = (uint32_t)(end && *end ? SPIN_DEFAULT_US : spin > 10000 ? 10000 : spin);
   s->hot_window = hot_window(s->chunk_bytes);
   s->fill = 0;
   s->open_hot = false;
@@ -300,7 +311,7 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
   }
   char *piece = s->chunks[s->open].ptr + s->fill;
   t4a__parallel_memcpy(piece, src, (size_t)bytes,
-                       t4a__staging_threads(s, rt->opts.copy_threads, bytes), s->stream_h2d);
+                       t4a__staging_how(s, rt->opts.copy_threads, bytes, true));
   if ((rc = h2d_dma(rt, dst, piece, bytes)))
     return rc;
   uint64_t used = fill_used(bytes);
@@ -361,7 +372,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
     p->ptr = s->chunks[p->chunk].ptr + s->fill;
     p->dst = dst + off;
     t4a__copy_start(&p->task, p->ptr, from + off, (size_t)p->n,
-                    t4a__staging_threads(s, rt->opts.copy_threads, p->n), s->stream_h2d);
+                    t4a__staging_how(s, rt->opts.copy_threads, p->n, true));
     uint64_t used = fill_used(p->n);
     s->fill = used < room ? s->fill + used : s->chunk_bytes;
     p->closes = s->fill == s->chunk_bytes;
@@ -411,7 +422,7 @@ static int staged_d2h_one(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uin
   }
   c->busy = false;
   t4a__parallel_memcpy(dst, c->ptr, (size_t)bytes,
-                       t4a__staging_threads(s, rt->opts.copy_threads, bytes), s->stream_d2h);
+                       t4a__staging_how(s, rt->opts.copy_threads, bytes, false));
   s->next = (s->next + 1) % s->ring;
   return T4A_OK;
 }
@@ -458,7 +469,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
     uint64_t off = done * s->chunk_bytes;
     uint64_t n = bytes - off < s->chunk_bytes ? bytes - off : s->chunk_bytes;
     t4a__copy_start(&tasks[done & 1], to + off, c->ptr, (size_t)n,
-                    t4a__staging_threads(s, rt->opts.copy_threads, n), s->stream_d2h);
+                    t4a__staging_how(s, rt->opts.copy_threads, n, false));
     if (pending || !s->pipeline) { /* the earlier piece (or, without the pipeline, this one) */
       t4a__copy_finish(&tasks[(done - (s->pipeline ? 1 : 0)) & 1]);
       released = s->pipeline ? done : done + 1;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "plugin-cuda/backend.h"
+#include "plugin-cuda/copypool.h"
 
 typedef struct t4a__runtime t4a__runtime;
 
@@ -29,15 +30,20 @@ typedef struct t4a__staging {
   uint64_t hot_window;  /* mid-size H2D copies fill windows of this size; 0 = off */
   bool pipeline;        /* large copies: a chunk's memcpy starts before the last one's ends */
   uint64_t split_min;   /* host copies of this size or more use the copy threads */
+  uint32_t spin_us;     /* copy threads look for the next part this long (copypool.h) */
   bool stream_h2d, stream_d2h; /* non-temporal stores into / out of staging */
   uint64_t direct_h2d;         /* host-to-device copies up to this size bypass the staging */
   t4a__chunk *chunks;
   uint64_t peak_bytes;
 } t4a__staging;
 
-/* How many copy threads a host copy of n bytes through the staging uses. */
-static inline unsigned t4a__staging_threads(const t4a__staging *s, unsigned threads, uint64_t n) {
-  return n < s->split_min ? 1u : threads;
+/* How a host copy of n bytes into (to_device) or out of the staging runs:
+ * below split_min on the calling thread alone. */
+static inline t4a__copy_how t4a__staging_how(const t4a__staging *s, unsigned threads, uint64_t n,
+                                             bool to_device) {
+  t4a__copy_how how = {n < s->split_min ? 1u : threads, to_device ? s->stream_h2d : s->stream_d2h,
+                       s->spin_us};
+  return how;
 }
 
 /* Pins the staging (rt->opts.staging_bytes) and creates its events, or

@@ -9,9 +9,9 @@
 
 /* Copies rows between a packed chunk and pitched host memory. */
 static void pack_rows(char *to, uint64_t to_pitch, const char *from, uint64_t from_pitch,
-                      uint64_t width, uint64_t rows, unsigned threads, bool stream) {
+                      uint64_t width, uint64_t rows, t4a__copy_how how) {
   t4a__parallel_memcpy_2d(to, (size_t)to_pitch, from, (size_t)from_pitch, (size_t)width,
-                          (size_t)rows, threads, stream);
+                          (size_t)rows, how);
 }
 
 /* A 2D DMA between a packed chunk and pitched device memory. */
@@ -61,7 +61,7 @@ int t4a__staged_h2d_2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *src,
     if ((rc = t4a__chunk_acquire(rt, c)))
       return rc;
     pack_rows(c->ptr, r->width, src + row * r->src_pitch, r->src_pitch, r->width, k,
-              t4a__staging_threads(s, rt->opts.copy_threads, r->width * k), s->stream_h2d);
+              t4a__staging_how(s, rt->opts.copy_threads, r->width * k, true));
     if ((rc = chunk_dma_2d(rt, true, c, dst + row * r->dst_pitch, r->dst_pitch, r->width, k)) ||
         (rc = t4a__chunk_record(rt, c)))
       return rc;
@@ -106,7 +106,7 @@ int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const 
     uint64_t row = done * per_chunk;
     uint64_t k = r->rows - row < per_chunk ? r->rows - row : per_chunk;
     pack_rows(dst + row * r->dst_pitch, r->dst_pitch, c->ptr, r->width, r->width, k,
-              t4a__staging_threads(s, rt->opts.copy_threads, r->width * k), s->stream_d2h);
+              t4a__staging_how(s, rt->opts.copy_threads, r->width * k, false));
     done++;
   }
   s->next = (uint32_t)((first + groups) % s->ring);
