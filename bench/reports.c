@@ -200,12 +200,15 @@ void bench_report_staging_sweep(FILE *json) {
  * the default. Ratios of medians over 15 alternating samples. */
 void bench_report_hot_sweep(FILE *json) {
   static const uint64_t sizes[] = {96 << 10, 256 << 10, 512 << 10, 1 << 20, 1536 << 10, 2 << 20};
-  /* hot window (T4A_STAGING_HOT), split size (T4A_COPY_SPLIT_MIN) and the
-   * copy threads' spin (T4A_COPY_SPIN_US); NULL: the default */
-  static const char *const windows[][3] = {
-      {"0", "2097152", NULL},       {"524288", "2097152", NULL},  {"1048576", "2097152", NULL},
-      {"2097152", "2097152", NULL}, {"4194304", "2097152", NULL}, {"2097152", "524288", NULL},
-      {"2097152", "1048576", NULL}, {"2097152", "1048576", "0"},  {"4194304", "1048576", NULL},
+  /* hot window (T4A_STAGING_HOT), split size (T4A_COPY_SPLIT_MIN), the copy
+   * threads' spin (T4A_COPY_SPIN_US; NULL: the default) and copy_threads
+   * (NULL: the default) */
+  static const char *const windows[][4] = {
+      {"0", "2097152", NULL, NULL},       {"2097152", "2097152", NULL, NULL},
+      {"1048576", "2097152", NULL, NULL}, {"2097152", "1048576", NULL, NULL},
+      {"2097152", "1048576", NULL, "2"},  {"2097152", "524288", NULL, "2"},
+      {"2097152", "1048576", "0", "2"},   {"4194304", "1048576", NULL, "2"},
+      {"2097152", "786432", NULL, "2"},
   };
   enum { NS = sizeof sizes / sizeof sizes[0], NW = sizeof windows / sizeof windows[0], S = 15 };
   const uint64_t most = 2 * MiB;
@@ -220,11 +223,12 @@ void bench_report_hot_sweep(FILE *json) {
          S, "size");
   for (int w = 0; w < NW; w++) {
     char label[48];
-    snprintf(label, sizeof label, "%s/%s/%s", windows[w][0], windows[w][1],
-             windows[w][2] ? windows[w][2] : "d");
+    snprintf(label, sizeof label, "%s/%s/%s/%s", windows[w][0], windows[w][1],
+             windows[w][2] ? windows[w][2] : "d", windows[w][3] ? windows[w][3] : "d");
     printf(" %16s", label);
   }
-  printf("\n  (columns: hot window / split size, bytes / spin us, d = default; hot 0 = off)\n");
+  printf("\n  (columns: hot window / split size, bytes / spin us / copy threads; d = default, hot "
+         "0 = off)\n");
   fprintf(json, ",\n\"hot_sweep\":[");
   double ratio[NS][NW], gbps[NS][NW], raw_gbps[NS][NW];
   for (int w = 0; w < NW; w++) {
@@ -232,7 +236,9 @@ void bench_report_hot_sweep(FILE *json) {
     set_knob("T4A_COPY_SPLIT_MIN", windows[w][1]);
     set_knob("T4A_COPY_SPIN_US", windows[w][2]);
     t4a_runtime rt;
-    bench_check(E.t->runtime_create(0, NULL, &rt), "runtime_create");
+    t4a_runtime_options o = {.struct_size = sizeof o};
+    o.copy_threads = windows[w][3] ? (uint32_t)atoi(windows[w][3]) : 0;
+    bench_check(E.t->runtime_create(0, &o, &rt), "runtime_create");
     t4a_buffer d;
     bench_check(E.t->buffer_alloc(rt, most, &d), "buffer_alloc");
     for (int k = 0; k < NS; k++) {
@@ -278,9 +284,10 @@ void bench_report_hot_sweep(FILE *json) {
       printf(" %7.3f (%5.1f)", ratio[k][w], gbps[k][w]);
       fprintf(json,
               "%s\n{\"bytes\":%llu,\"hot\":\"%s\",\"split_min\":\"%s\",\"spin_us\":\"%s\","
-              "\"t4a_gbps\":%.4g,\"raw_gbps\":%.4g,\"ratio\":%.4g}",
+              "\"copy_threads\":\"%s\",\"t4a_gbps\":%.4g,\"raw_gbps\":%.4g,\"ratio\":%.4g}",
               k || w ? "," : "", (unsigned long long)sizes[k], windows[w][0], windows[w][1],
-              windows[w][2] ? windows[w][2] : "default", gbps[k][w], raw_gbps[k][w], ratio[k][w]);
+              windows[w][2] ? windows[w][2] : "default", windows[w][3] ? windows[w][3] : "default",
+              gbps[k][w], raw_gbps[k][w], ratio[k][w]);
     }
     printf("\n");
   }

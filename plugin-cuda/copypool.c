@@ -107,7 +107,7 @@ static void copy_rows(const job *j) {
 
 static void part_done(t4a__copy_task *t) {
   pthread_mutex_lock(&t->lock);
-  if (--t->remaining == 0)
+  if (atomic_fetch_sub(&t->remaining, 1) == 1)
     pthread_cond_signal(&t->done);
   pthread_mutex_unlock(&t->lock);
 }
@@ -200,7 +200,7 @@ static bool queue_split(const job *whole, unsigned parts) {
     pthread_mutex_unlock(&lock);
     return false;
   }
-  whole->task->remaining = parts;
+  atomic_store(&whole->task->remaining, parts);
   if (whole->rows == 1) {
     size_t part = (whole->bytes / parts + 63) & ~(size_t)63; /* cache-line aligned splits */
     /* parts <= bytes / 256 KiB: the rounded-up parts never run past the end */
@@ -234,7 +234,8 @@ static bool queue_split(const job *whole, unsigned parts) {
 
 static void start(t4a__copy_task *t, job *whole, unsigned parts) {
   whole->task = t;
-  t->remaining = 0;
+  atomic_init(&t->remaining, 0);
+  t->spin_us = whole->spin_us;
   if (parts > 1) {
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->done, NULL);
@@ -247,7 +248,7 @@ static void start(t4a__copy_task *t, job *whole, unsigned parts) {
 }
 
 void t4a__copy_finish(t4a__copy_task *t) {
-  if (!t->remaining)
+  if (!atomic_load(&t->remaining))
     return; /* copied by start */
   /* The caller is one of the copy threads: it takes its own parts while
    * they head the queue (they were queued together), then waits. */
@@ -260,8 +261,19 @@ void t4a__copy_finish(t4a__copy_task *t) {
     pthread_mutex_lock(&lock);
   }
   pthread_mutex_unlock(&lock);
+  /* The other parts are on the copy threads: look for them to finish for a
+   * while (a wake-up costs more than a short copy), then sleep. The lock is
+   * taken either way, so the last thread is out of it before t goes away. */
+  if (t->spin_us && atomic_load(&t->remaining)) {
+    uint64_t until = now_ns() + (uint64_t)t->spin_us * 1000u;
+    for (unsigned i = 1; atomic_load_explicit(&t->remaining, memory_order_acquire); i++) {
+      cpu_relax();
+      if (i % 64 == 0 && now_ns() >= until)
+        break;
+    }
+  }
   pthread_mutex_lock(&t->lock);
-  while (t->remaining)
+  while (atomic_load(&t->remaining))
     pthread_cond_wait(&t->done, &t->lock);
   pthread_mutex_unlock(&t->lock);
   pthread_cond_destroy(&t->done);

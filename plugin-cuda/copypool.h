@@ -4,6 +4,7 @@
 #define T4A_PLUGIN_CUDA_COPYPOOL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,7 +24,8 @@ typedef struct t4a__copy_how {
 typedef struct t4a__copy_task {
   pthread_mutex_t lock;
   pthread_cond_t done;
-  unsigned remaining; /* parts not yet copied; 0: nothing to wait for */
+  atomic_uint remaining; /* parts not yet copied (changed under lock); 0: nothing to wait for */
+  uint32_t spin_us;      /* the waiter looks at `remaining` this long before it sleeps */
 } t4a__copy_task;
 
 /* Starts a memcpy split over the copy threads and returns without waiting
