@@ -100,14 +100,15 @@ static uint64_t hot_window(uint64_t chunk) {
  * never idle between chunks (each chunk used to be a fork and a join: the
  * threads' wake-ups stood between the memcpys). T4A_COPY_PIPELINE=0 (a
  * tuning knob) turns that off. */
-/* Host copies below the split size stay on the calling thread: waking a
- * sleeping copy thread and waiting for it costs tens of microseconds on the
- * H200 hosts (virtual machines), about what one thread takes to copy a
- * cache-warm MiB; the pageable sweep there lost to the driver at 256 KiB
- * (0.41x H2D, 0.65x D2H) and 1 MiB (0.79x H2D) when such copies were split
- * into 64 KiB parts. T4A_COPY_SPLIT_MIN (bytes, at least 512 KiB) is the
- * tuning knob; the hot-window sweep in docs/performance.md measures it. */
-#define SPLIT_DEFAULT (2ull << 20)
+/* Host copies below the split size stay on the calling thread: a split
+ * costs a queue hand-off and a join, more than it saves on a copy that
+ * fits a core's caches. Measured on the H200 host (16 CPUs; the hot-window
+ * sweep in docs/performance.md, with the copy threads spinning between
+ * parts): splitting from 1 MiB (parts of 256 KiB) took pageable H2D from
+ * 0.91x to 0.97x the driver at 1 MiB, 0.73x to 1.20x at 1.5 MiB and 1.15x
+ * to 1.36x at 2 MiB, while splitting 512 KiB lost (1.06x to 0.72x).
+ * T4A_COPY_SPLIT_MIN (bytes, at least 512 KiB) is the tuning knob. */
+#define SPLIT_DEFAULT (1ull << 20)
 
 /* A copy thread that did a part keeps looking for the next job this long
  * before it sleeps (copypool.c), so that a stream of split copies, or the
