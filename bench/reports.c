@@ -204,11 +204,11 @@ void bench_report_hot_sweep(FILE *json) {
    * threads' spin (T4A_COPY_SPIN_US; NULL: the default) and copy_threads
    * (NULL: the default) */
   static const char *const windows[][4] = {
-      {"0", "1048576", NULL, NULL},       {"2097152", "2097152", NULL, NULL},
-      {"2097152", "1048576", NULL, NULL}, {"2097152", "786432", NULL, NULL},
-      {"2097152", "1048576", NULL, "4"},  {"2097152", "1048576", "1000", "4"},
-      {"2097152", "1048576", "20", NULL}, {"2097152", "1048576", "1000", NULL},
-      {"1048576", "1048576", NULL, NULL},
+      {"0", "2097152", NULL, NULL},         {"2097152", "2097152", NULL, NULL},
+      {"1048576", "1048576", NULL, NULL},   {"2097152", "1048576", NULL, NULL},
+      {"4194304", "1048576", NULL, NULL},   {"2097152", "524288", NULL, NULL},
+      {"2097152", "786432", NULL, NULL},    {"2097152", "1048576", "0", NULL},
+      {"2097152", "1048576", "1000", NULL},
   };
 
   enum { NS = sizeof sizes / sizeof sizes[0], NW = sizeof windows / sizeof windows[0], S = 15 };

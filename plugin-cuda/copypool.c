@@ -236,10 +236,11 @@ static void start(t4a__copy_task *t, job *whole, unsigned parts) {
   whole->task = t;
   atomic_init(&t->remaining, 0);
   t->spin_us = whole->spin_us;
+  t->queued = false;
   if (parts > 1) {
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->done, NULL);
-    if (queue_split(whole, parts))
+    if ((t->queued = queue_split(whole, parts)))
       return;
     pthread_cond_destroy(&t->done);
     pthread_mutex_destroy(&t->lock);
@@ -248,8 +249,11 @@ static void start(t4a__copy_task *t, job *whole, unsigned parts) {
 }
 
 void t4a__copy_finish(t4a__copy_task *t) {
-  if (!atomic_load(&t->remaining))
+  if (!t->queued)
     return; /* copied by start */
+  /* Even when `remaining` is 0 already, the thread that made it so may
+   * still be in part_done: only t->lock (below) says it is out, and only
+   * then may t go away (or be started again at the same address). */
   /* The caller is one of the copy threads: it takes its own parts while
    * they head the queue (they were queued together), then waits. */
   pthread_mutex_lock(&lock);

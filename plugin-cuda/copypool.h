@@ -26,6 +26,7 @@ typedef struct t4a__copy_task {
   pthread_cond_t done;
   atomic_uint remaining; /* parts not yet copied (changed under lock); 0: nothing to wait for */
   uint32_t spin_us;      /* the waiter looks at `remaining` this long before it sleeps */
+  bool queued;           /* parts went to the copy threads: finish must take `lock` */
 } t4a__copy_task;
 
 /* Starts a memcpy split over the copy threads and returns without waiting
