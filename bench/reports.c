@@ -245,7 +245,7 @@ void bench_report_hot_sweep(FILE *json) {
     for (int k = 0; k < NS; k++) {
       uint64_t n = sizes[k];
       int batch = (int)((8 * MiB + n - 1) / n);
-      double ours[S], raw[S];
+      double ours[S] = {0}, raw[S] = {0};
       for (int smp = -2; smp < S; smp++) { /* two warm-up samples */
         for (int side = 0; side < 2; side++) {
           bool ours_turn = (smp + side) % 2 == 0;
@@ -341,7 +341,7 @@ void bench_report_overhead(FILE *json) {
   unsigned char *host = calloc(1, 4096);
   t4a__CUdeviceptr raw_dev;
   bench_cu(E.cu.cuMemAllocFromPoolAsync(&raw_dev, 4096, E.pool, E.stream), "raw alloc");
-  double with[RUNS], without[RUNS];
+  double with[RUNS] = {0}, without[RUNS] = {0};
   for (int r = 0; r < RUNS; r++)
     for (int side = 0; side < 2; side++) {
       bool call = (r + side) % 2 == 0;

@@ -83,14 +83,15 @@ int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const 
         return rc;
     return T4A_OK;
   }
+  const uint32_t ring = s->ring; /* not 0 (checked above); close_fill leaves it */
   if ((rc = t4a__staging_close_fill(rt)))
     return rc;
   uint64_t per_chunk = s->chunk_bytes / r->width;
   uint64_t groups = (r->rows + per_chunk - 1) / per_chunk, issued = 0, done = 0;
   uint32_t first = s->next; /* group i uses chunk (first + i) % ring */
   while (done < groups) {
-    while (issued < groups && issued - done < s->ring) { /* DMAs run ahead of the unpacking */
-      t4a__chunk *c = &s->chunks[(first + issued) % s->ring];
+    while (issued < groups && issued - done < ring) { /* DMAs run ahead of the unpacking */
+      t4a__chunk *c = &s->chunks[(first + issued) % ring];
       uint64_t row = issued * per_chunk;
       uint64_t k = r->rows - row < per_chunk ? r->rows - row : per_chunk;
       if ((rc = t4a__chunk_acquire(rt, c)) ||
@@ -100,7 +101,7 @@ int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const 
       t4a__staging_note_in_use(rt);
       issued++;
     }
-    t4a__chunk *c = &s->chunks[(first + done) % s->ring];
+    t4a__chunk *c = &s->chunks[(first + done) % ring];
     if ((rc = t4a__chunk_acquire(rt, c)))
       return rc;
     uint64_t row = done * per_chunk;
@@ -109,6 +110,6 @@ int t4a__staged_d2h_2d(t4a__runtime *rt, char *dst, t4a__CUdeviceptr src, const 
               t4a__staging_how(s, rt->opts.copy_threads, r->width * k, false));
     done++;
   }
-  s->next = (uint32_t)((first + groups) % s->ring);
+  s->next = (uint32_t)((first + groups) % ring);
   return T4A_OK;
 }
