@@ -52,8 +52,8 @@ static atomic_uint queued; /* qcount, for spinning threads to peek at without th
 static atomic_bool quit;   /* stopping, likewise */
 
 /* max(min(CPUs, 8), min(16, 3 * CPUs / 4)): on the H200 host with 16 CPUs a
- * pageable 512 MiB H2D copy (pipelined) ran at 46-51 GB/s median with 8
- * threads, its worst of 9 runs 36-50, and at 52 with 12 (worst 47-50); the
+ * pageable 512 MiB H2D copy (pipelined) ran at 41-52 GB/s median with 8
+ * threads, its worst of 9 runs 34-51, and at 51-53 with 12 (worst 46-52); the
  * host's own memcpy bandwidth there is 31 GB/s on 8 threads, 42 on 12 and
  * 49 on 16 (docs/performance.md, the staging sweep). On 32 CPUs, 16 (the
  * most) against 8 was 48-49 against 24-42 GB/s. Three quarters of the CPUs,
