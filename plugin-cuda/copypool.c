@@ -190,6 +190,10 @@ static unsigned ensure_workers(unsigned want) {
  * the caller then copies it alone. */
 static bool queue_split(const job *whole, unsigned parts) {
   pthread_mutex_lock(&lock);
+  if (stopping) { /* the threads are gone (the plugin is being unloaded) */
+    pthread_mutex_unlock(&lock);
+    return false;
+  }
   unsigned helpers = ensure_workers(parts - 1);
   if (helpers + 1 < parts)
     parts = helpers + 1;

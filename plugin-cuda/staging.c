@@ -129,6 +129,7 @@ static void tune(t4a__staging *s) {
   s->spin_us = (uint32_t)(end && *end ? SPIN_DEFAULT_US : spin > 10000 ? 10000 : spin);
   s->hot_window = hot_window(s->chunk_bytes);
   s->fill = 0;
+  s->closing = 0;
   s->open_hot = false;
   s->hot_next = 0;
   streaming(s);
@@ -261,7 +262,7 @@ int t4a__chunk_record(t4a__runtime *rt, t4a__chunk *c) {
 /* Tracks the most staging in flight at once. */
 void t4a__staging_note_in_use(t4a__runtime *rt) {
   t4a__staging *s = &rt->stage;
-  uint64_t busy = s->fill ? s->chunk_bytes : 0;
+  uint64_t busy = (s->fill ? s->chunk_bytes : 0) + (uint64_t)s->closing * s->chunk_bytes;
   for (uint32_t i = 0; i < s->count; i++)
     busy += s->chunks[i].busy && !(s->fill && i == s->open) ? s->chunk_bytes : 0;
   if (busy > s->peak_bytes)
@@ -336,9 +337,26 @@ typedef struct h2d_piece {
 static int piece_complete(t4a__runtime *rt, h2d_piece *p) {
   t4a__copy_finish(&p->task);
   int rc = h2d_dma(rt, p->dst, p->ptr, p->n);
-  if (rc == T4A_OK && p->closes)
-    rc = t4a__chunk_record(rt, &rt->stage.chunks[p->chunk]);
+  if (p->closes) {
+    t4a__chunk *c = &rt->stage.chunks[p->chunk];
+    rt->stage.closing--;
+    if (rc == T4A_OK)
+      rc = t4a__chunk_record(rt, c); /* a failed record marks it unsynced */
+    else /* earlier copies' DMAs out of it may still run, and no event follows them */
+      c->unsynced = true;
+  }
   return rc;
+}
+
+/* A started piece whose DMA will not be made (an error ended the copy):
+ * its memcpy is waited for, and a chunk it closed is left for its next
+ * user to wait for the whole stream. */
+static void piece_abandon(t4a__runtime *rt, h2d_piece *p) {
+  t4a__copy_finish(&p->task);
+  if (p->closes) {
+    rt->stage.closing--;
+    rt->stage.chunks[p->chunk].unsynced = true;
+  }
 }
 
 /* Host-to-device copies fill chunks: a copy takes the rest of the current
@@ -380,6 +398,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
     if (p->closes) { /* the next piece takes the next chunk; this one's event follows its DMA */
       s->fill = 0;
       s->next = (s->next + 1) % s->ring;
+      s->closing++;
     }
     t4a__staging_note_in_use(rt);
     off += p->n;
@@ -389,7 +408,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
       continue;
     }
     if (prev && (rc = piece_complete(rt, prev))) {
-      t4a__copy_finish(&p->task); /* the threads must be done with the source */
+      piece_abandon(rt, p); /* the threads must be done with the source */
       prev = NULL;
       break;
     }
@@ -398,7 +417,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
   if (prev && rc == T4A_OK)
     rc = piece_complete(rt, prev);
   else if (prev) /* a chunk could not be had: the last piece's DMA is not made */
-    t4a__copy_finish(&prev->task);
+    piece_abandon(rt, prev);
   return rc;
 }
 

@@ -27,6 +27,7 @@ typedef struct t4a__staging {
   uint32_t open;        /* the chunk being filled (`next`, or a hot chunk) */
   bool open_hot;        /* ... and it is a hot window (staging.c) */
   uint32_t hot_next;    /* the hot chunk (0 or 1) the next window uses */
+  uint32_t closing;     /* chunks a large H2D copy filled whose event is not yet recorded */
   uint64_t hot_window;  /* mid-size H2D copies fill windows of this size; 0 = off */
   bool pipeline;        /* large copies: a chunk's memcpy starts before the last one's ends */
   uint64_t split_min;   /* host copies of this size or more use the copy threads */

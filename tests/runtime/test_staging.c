@@ -14,6 +14,7 @@
  *    runtime: its own counters, empty caches, exact data. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,8 @@ START_TEST(copies_of_every_size_land_in_call_order) {
     t4a_buffer d;
     RT_OK(T->buffer_alloc(rt, size, &d));
     RT_OK(T->copy_h2d(rt, d, 0, model, size));
+    /* three chunks' worth through two: both were in flight at once */
+    ck_assert_uint_eq(rt_counters(rt).staging_peak_bytes, 4 * MiB);
     rt_gate g;
     rt_gate_close(&g, rt);
     opener o = {&g, 100};
@@ -305,6 +308,61 @@ START_TEST(copies_of_every_size_land_in_call_order) {
 }
 END_TEST
 
+#ifdef T4A_TEST_FAKE
+/* A failed DMA must not free a chunk whose earlier DMAs may still run. With
+ * the stream held behind a gate: copy A (0.5 MiB, hot windows off) leaves a
+ * chunk open with its DMA queued; copy B fills that chunk up and its DMA
+ * fails (an injected, non-sticky error); copy C then wraps the two-chunk
+ * staging onto that chunk. C must wait for the stream there (nothing was
+ * recorded after A's DMA), or A's bytes are overwritten before they left. */
+START_TEST(a_failed_dma_never_frees_a_chunk_in_use) {
+  void *dl = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_ptr_nonnull(dl);
+  void (*inject)(const char *, uint64_t, unsigned);
+  *(void **)&inject = dlsym(dl, "fake_cuda_fail");
+  ck_assert_ptr_nonnull(inject);
+  for (int pipeline = 1; pipeline >= 0; pipeline--) {
+    setenv("T4A_STAGING_HOT", "0", 1);
+    if (!pipeline)
+      setenv("T4A_COPY_PIPELINE", "0", 1);
+    t4a_runtime rt = rt_create_with(4 * MiB, 0); /* two chunks of 2 MiB */
+    unsetenv("T4A_STAGING_HOT");
+    unsetenv("T4A_COPY_PIPELINE");
+    const uint64_t a = 512 * KiB, b = 3 * MiB, c = 4 * MiB;
+    uint64_t seed = t4a_test_seed() + 31 + (uint64_t)pipeline;
+    unsigned char *src = malloc(c), *back = malloc(a);
+    t4a_test_fill_random(src, c, seed);
+    t4a_buffer d;
+    RT_OK(T->buffer_alloc(rt, 16 * MiB, &d));
+    rt_gate g;
+    rt_gate_close(&g, rt);
+    RT_OK(T->copy_h2d(rt, d, 0, src, a));
+    inject("cuMemcpyHtoDAsync", 1, 1); /* the next one fails: CUDA_ERROR_INVALID_VALUE */
+    ck_assert_int_ne(T->copy_h2d(rt, d, 4 * MiB, src, b), T4A_OK);
+    opener o = {&g, 200};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, open_later, &o), 0);
+    unsigned char *other = malloc(c);
+    memset(other, 0x3c, c);
+    RT_OK(T->copy_h2d(rt, d, 8 * MiB, other, c));
+    pthread_join(th, NULL);
+    rt_gate_free(&g);
+    memset(back, 0xee, a);
+    RT_OK(T->copy_d2h(rt, back, d, 0, a));
+    ck_assert_msg(memcmp(back, src, a) == 0, "pipeline %s: copy A was overwritten in staging",
+                  pipeline ? "on" : "off");
+    RT_OK(T->copy_d2h(rt, src, d, 8 * MiB, c));
+    ck_assert_msg(memcmp(src, other, c) == 0, "pipeline %s: copy C", pipeline ? "on" : "off");
+    free(other);
+    free(src);
+    free(back);
+    RT_OK(T->buffer_free(rt, d));
+    RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  }
+}
+END_TEST
+#endif
+
 START_TEST(runtimes_from_spare_parts_are_fresh) {
   uint64_t seed = t4a_test_seed();
   for (int round = 0; round < 4; round++) {
@@ -345,6 +403,9 @@ static Suite *suite(void) {
   tcase_add_test(fill, filled_chunks_wait_for_their_dmas);
   tcase_add_test(fill, mid_size_h2d_copies_reuse_two_hot_windows);
   tcase_add_test(fill, copies_of_every_size_land_in_call_order);
+#ifdef T4A_TEST_FAKE
+  tcase_add_test(fill, a_failed_dma_never_frees_a_chunk_in_use);
+#endif
   suite_add_tcase(s, fill);
   TCase *spare = tcase_create("spare parts");
   tcase_set_timeout(spare, 120);
