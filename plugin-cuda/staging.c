@@ -104,9 +104,10 @@ static uint64_t hot_window(uint64_t chunk) {
  * costs a queue hand-off and a join, more than it saves on a copy that
  * fits a core's caches. Measured on the H200 host (16 CPUs; the hot-window
  * sweep in docs/performance.md, with the copy threads spinning between
- * parts): splitting from 1 MiB (parts of 256 KiB) took pageable H2D from
- * 0.91x to 0.97x the driver at 1 MiB, 0.73x to 1.20x at 1.5 MiB and 1.15x
- * to 1.36x at 2 MiB, while splitting 512 KiB lost (1.06x to 0.72x).
+ * parts): splitting from 1 MiB took pageable H2D from 0.91x to 0.97x the
+ * driver at 1 MiB, 0.73x to 1.20x at 1.5 MiB and 1.15x to 1.36x at 2 MiB
+ * in parts of 256 KiB (more with the 128 KiB parts of copypool.c), while
+ * splitting 512 KiB lost (1.06x to 0.72x; 0.74-0.84x in 128 KiB parts).
  * T4A_COPY_SPLIT_MIN (bytes, at least 512 KiB) is the tuning knob. */
 #define SPLIT_DEFAULT (1ull << 20)
 
