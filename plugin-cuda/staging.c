@@ -27,15 +27,17 @@
 #define CHUNK_MAX (8ull << 20)
 #define CHUNK_MIN (64ull << 10)
 
-/* Tuning knobs for benchmarks (docs/performance.md records the sweep that
- * chose the defaults): T4A_STAGING_CHUNK, the chunk size in bytes, and
- * T4A_STAGING_RING, how many chunks large copies cycle through (fewer
- * chunks stay in the host's caches). Unset or invalid: the defaults. */
-static uint64_t knob(const char *name, uint64_t lo, uint64_t hi) {
+/* The staging's tuning knobs, read when a runtime is created
+ * (docs/performance.md records the sweeps that chose the defaults): a
+ * number in lo..hi, else (unset, empty, not a number, out of range) dflt.
+ * T4A_STAGING_CHUNK is the chunk size in bytes, T4A_STAGING_RING how many
+ * chunks large copies cycle through (fewer chunks stay in the host's
+ * caches); the others are described where they are read. */
+static uint64_t knob(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi) {
   const char *v = t4a__getenv(name);
   char *end = NULL;
   unsigned long long x = v && *v ? strtoull(v, &end, 0) : 0;
-  return end && !*end && x >= lo && x <= hi ? (uint64_t)x : 0;
+  return end && !*end && x >= lo && x <= hi ? (uint64_t)x : dflt;
 }
 
 /* Copies out of staging into the consumer's memory (D2H) stream their stores
@@ -61,14 +63,7 @@ static void streaming(t4a__staging *s) {
  * 2.5 us at 4 KiB; docs/performance.md). Above 64 KiB the driver may wait
  * for the stream, so larger copies always use the staging.
  * T4A_PAGEABLE_DIRECT (bytes, 0..65536) is the tuning knob. */
-static uint64_t direct_limit(void) {
-  const char *v = t4a__getenv("T4A_PAGEABLE_DIRECT");
-  if (!v || !*v)
-    return 64u << 10;
-  char *end = NULL;
-  unsigned long long x = strtoull(v, &end, 0);
-  return *end || x > (64u << 10) ? 64u << 10 : (uint64_t)x;
-}
+static uint64_t direct_limit(void) { return knob("T4A_PAGEABLE_DIRECT", 64u << 10, 0, 64u << 10); }
 
 /* Host-to-device copies above the direct limit and up to the hot window
  * (default HOT_DEFAULT, at most a chunk) fill windows at the start of two
@@ -84,22 +79,10 @@ static uint64_t direct_limit(void) {
 #define HOT_DEFAULT (2ull << 20)
 
 static uint64_t hot_window(uint64_t chunk) {
-  const char *v = t4a__getenv("T4A_STAGING_HOT");
-  uint64_t w = HOT_DEFAULT;
-  if (v && *v) {
-    char *end = NULL;
-    unsigned long long x = strtoull(v, &end, 0);
-    if (!*end)
-      w = (uint64_t)x;
-  }
+  uint64_t w = knob("T4A_STAGING_HOT", HOT_DEFAULT, 0, UINT64_MAX);
   return w < chunk ? w : chunk;
 }
 
-/* Large host-to-device copies start the memcpy of the next chunk on the
- * copy threads before they wait for the current one's, so the threads
- * never idle between chunks (each chunk used to be a fork and a join: the
- * threads' wake-ups stood between the memcpys). T4A_COPY_PIPELINE=0 (a
- * tuning knob) turns that off. */
 /* Host copies below the split size stay on the calling thread: a split
  * costs a queue hand-off and a join, more than it saves on a copy that
  * fits a core's caches. Measured on the H200 host (16 CPUs; the hot-window
@@ -118,16 +101,17 @@ static uint64_t hot_window(uint64_t chunk) {
  * T4A_COPY_SPIN_US (0..10000, 0 = sleep at once) is the tuning knob. */
 #define SPIN_DEFAULT_US 100u
 
+/* Large copies start the memcpy of the next chunk on the copy threads
+ * before they wait for the current one's, so the threads never idle
+ * between chunks (each chunk used to be a fork and a join: the threads'
+ * wake-ups stood between the memcpys). T4A_COPY_PIPELINE=0 (a tuning knob)
+ * turns that off. */
 static void tune(t4a__staging *s) {
   const char *v = t4a__getenv("T4A_COPY_PIPELINE");
   s->pipeline = !(v && strcmp(v, "0") == 0);
-  s->split_min = knob("T4A_COPY_SPLIT_MIN", 512ull << 10, UINT64_MAX);
-  if (!s->split_min)
-    s->split_min = SPLIT_DEFAULT;
-  v = t4a__getenv("T4A_COPY_SPIN_US");
-  char *end = NULL;
-  unsigned long long spin = v && *v ? strtoull(v, &end, 0) : SPIN_DEFAULT_US;
-  s->spin_us = (uint32_t)(end && *end ? SPIN_DEFAULT_US : spin > 10000 ? 10000 : spin);
+  s->split_min = knob("T4A_COPY_SPLIT_MIN", SPLIT_DEFAULT, 512ull << 10, UINT64_MAX);
+  uint64_t spin = knob("T4A_COPY_SPIN_US", SPIN_DEFAULT_US, 0, UINT64_MAX);
+  s->spin_us = (uint32_t)(spin > 10000 ? 10000 : spin);
   s->hot_window = hot_window(s->chunk_bytes);
   s->fill = 0;
   s->closing = 0;
@@ -140,7 +124,7 @@ static void tune(t4a__staging *s) {
 /* The chunk layout of a staging of `bytes`: at least two chunks, so
  * copying and DMA overlap. */
 static void layout(uint64_t bytes, uint64_t *chunk, uint32_t *count) {
-  uint64_t c = knob("T4A_STAGING_CHUNK", CHUNK_MIN, bytes / 2);
+  uint64_t c = knob("T4A_STAGING_CHUNK", 0, CHUNK_MIN, bytes / 2);
   if (!c)
     c = bytes / 2 < CHUNK_MAX ? bytes / 2 : CHUNK_MAX;
   c &= ~(uint64_t)4095;
@@ -165,7 +149,7 @@ int t4a__staging_init(t4a__runtime *rt, t4a__staging *spare) {
   uint64_t chunk;
   uint32_t count;
   layout(rt->opts.staging_bytes, &chunk, &count);
-  uint32_t ring = (uint32_t)knob("T4A_STAGING_RING", 2, count);
+  uint32_t ring = (uint32_t)knob("T4A_STAGING_RING", 0, 2, count);
   if (spare && spare->chunks && spare->chunk_bytes == chunk && spare->count == count) {
     *s = *spare; /* an idle staging of this layout: nothing to pin or create */
     memset(spare, 0, sizeof *spare);

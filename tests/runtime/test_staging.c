@@ -25,6 +25,23 @@
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
 
+/* A runtime with `staging` bytes of staging, created with the staging's
+ * knobs set for it alone (NULL: unset, the default): the chunk size, the
+ * hot window and the pipeline ("0" = off). The knobs are read at
+ * runtime_create, so they are unset again at once. */
+static t4a_runtime create_tuned(uint64_t staging, const char *chunk, const char *hot,
+                                const char *pipeline) {
+  static const char *const names[] = {"T4A_STAGING_CHUNK", "T4A_STAGING_HOT", "T4A_COPY_PIPELINE"};
+  const char *values[] = {chunk, hot, pipeline};
+  for (int i = 0; i < 3; i++)
+    if (values[i])
+      setenv(names[i], values[i], 1);
+  t4a_runtime rt = rt_create_with(staging, 0);
+  for (int i = 0; i < 3; i++)
+    unsetenv(names[i]);
+  return rt;
+}
+
 START_TEST(h2d_copies_share_a_chunk_and_its_event) {
   t4a_runtime rt = rt_create_with(4 * MiB, 0); /* two chunks of 2 MiB */
   const uint64_t total = 24 * MiB;
@@ -138,19 +155,13 @@ START_TEST(filled_chunks_wait_for_their_dmas) {
    * 5 MiB of copies of 64-113 KiB wrap the 1 MiB staging five times (or,
    * in hot windows, its two hot chunks ten times): a chunk reused before
    * its DMAs ran would corrupt the earlier copies. Both ways. */
-  for (int hot = 0; hot < 2; hot++) {
-    if (hot)
-      unsetenv("T4A_STAGING_HOT");
-    else
-      setenv("T4A_STAGING_HOT", "0", 1);
+  for (int hot = 0; hot < 2; hot++)
     filled_chunks_wait(hot);
-  }
-  unsetenv("T4A_STAGING_HOT");
 }
 END_TEST
 
 static void filled_chunks_wait(int hot) {
-  t4a_runtime rt = rt_create_with(1 * MiB, 0);
+  t4a_runtime rt = create_tuned(1 * MiB, NULL, hot ? NULL : "0", NULL);
   const uint64_t total = 5 * MiB;
   unsigned char *src = malloc(total), *back = malloc(total);
   t4a_test_fill_random(src, total, t4a_test_seed());
@@ -193,14 +204,7 @@ static uint64_t next_rand(uint64_t *x) { /* xorshift64* */
  * four chunks. Bit-exact both ways. */
 START_TEST(mid_size_h2d_copies_reuse_two_hot_windows) {
   for (int hot = 1; hot >= 0; hot--) {
-    if (hot)
-      unsetenv("T4A_STAGING_HOT");
-    else
-      setenv("T4A_STAGING_HOT", "0", 1);
-    setenv("T4A_STAGING_CHUNK", "2097152", 1);
-    t4a_runtime rt = rt_create_with(8 * MiB, 0);
-    unsetenv("T4A_STAGING_HOT");
-    unsetenv("T4A_STAGING_CHUNK");
+    t4a_runtime rt = create_tuned(8 * MiB, "2097152", hot ? NULL : "0", NULL);
     const uint64_t total = 24 * MiB;
     uint64_t seed = t4a_test_seed() + (uint64_t)hot, x = seed | 1;
     unsigned char *src = malloc(total), *back = malloc(total);
@@ -246,12 +250,7 @@ END_TEST
  * copies' order says, with the large-copy pipeline on and off. */
 START_TEST(copies_of_every_size_land_in_call_order) {
   for (int pipeline = 1; pipeline >= 0; pipeline--) {
-    if (pipeline)
-      unsetenv("T4A_COPY_PIPELINE");
-    else
-      setenv("T4A_COPY_PIPELINE", "0", 1);
-    t4a_runtime rt = rt_create_with(4 * MiB, 0);
-    unsetenv("T4A_COPY_PIPELINE");
+    t4a_runtime rt = create_tuned(4 * MiB, NULL, NULL, pipeline ? NULL : "0");
     const uint64_t size = 12 * MiB;
     uint64_t seed = t4a_test_seed() + 17 + (uint64_t)pipeline, x = seed | 1;
     unsigned char *model = malloc(size), *back = malloc(size + 1), *src = malloc(size);
@@ -322,12 +321,8 @@ START_TEST(a_failed_dma_never_frees_a_chunk_in_use) {
   *(void **)&inject = dlsym(dl, "fake_cuda_fail");
   ck_assert_ptr_nonnull(inject);
   for (int pipeline = 1; pipeline >= 0; pipeline--) {
-    setenv("T4A_STAGING_HOT", "0", 1);
-    if (!pipeline)
-      setenv("T4A_COPY_PIPELINE", "0", 1);
-    t4a_runtime rt = rt_create_with(4 * MiB, 0); /* two chunks of 2 MiB */
-    unsetenv("T4A_STAGING_HOT");
-    unsetenv("T4A_COPY_PIPELINE");
+    /* two chunks of 2 MiB */
+    t4a_runtime rt = create_tuned(4 * MiB, NULL, "0", pipeline ? NULL : "0");
     const uint64_t a = 512 * KiB, b = 3 * MiB, c = 4 * MiB;
     uint64_t seed = t4a_test_seed() + 31 + (uint64_t)pipeline;
     unsigned char *src = malloc(c), *back = malloc(a);
