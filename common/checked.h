@@ -21,6 +21,12 @@ static inline bool t4a__range_ok(uint64_t offset, uint64_t length, uint64_t size
   return t4a__add_u64(offset, length, &end) && end <= size;
 }
 
+/* Whether [a, a + a_len) and [b, b + b_len) share a byte: empty ranges
+ * share none. Both ranges must be addressable (their ends do not wrap). */
+static inline bool t4a__spans_overlap(uint64_t a, uint64_t a_len, uint64_t b, uint64_t b_len) {
+  return a_len && b_len && a < b + b_len && b < a + a_len;
+}
+
 /* Rounds v up to a multiple of the power of two `align`; false on overflow. */
 static inline bool t4a__align_up_u64(uint64_t v, uint64_t align, uint64_t *out) {
   uint64_t t;

@@ -146,12 +146,13 @@ int t4a__slot_copy_2d_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, t4a_buffer
   return pinned_2d(rt, false, src, dst, g);
 }
 
-/* Whether two rectangles of one buffer may share a byte: their spans
- * [first byte, last byte] overlap (conservative, like copy_d2d's rule). */
-static bool spans_overlap(const t4a_copy_2d *g) {
-  uint64_t dlast = g->dst_offset + (g->rows - 1) * g->dst_pitch + g->width;
-  uint64_t slast = g->src_offset + (g->rows - 1) * g->src_pitch + g->width;
-  return g->src_offset < dlast && g->dst_offset < slast;
+/* Whether the rectangles at device addresses dst and src may share a byte:
+ * their spans [first byte, last byte] overlap (conservative, like copy_d2d's
+ * rule). By address, not by handle: one memory may be two buffers. */
+static bool spans_overlap(const t4a_copy_2d *g, uint64_t dst, uint64_t src) {
+  uint64_t dspan = (g->rows - 1) * g->dst_pitch + g->width; /* in range: rect_ok checked it */
+  uint64_t sspan = (g->rows - 1) * g->src_pitch + g->width;
+  return t4a__spans_overlap(dst, dspan, src, sspan);
 }
 
 int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t4a_copy_2d *g) {
@@ -165,9 +166,11 @@ int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t
   if ((rc = t4a__buffer_get(rt, dst, what, &d)) || (rc = t4a__buffer_get(rt, src, what, &s)) ||
       (rc = rect_ok(what, rt, g, d->size, s->size, &empty)) || empty)
     goto out;
-  if (d == s && spans_overlap(g)) {
-    rc = t4a__fail(T4A_EINVAL, "copy_2d_d2d: the source and destination rectangles of one "
-                               "buffer overlap; copy through a temporary buffer");
+  if (spans_overlap(g, d->ptr + g->dst_offset, s->ptr + g->src_offset)) {
+    rc = t4a__fail(T4A_EINVAL,
+                   "copy_2d_d2d: the source and destination rectangles overlap%s; "
+                   "copy through a temporary buffer",
+                   d == s ? " in one buffer" : " (two buffers of the same memory)");
     goto out;
   }
   if ((rc = dma_2d(rt, what, g, NULL, d->ptr + g->dst_offset, NULL, s->ptr + g->src_offset)))

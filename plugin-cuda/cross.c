@@ -179,6 +179,15 @@ static int copy_between(t4a_runtime dh, t4a_buffer db, uint64_t doff, t4a_runtim
     if ((rc = t4a__memory_grant(p.src, p.dst->ordinal, what)))
       goto out;
   }
+  if (same && t4a__spans_overlap(p.d->ptr + doff, n, p.s->ptr + soff, n)) {
+    /* one memory wrapped by both runtimes (buffer_wrap_external, DLPack) */
+    rc = t4a__fail(T4A_EINVAL,
+                   "%s: source [0x%llx, +%llu) and destination [0x%llx, +%llu) overlap (two "
+                   "buffers of the same memory); copy through a temporary buffer",
+                   what, (unsigned long long)(p.s->ptr + soff), (unsigned long long)n,
+                   (unsigned long long)(p.d->ptr + doff), (unsigned long long)n);
+    goto out;
+  }
   if (!n)
     goto out;
   if ((rc = order_after_source(&p, what)))

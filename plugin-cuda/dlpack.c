@@ -56,16 +56,24 @@ static int span_of(const char *what, t4a_dl_data_type dt, int32_t ndim, const in
                        (long long)shape[i]);
     empty |= shape[i] == 0;
   }
-  /* compact row-major strides, for a NULL strides (and to fill them in) */
+  /* Compact row-major strides, for a NULL strides (and to fill them in).
+   * Only then can their product overflow: with explicit strides the span
+   * below, from the strides used, is what must fit (a stride-0 broadcast
+   * of 2^32 x 2^32 elements spans one). An empty tensor has no element, so
+   * any stride describes it: a compact stride past 64 bits is 0, never a
+   * wrapped product. */
   int64_t step = 1;
+  bool wrapped = false;
   for (int32_t i = ndim; i-- > 0;) {
-    row_major[i] = step;
-    if (shape[i] > 1 && __builtin_mul_overflow(step, shape[i], &step) && !empty)
-      return t4a__fail(T4A_ERANGE, "%s: the shape's element count overflows; pass a smaller shape",
-                       what);
+    row_major[i] = wrapped ? 0 : step;
+    if (!wrapped && shape[i] > 1 && __builtin_mul_overflow(step, shape[i], &step))
+      wrapped = true;
   }
   if (empty)
     return T4A_OK;
+  if (wrapped && !strides)
+    return t4a__fail(T4A_ERANGE, "%s: the shape's element count overflows; pass a smaller shape",
+                     what);
   const int64_t *st = strides ? strides : row_major;
   int64_t lo = 0, hi = 0, e = (int64_t)s->element;
   for (int32_t i = 0; i < ndim; i++) {

@@ -5,6 +5,7 @@
 
 #include "plugin-cuda/artifact.h"
 #include "plugin-cuda/copypool.h"
+#include "plugin-cuda/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 #include "plugin-cuda/witness.h"
@@ -136,5 +137,6 @@ __attribute__((destructor)) static void t4a__plugin_unload(void) {
   t4a__runtimes_unload();
   t4a__witnesses_unload();
   t4a__artifacts_unload();
+  t4a__read_only_unload();
   t4a__backend_unload();
 }

@@ -18,10 +18,12 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "common/checked.h"
 #include "plugin-cuda/external.h"
+#include "plugin-cuda/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
@@ -155,30 +157,71 @@ static int check_device(t4a__runtime *rt, const char *what, uint64_t address, ui
   return T4A_OK;
 }
 
-/* Host memory: page-locked, addressable by the device, at both ends; the
- * device address of the first byte goes to *device_address. */
+static uint64_t page_size(void) {
+  long n = sysconf(_SC_PAGESIZE);
+  return n > 0 ? (uint64_t)n : 4096;
+}
+
+/* Host memory: page-locked and addressable by the device throughout, one
+ * contiguous device range; the device address of the first byte goes to
+ * *device_address. Every registration or allocation the range touches is
+ * asked in turn (the driver names each one's extent), so a range with an
+ * unregistered page in the middle is refused: the first kernel touching
+ * that page would fault the device for every runtime on it. Where the
+ * driver names no extent, each page is asked. A range that overlaps a
+ * read-only registration of this backend (host_register with
+ * T4A_HOST_REGISTER_READ_ONLY) is refused too: the device may not write
+ * it, and a kernel given the buffer could. */
 static int check_host(t4a__runtime *rt, const char *what, uint64_t address, uint64_t bytes,
                       uint64_t *device_address) {
-  pointer_facts first, last;
-  int rc = facts_of(rt, what, address, &first);
-  if (rc || (rc = facts_of(rt, what, address + bytes - 1, &last)))
-    return rc;
-  if (first.type != T4A__CU_MEMORYTYPE_HOST || last.type != T4A__CU_MEMORYTYPE_HOST ||
-      !first.device_pointer)
-    return t4a__fail(T4A_EINVAL,
-                     "%s: [0x%llx, +%llu) is %s, not page-locked host memory the device can "
-                     "address; register it (host_register, cuMemHostRegister) first%s",
-                     what, (unsigned long long)address, (unsigned long long)bytes,
-                     type_name(first.type != T4A__CU_MEMORYTYPE_HOST ? first.type : last.type),
-                     first.type == T4A__CU_MEMORYTYPE_DEVICE ? ", or wrap it without "
+  uint64_t end = address + bytes, at = address, page = page_size();
+  uint64_t first_device = 0;
+  while (at < end) {
+    pointer_facts f;
+    int rc = facts_of(rt, what, at, &f);
+    if (rc)
+      return rc;
+    if (f.type != T4A__CU_MEMORYTYPE_HOST || !f.device_pointer) {
+      if (at == address)
+        return t4a__fail(T4A_EINVAL,
+                         "%s: [0x%llx, +%llu) is %s, not page-locked host memory the device "
+                         "can address; register it (host_register, cuMemHostRegister) first%s",
+                         what, (unsigned long long)address, (unsigned long long)bytes,
+                         type_name(f.type),
+                         f.type == T4A__CU_MEMORYTYPE_DEVICE ? ", or wrap it without "
                                                                "T4A_EXTERNAL_HOST"
                                                              : "");
-  if (last.device_pointer != first.device_pointer + (bytes - 1))
+      return t4a__fail(T4A_ERANGE,
+                       "%s: [0x%llx, +%llu) is not page-locked throughout: 0x%llx (byte %llu) "
+                       "is %s; register the whole range, or wrap at most %llu bytes",
+                       what, (unsigned long long)address, (unsigned long long)bytes,
+                       (unsigned long long)at, (unsigned long long)(at - address),
+                       type_name(f.type), (unsigned long long)(at - address));
+    }
+    if (at == address)
+      first_device = f.device_pointer;
+    else if (f.device_pointer != first_device + (at - address))
+      return t4a__fail(T4A_EINVAL,
+                       "%s: [0x%llx, +%llu) is not one range the device addresses "
+                       "contiguously; wrap each page-locked allocation on its own",
+                       what, (unsigned long long)address, (unsigned long long)bytes);
+    uint64_t next;
+    if (f.size && f.start <= at && t4a__add_u64(f.start, f.size, &next) && next > at)
+      at = next; /* the rest of this allocation is page-locked with it */
+    else {       /* no extent named: the next page */
+      uint64_t next_page = (at / page + 1) * page;
+      at = next_page > at ? next_page : end; /* (the last page of the address space) */
+    }
+  }
+  uint64_t ro_start, ro_bytes;
+  if (t4a__read_only_find(address, bytes, &ro_start, &ro_bytes))
     return t4a__fail(T4A_EINVAL,
-                     "%s: [0x%llx, +%llu) is not one range the device addresses contiguously; "
-                     "wrap each page-locked allocation on its own",
-                     what, (unsigned long long)address, (unsigned long long)bytes);
-  *device_address = first.device_pointer;
+                     "%s: [0x%llx, +%llu) overlaps [0x%llx, +%llu), registered read-only "
+                     "(T4A_HOST_REGISTER_READ_ONLY), which the device may not write; register "
+                     "it without the flag to wrap it, or copy from it with copy_h2d_pinned",
+                     what, (unsigned long long)address, (unsigned long long)bytes,
+                     (unsigned long long)ro_start, (unsigned long long)ro_bytes);
+  *device_address = first_device;
   return T4A_OK;
 }
 

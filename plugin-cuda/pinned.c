@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "plugin-cuda/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
@@ -161,9 +162,12 @@ void t4a__pinned_fini(t4a__runtime *rt, bool idle) {
     return;
   for (uint32_t i = 0; i < p->hosts.count; i++) {
     const t4a__host *hb = t4a__htable_at(&p->hosts, i);
-    if (hb->h.live && hb->registered)
-      t4a__released(rt, cu->cuMemHostUnregister(hb->ptr), hb->ptr, "cuMemHostUnregister");
-    else if (hb->h.live)
+    if (hb->h.live && hb->registered) {
+      t4a__CUresult r = cu->cuMemHostUnregister(hb->ptr);
+      if (r == T4A__CUDA_SUCCESS)
+        t4a__read_only_remove((uint64_t)(uintptr_t)hb->ptr);
+      t4a__released(rt, r, hb->ptr, "cuMemHostUnregister");
+    } else if (hb->h.live)
       t4a__released(rt, cu->cuMemFreeHost(hb->ptr), hb->ptr, "cuMemFreeHost");
   }
   t4a__htable_fini(&p->hosts);
@@ -186,6 +190,8 @@ int t4a__host_check_writable(const t4a__host *hb, const char *what) {
 /* A registered block whose work completed: unpinned (never cached). */
 static void unregistered(t4a__runtime *rt, const t4a__retire *r, bool final) {
   t4a__CUresult res = t4a__be.cu.cuMemHostUnregister(r->ptr);
+  if (res == T4A__CUDA_SUCCESS) /* unpinned: no longer the device's read-only memory */
+    t4a__read_only_remove((uint64_t)(uintptr_t)r->ptr);
   if (final)
     t4a__released(rt, res, r->ptr, "cuMemHostUnregister");
   else if (res != T4A__CUDA_SUCCESS)
@@ -223,7 +229,7 @@ int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t f
   for (uint32_t i = 0; i < rt->pin.hosts.count; i++) {
     const t4a__host *o = t4a__htable_at(&rt->pin.hosts, i);
     uint64_t os = (uint64_t)(uintptr_t)o->ptr;
-    if (o->h.live && o->registered && start < os + o->size && os < end) {
+    if (o->h.live && o->registered && t4a__spans_overlap(start, bytes, os, o->size)) {
       rc = t4a__fail(T4A_EINVAL,
                      "host_register: [%p, +%llu) overlaps the registered [%p, +%llu); "
                      "unregister that first or register a disjoint range",
@@ -253,7 +259,12 @@ int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t f
   }
   uint32_t i = 0;
   if ((rc = t4a__htable_take(&rt->pin.hosts, "host_register", &i))) {
-    cu->cuMemHostUnregister(ptr);
+    t4a__release_or_keep(cu->cuMemHostUnregister(ptr), ptr);
+    goto out;
+  }
+  if ((flags & T4A_HOST_REGISTER_READ_ONLY) && (rc = t4a__read_only_add(start, bytes))) {
+    t4a__htable_untake(&rt->pin.hosts, i);
+    t4a__release_or_keep(cu->cuMemHostUnregister(ptr), ptr);
     goto out;
   }
   t4a__host *hb = t4a__htable_at(&rt->pin.hosts, i);

@@ -143,12 +143,16 @@ int t4a__slot_copy_d2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, t4a_b
   if ((rc = t4a__buffer_get(rt, src, "copy_d2d", &sb)) ||
       (rc = range("copy_d2d", "source", src_offset, bytes, sb->size)))
     goto out;
-  if (d == sb && bytes && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes) {
+  /* By address, not by handle: one memory may be two buffers (a wrap of an
+   * own buffer, a DLPack round trip), and the driver's copy of overlapping
+   * ranges is undefined. */
+  if (t4a__spans_overlap(d->ptr + dst_offset, bytes, sb->ptr + src_offset, bytes)) {
     rc = t4a__fail(T4A_EINVAL,
-                   "copy_d2d: source [%llu, +%llu) and destination [%llu, +%llu) "
-                   "overlap in one buffer; copy through a temporary buffer",
-                   (unsigned long long)src_offset, (unsigned long long)bytes,
-                   (unsigned long long)dst_offset, (unsigned long long)bytes);
+                   "copy_d2d: source [0x%llx, +%llu) and destination [0x%llx, +%llu) "
+                   "overlap%s; copy through a temporary buffer",
+                   (unsigned long long)(sb->ptr + src_offset), (unsigned long long)bytes,
+                   (unsigned long long)(d->ptr + dst_offset), (unsigned long long)bytes,
+                   d == sb ? " in one buffer" : " (two buffers of the same memory)");
     goto out;
   }
   if (!bytes)

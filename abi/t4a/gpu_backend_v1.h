@@ -796,7 +796,9 @@ struct t4a_gpu_backend_v1 {
   int (*copy_d2h)(t4a_runtime rt, void *dst, t4a_buffer src, uint64_t src_offset, uint64_t bytes);
 
   /* copy_d2d: within one runtime (regions may be in the same buffer but
-   * must not overlap: T4A_EINVAL). */
+   * must not overlap: T4A_EINVAL). Overlap is decided by device address,
+   * not by handle: two buffers of the same memory (a wrap of an own buffer,
+   * a DLPack round trip) overlap too. */
   int (*copy_d2d)(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset, t4a_buffer src,
                   uint64_t src_offset, uint64_t bytes);
 
@@ -804,7 +806,8 @@ struct t4a_gpu_backend_v1 {
    * `dst_rt`, both on the same device (else T4A_EFOREIGNDEVICE). Runs on
    * dst_rt's stream after all work src_rt enqueued before this call (GPU-
    * side wait, no host block). src's block is not reused by src_rt before
-   * the copy completed. */
+   * the copy completed. Ranges that overlap by device address (memory both
+   * runtimes wrap) are T4A_EINVAL. */
   int (*copy_from_runtime)(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
                            t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset, uint64_t bytes);
 
@@ -971,7 +974,8 @@ struct t4a_gpu_backend_v1 {
    * be touched until a witness covering the copy is ready); the pageable
    * ones go through the bounded staging (copy_2d_h2d returns once src was
    * consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-   * one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+   * one runtime (rectangles whose spans overlap by device address, in one
+   * buffer or two of the same memory: T4A_EINVAL). Every
    * row is bounds-checked: T4A_ERANGE names the first row out of range. A
    * pitch below width (rows > 1) or above the device's max_pitch is
    * T4A_EINVAL. rows or width 0 enqueue nothing. */
@@ -992,7 +996,9 @@ struct t4a_gpu_backend_v1 {
    * ptr). The consumer keeps owning the memory and must not free it
    * before host_unregister. A range overlapping another registered one of
    * this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the
-   * device only reads it: a copy into it is T4A_EINVAL. host_free refuses
+   * device only reads it: a copy into it is T4A_EINVAL, and so is wrapping
+   * any of it as a buffer (buffer_wrap_external, DLPack import) in any
+   * runtime until it is unpinned. host_free refuses
    * a registered buffer (use host_unregister). */
   int (*host_register)(t4a_runtime rt, void *ptr, uint64_t bytes, uint32_t flags,
                        t4a_host_buffer *out);
@@ -1117,7 +1123,15 @@ struct t4a_gpu_backend_v1 {
    * the driver reports it: another device's memory is T4A_EFOREIGNDEVICE
    * (also with peer access), unknown or freed memory T4A_EINVAL, a range
    * running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must
-   * be page-locked host memory the device can address. The runtime never
+   * be page-locked host memory the device can address, throughout: every
+   * registration or allocation the range touches is checked, and a range
+   * with a page that is not page-locked (a hole between two registrations)
+   * is T4A_ERANGE (such a page would fault the device for every runtime on
+   * it). Host memory registered read-only through this backend
+   * (T4A_HOST_REGISTER_READ_ONLY, by any runtime) is T4A_EINVAL: the device
+   * may not write it, and a buffer could be written by a kernel. (Memory
+   * the consumer registered read-only through CUDA itself is the
+   * consumer's to keep unwritten.) The runtime never
    * frees the memory. mem->release(mem->user) is called exactly once: after
    * buffer_free (or runtime_destroy) and the completion of every use
    * enqueued before it (work on rt's stream, and other runtimes' copies

@@ -1197,7 +1197,9 @@ class t4a_gpu_backend_v1(Structure):
         # `dst` holds the data (it waits for the work ahead of it).
         ('copy_d2h', CFUNCTYPE(c_int, t4a_runtime, c_void_p, t4a_buffer, c_uint64, c_uint64)),
         # copy_d2d: within one runtime (regions may be in the same buffer but
-        # must not overlap: T4A_EINVAL).
+        # must not overlap: T4A_EINVAL). Overlap is decided by device address,
+        # not by handle: two buffers of the same memory (a wrap of an own buffer,
+        # a DLPack round trip) overlap too.
         ('copy_d2d', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1211,7 +1213,8 @@ class t4a_gpu_backend_v1(Structure):
         # `dst_rt`, both on the same device (else T4A_EFOREIGNDEVICE). Runs on
         # dst_rt's stream after all work src_rt enqueued before this call (GPU-side
         # wait, no host block). src's block is not reused by src_rt before
-        # the copy completed.
+        # the copy completed. Ranges that overlap by device address (memory both
+        # runtimes wrap) are T4A_EINVAL.
         ('copy_from_runtime', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1429,7 +1432,8 @@ class t4a_gpu_backend_v1(Structure):
         # be touched until a witness covering the copy is ready); the pageable
         # ones go through the bounded staging (copy_2d_h2d returns once src was
         # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # one runtime (rectangles whose spans overlap by device address, in one
+        # buffer or two of the same memory: T4A_EINVAL). Every
         # row is bounds-checked: T4A_ERANGE names the first row out of range. A
         # pitch below width (rows > 1) or above the device's max_pitch is
         # T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1447,7 +1451,8 @@ class t4a_gpu_backend_v1(Structure):
         # be touched until a witness covering the copy is ready); the pageable
         # ones go through the bounded staging (copy_2d_h2d returns once src was
         # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # one runtime (rectangles whose spans overlap by device address, in one
+        # buffer or two of the same memory: T4A_EINVAL). Every
         # row is bounds-checked: T4A_ERANGE names the first row out of range. A
         # pitch below width (rows > 1) or above the device's max_pitch is
         # T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1465,7 +1470,8 @@ class t4a_gpu_backend_v1(Structure):
         # be touched until a witness covering the copy is ready); the pageable
         # ones go through the bounded staging (copy_2d_h2d returns once src was
         # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # one runtime (rectangles whose spans overlap by device address, in one
+        # buffer or two of the same memory: T4A_EINVAL). Every
         # row is bounds-checked: T4A_ERANGE names the first row out of range. A
         # pitch below width (rows > 1) or above the device's max_pitch is
         # T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1483,7 +1489,8 @@ class t4a_gpu_backend_v1(Structure):
         # be touched until a witness covering the copy is ready); the pageable
         # ones go through the bounded staging (copy_2d_h2d returns once src was
         # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # one runtime (rectangles whose spans overlap by device address, in one
+        # buffer or two of the same memory: T4A_EINVAL). Every
         # row is bounds-checked: T4A_ERANGE names the first row out of range. A
         # pitch below width (rows > 1) or above the device's max_pitch is
         # T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1495,7 +1502,8 @@ class t4a_gpu_backend_v1(Structure):
         # be touched until a witness covering the copy is ready); the pageable
         # ones go through the bounded staging (copy_2d_h2d returns once src was
         # consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-        # one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+        # one runtime (rectangles whose spans overlap by device address, in one
+        # buffer or two of the same memory: T4A_EINVAL). Every
         # row is bounds-checked: T4A_ERANGE names the first row out of range. A
         # pitch below width (rows > 1) or above the device's max_pitch is
         # T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1508,7 +1516,9 @@ class t4a_gpu_backend_v1(Structure):
         # ptr). The consumer keeps owning the memory and must not free it
         # before host_unregister. A range overlapping another registered one of
         # this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the
-        # device only reads it: a copy into it is T4A_EINVAL. host_free refuses
+        # device only reads it: a copy into it is T4A_EINVAL, and so is wrapping
+        # any of it as a buffer (buffer_wrap_external, DLPack import) in any
+        # runtime until it is unpinned. host_free refuses
         # a registered buffer (use host_unregister).
         ('host_register', CFUNCTYPE(
             c_int,
@@ -1654,7 +1664,15 @@ class t4a_gpu_backend_v1(Structure):
         # the driver reports it: another device's memory is T4A_EFOREIGNDEVICE
         # (also with peer access), unknown or freed memory T4A_EINVAL, a range
         # running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must
-        # be page-locked host memory the device can address. The runtime never
+        # be page-locked host memory the device can address, throughout: every
+        # registration or allocation the range touches is checked, and a range
+        # with a page that is not page-locked (a hole between two registrations)
+        # is T4A_ERANGE (such a page would fault the device for every runtime on
+        # it). Host memory registered read-only through this backend
+        # (T4A_HOST_REGISTER_READ_ONLY, by any runtime) is T4A_EINVAL: the device
+        # may not write it, and a buffer could be written by a kernel. (Memory
+        # the consumer registered read-only through CUDA itself is the
+        # consumer's to keep unwritten.) The runtime never
         # frees the memory. mem->release(mem->user) is called exactly once: after
         # buffer_free (or runtime_destroy) and the completion of every use
         # enqueued before it (work on rt's stream, and other runtimes' copies
@@ -2027,13 +2045,16 @@ SLOT_DOCS = {
         '`dst` holds the data (it waits for the work ahead of it).'),
     'copy_d2d': (
         'copy_d2d: within one runtime (regions may be in the same buffer but\n'
-        'must not overlap: T4A_EINVAL).'),
+        'must not overlap: T4A_EINVAL). Overlap is decided by device address,\n'
+        'not by handle: two buffers of the same memory (a wrap of an own buffer,\n'
+        'a DLPack round trip) overlap too.'),
     'copy_from_runtime': (
         'copy_from_runtime: from a buffer of runtime `src_rt` into a buffer of\n'
         '`dst_rt`, both on the same device (else T4A_EFOREIGNDEVICE). Runs on\n'
         "dst_rt's stream after all work src_rt enqueued before this call (GPU-side\n"
         "wait, no host block). src's block is not reused by src_rt before\n"
-        'the copy completed.'),
+        'the copy completed. Ranges that overlap by device address (memory both\n'
+        'runtimes wrap) are T4A_EINVAL.'),
     'copy_from_peer': (
         'copy_from_peer: like copy_from_runtime for runtimes on two different\n'
         'devices, through direct peer access (enabled once per device pair).\n'
@@ -2176,7 +2197,8 @@ SLOT_DOCS = {
         'be touched until a witness covering the copy is ready); the pageable\n'
         'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
         'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
-        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'one runtime (rectangles whose spans overlap by device address, in one\n'
+        'buffer or two of the same memory: T4A_EINVAL). Every\n'
         'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
         "pitch below width (rows > 1) or above the device's max_pitch is\n"
         'T4A_EINVAL. rows or width 0 enqueue nothing.'),
@@ -2188,7 +2210,8 @@ SLOT_DOCS = {
         'be touched until a witness covering the copy is ready); the pageable\n'
         'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
         'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
-        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'one runtime (rectangles whose spans overlap by device address, in one\n'
+        'buffer or two of the same memory: T4A_EINVAL). Every\n'
         'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
         "pitch below width (rows > 1) or above the device's max_pitch is\n"
         'T4A_EINVAL. rows or width 0 enqueue nothing.'),
@@ -2200,7 +2223,8 @@ SLOT_DOCS = {
         'be touched until a witness covering the copy is ready); the pageable\n'
         'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
         'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
-        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'one runtime (rectangles whose spans overlap by device address, in one\n'
+        'buffer or two of the same memory: T4A_EINVAL). Every\n'
         'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
         "pitch below width (rows > 1) or above the device's max_pitch is\n"
         'T4A_EINVAL. rows or width 0 enqueue nothing.'),
@@ -2212,7 +2236,8 @@ SLOT_DOCS = {
         'be touched until a witness covering the copy is ready); the pageable\n'
         'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
         'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
-        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'one runtime (rectangles whose spans overlap by device address, in one\n'
+        'buffer or two of the same memory: T4A_EINVAL). Every\n'
         'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
         "pitch below width (rows > 1) or above the device's max_pitch is\n"
         'T4A_EINVAL. rows or width 0 enqueue nothing.'),
@@ -2224,7 +2249,8 @@ SLOT_DOCS = {
         'be touched until a witness covering the copy is ready); the pageable\n'
         'ones go through the bounded staging (copy_2d_h2d returns once src was\n'
         'consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within\n'
-        'one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every\n'
+        'one runtime (rectangles whose spans overlap by device address, in one\n'
+        'buffer or two of the same memory: T4A_EINVAL). Every\n'
         'row is bounds-checked: T4A_ERANGE names the first row out of range. A\n'
         "pitch below width (rows > 1) or above the device's max_pitch is\n"
         'T4A_EINVAL. rows or width 0 enqueue nothing.'),
@@ -2237,7 +2263,9 @@ SLOT_DOCS = {
         'ptr). The consumer keeps owning the memory and must not free it\n'
         'before host_unregister. A range overlapping another registered one of\n'
         'this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the\n'
-        'device only reads it: a copy into it is T4A_EINVAL. host_free refuses\n'
+        'device only reads it: a copy into it is T4A_EINVAL, and so is wrapping\n'
+        'any of it as a buffer (buffer_wrap_external, DLPack import) in any\n'
+        'runtime until it is unpinned. host_free refuses\n'
         'a registered buffer (use host_unregister).'),
     'host_unregister': (
         'host_unregister: the handle is stale at once; the memory is unpinned\n'
@@ -2339,7 +2367,15 @@ SLOT_DOCS = {
         "the driver reports it: another device's memory is T4A_EFOREIGNDEVICE\n"
         '(also with peer access), unknown or freed memory T4A_EINVAL, a range\n'
         'running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must\n'
-        'be page-locked host memory the device can address. The runtime never\n'
+        'be page-locked host memory the device can address, throughout: every\n'
+        'registration or allocation the range touches is checked, and a range\n'
+        'with a page that is not page-locked (a hole between two registrations)\n'
+        'is T4A_ERANGE (such a page would fault the device for every runtime on\n'
+        'it). Host memory registered read-only through this backend\n'
+        '(T4A_HOST_REGISTER_READ_ONLY, by any runtime) is T4A_EINVAL: the device\n'
+        'may not write it, and a buffer could be written by a kernel. (Memory\n'
+        'the consumer registered read-only through CUDA itself is the\n'
+        "consumer's to keep unwritten.) The runtime never\n"
         'frees the memory. mem->release(mem->user) is called exactly once: after\n'
         'buffer_free (or runtime_destroy) and the completion of every use\n'
         "enqueued before it (work on rt's stream, and other runtimes' copies\n"

@@ -1747,13 +1747,16 @@ pub struct t4a_gpu_backend_v1 {
     /// `dst` holds the data (it waits for the work ahead of it).
     pub copy_d2h: Option<unsafe extern "C" fn(rt: t4a_runtime, dst: *mut c_void, src: t4a_buffer, src_offset: u64, bytes: u64) -> c_int>,
     /// copy_d2d: within one runtime (regions may be in the same buffer but
-    /// must not overlap: T4A_EINVAL).
+    /// must not overlap: T4A_EINVAL). Overlap is decided by device address,
+    /// not by handle: two buffers of the same memory (a wrap of an own buffer,
+    /// a DLPack round trip) overlap too.
     pub copy_d2d: Option<unsafe extern "C" fn(rt: t4a_runtime, dst: t4a_buffer, dst_offset: u64, src: t4a_buffer, src_offset: u64, bytes: u64) -> c_int>,
     /// copy_from_runtime: from a buffer of runtime `src_rt` into a buffer of
     /// `dst_rt`, both on the same device (else T4A_EFOREIGNDEVICE). Runs on
     /// dst_rt's stream after all work src_rt enqueued before this call (GPU-side
     /// wait, no host block). src's block is not reused by src_rt before
-    /// the copy completed.
+    /// the copy completed. Ranges that overlap by device address (memory both
+    /// runtimes wrap) are T4A_EINVAL.
     pub copy_from_runtime: Option<unsafe extern "C" fn(dst_rt: t4a_runtime, dst: t4a_buffer, dst_offset: u64, src_rt: t4a_runtime, src: t4a_buffer, src_offset: u64, bytes: u64) -> c_int>,
     /// copy_from_peer: like copy_from_runtime for runtimes on two different
     /// devices, through direct peer access (enabled once per device pair).
@@ -1902,7 +1905,8 @@ pub struct t4a_gpu_backend_v1 {
     /// be touched until a witness covering the copy is ready); the pageable
     /// ones go through the bounded staging (copy_2d_h2d returns once src was
     /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// one runtime (rectangles whose spans overlap by device address, in one
+    /// buffer or two of the same memory: T4A_EINVAL). Every
     /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
     /// pitch below width (rows > 1) or above the device's max_pitch is
     /// T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1914,7 +1918,8 @@ pub struct t4a_gpu_backend_v1 {
     /// be touched until a witness covering the copy is ready); the pageable
     /// ones go through the bounded staging (copy_2d_h2d returns once src was
     /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// one runtime (rectangles whose spans overlap by device address, in one
+    /// buffer or two of the same memory: T4A_EINVAL). Every
     /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
     /// pitch below width (rows > 1) or above the device's max_pitch is
     /// T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1926,7 +1931,8 @@ pub struct t4a_gpu_backend_v1 {
     /// be touched until a witness covering the copy is ready); the pageable
     /// ones go through the bounded staging (copy_2d_h2d returns once src was
     /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// one runtime (rectangles whose spans overlap by device address, in one
+    /// buffer or two of the same memory: T4A_EINVAL). Every
     /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
     /// pitch below width (rows > 1) or above the device's max_pitch is
     /// T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1938,7 +1944,8 @@ pub struct t4a_gpu_backend_v1 {
     /// be touched until a witness covering the copy is ready); the pageable
     /// ones go through the bounded staging (copy_2d_h2d returns once src was
     /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// one runtime (rectangles whose spans overlap by device address, in one
+    /// buffer or two of the same memory: T4A_EINVAL). Every
     /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
     /// pitch below width (rows > 1) or above the device's max_pitch is
     /// T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1950,7 +1957,8 @@ pub struct t4a_gpu_backend_v1 {
     /// be touched until a witness covering the copy is ready); the pageable
     /// ones go through the bounded staging (copy_2d_h2d returns once src was
     /// consumed, copy_2d_d2h once dst holds the data); copy_2d_d2d is within
-    /// one runtime (overlapping rectangles in one buffer: T4A_EINVAL). Every
+    /// one runtime (rectangles whose spans overlap by device address, in one
+    /// buffer or two of the same memory: T4A_EINVAL). Every
     /// row is bounds-checked: T4A_ERANGE names the first row out of range. A
     /// pitch below width (rows > 1) or above the device's max_pitch is
     /// T4A_EINVAL. rows or width 0 enqueue nothing.
@@ -1963,7 +1971,9 @@ pub struct t4a_gpu_backend_v1 {
     /// ptr). The consumer keeps owning the memory and must not free it
     /// before host_unregister. A range overlapping another registered one of
     /// this runtime is T4A_EINVAL. With T4A_HOST_REGISTER_READ_ONLY the
-    /// device only reads it: a copy into it is T4A_EINVAL. host_free refuses
+    /// device only reads it: a copy into it is T4A_EINVAL, and so is wrapping
+    /// any of it as a buffer (buffer_wrap_external, DLPack import) in any
+    /// runtime until it is unpinned. host_free refuses
     /// a registered buffer (use host_unregister).
     pub host_register: Option<unsafe extern "C" fn(rt: t4a_runtime, ptr: *mut c_void, bytes: u64, flags: u32, out: *mut t4a_host_buffer) -> c_int>,
     /// host_unregister: the handle is stale at once; the memory is unpinned
@@ -2069,7 +2079,15 @@ pub struct t4a_gpu_backend_v1 {
     /// the driver reports it: another device's memory is T4A_EFOREIGNDEVICE
     /// (also with peer access), unknown or freed memory T4A_EINVAL, a range
     /// running past the allocation T4A_ERANGE; with T4A_EXTERNAL_HOST it must
-    /// be page-locked host memory the device can address. The runtime never
+    /// be page-locked host memory the device can address, throughout: every
+    /// registration or allocation the range touches is checked, and a range
+    /// with a page that is not page-locked (a hole between two registrations)
+    /// is T4A_ERANGE (such a page would fault the device for every runtime on
+    /// it). Host memory registered read-only through this backend
+    /// (T4A_HOST_REGISTER_READ_ONLY, by any runtime) is T4A_EINVAL: the device
+    /// may not write it, and a buffer could be written by a kernel. (Memory
+    /// the consumer registered read-only through CUDA itself is the
+    /// consumer's to keep unwritten.) The runtime never
     /// frees the memory. mem->release(mem->user) is called exactly once: after
     /// buffer_free (or runtime_destroy) and the completion of every use
     /// enqueued before it (work on rt's stream, and other runtimes' copies

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plugin-cuda/cuda_decls.h"
 #include "tests/runtime/rtutil.h"
@@ -1058,6 +1059,241 @@ START_TEST(dlpack_round_trip_between_runtimes) {
 END_TEST
 
 /* ---- failures (the fake driver's fault injection) ------------------------------------------- */
+/* Issue #26: a host range with a page that is not page-locked between two
+ * registrations was accepted (only its first and last byte were asked);
+ * the first kernel touching the hole faulted the device for every runtime
+ * on it. The whole range is checked now: refused with T4A_ERANGE, and the
+ * device stays healthy. */
+START_TEST(external_host_range_with_a_hole_is_refused) {
+  t4a_runtime rt = rt_create();
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  unsigned char *p = aligned_alloc(page, 4 * page);
+  ck_assert_ptr_nonnull(p);
+  memset(p, 0x5c, 4 * page);
+  t4a_host_buffer first, last;
+  RT_OK(T->host_register(rt, p, page, 0, &first));               /* page 0 */
+  RT_OK(T->host_register(rt, p + 2 * page, 2 * page, 0, &last)); /* pages 2 and 3; 1 is a hole */
+  int count = 0;
+  t4a_buffer out = {0};
+  t4a_external_memory m = ext_of((uint64_t)(uintptr_t)p, 4 * page, -1, &count);
+  m.flags = T4A_EXTERNAL_HOST;
+  RT_EXPECT(T->buffer_wrap_external(rt, &m, &out), T4A_ERANGE); /* both ends are pinned */
+  RT_DETAIL("not page-locked throughout");
+  ck_assert_uint_eq(out.bits, 0);
+  m.bytes = 2 * page; /* from page 0 into the hole */
+  RT_EXPECT(T->buffer_wrap_external(rt, &m, &out), T4A_ERANGE);
+  m.address = (uint64_t)(uintptr_t)(p + page - 8); /* 8 pinned bytes, then the hole */
+  m.bytes = 16;
+  RT_EXPECT(T->buffer_wrap_external(rt, &m, &out), T4A_ERANGE);
+  m.address = (uint64_t)(uintptr_t)(p + page + 8); /* starts in the hole */
+  m.bytes = 2 * page;
+  RT_EXPECT(T->buffer_wrap_external(rt, &m, &out), T4A_EINVAL);
+  ck_assert_int_eq(released(&count), 0);
+  /* what is pinned throughout is wrapped, and a kernel writes it all */
+  m.address = (uint64_t)(uintptr_t)(p + 2 * page);
+  m.bytes = 2 * page;
+  t4a_buffer ok;
+  RT_OK(T->buffer_wrap_external(rt, &m, &ok));
+  filler f = filler_load(rt);
+  fill_u32(rt, &f, address_of(rt, ok), 0x0badf00du, 2 * page / 4);
+  rt_sync(rt); /* no device fault */
+  for (uint64_t i = 0; i < 4 * page; i++) {
+    unsigned char want = i >= 2 * page ? ((const unsigned char *)"\x0d\xf0\xad\x0b")[i % 4] : 0x5c;
+    ck_assert_msg(p[i] == want, "byte %llu: %02x, want %02x", (unsigned long long)i, p[i], want);
+  }
+  filler_unload(rt, &f);
+  RT_OK(T->buffer_free(rt, ok));
+  rt_sync(rt);
+  ck_assert_int_eq(released(&count), 1);
+  RT_OK(T->host_unregister(rt, first));
+  RT_OK(T->host_unregister(rt, last));
+  /* the runtime and the device are healthy: a new runtime works too */
+  t4a_runtime again = rt_create();
+  t4a_buffer d;
+  unsigned char in[256], back[256];
+  t4a_test_fill_random(in, sizeof in, t4a_test_seed());
+  RT_OK(T->buffer_alloc(again, sizeof in, &d));
+  RT_OK(T->copy_h2d(again, d, 0, in, sizeof in));
+  RT_OK(T->copy_d2h(again, back, d, 0, sizeof back));
+  ck_assert(memcmp(in, back, sizeof in) == 0);
+  RT_OK(T->runtime_destroy(again, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(p);
+}
+END_TEST
+
+/* Issue #26: host memory registered T4A_HOST_REGISTER_READ_ONLY could be
+ * wrapped as a writable buffer, and a kernel then wrote it. Refused in every
+ * runtime (and through DLPack) until the memory is unpinned. */
+START_TEST(read_only_registration_is_never_wrapped) {
+  t4a_runtime rt = rt_create(), other = rt_create();
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  unsigned char *p = aligned_alloc(page, 2 * page);
+  ck_assert_ptr_nonnull(p);
+  memset(p, 0x77, 2 * page);
+  t4a_host_buffer ro;
+  RT_OK(T->host_register(rt, p, 2 * page, T4A_HOST_REGISTER_READ_ONLY, &ro));
+  int count = 0;
+  t4a_buffer out = {0};
+  t4a_external_memory m = ext_of((uint64_t)(uintptr_t)p, 2 * page, -1, &count);
+  m.flags = T4A_EXTERNAL_HOST;
+  RT_EXPECT(T->buffer_wrap_external(rt, &m, &out), T4A_EINVAL);
+  RT_DETAIL("read-only");
+  RT_EXPECT(T->buffer_wrap_external(other, &m, &out), T4A_EINVAL); /* any runtime */
+  RT_DETAIL("read-only");
+  m.address += page + 100; /* any part of it */
+  m.bytes = 8;
+  RT_EXPECT(T->buffer_wrap_external(other, &m, &out), T4A_EINVAL);
+  RT_DETAIL("read-only");
+  made t; /* a DLPack tensor of page-locked host memory over it */
+  int64_t shape[1] = {(int64_t)page};
+  make_tensor(&t, (uint64_t)(uintptr_t)p, 0, 1, shape, NULL, (t4a_dl_data_type){T4A_DL_UINT, 8, 1});
+  t.v.dl_tensor.device.device_type = T4A_DL_CUDA_HOST;
+  RT_EXPECT(T->dlpack_import(other, &t.v, T4A_DLPACK_VERSIONED, &out, NULL), T4A_EINVAL);
+  RT_DETAIL("read-only");
+  ck_assert_int_eq(t.deleted, 0);
+  ck_assert_int_eq(released(&count), 0);
+  for (uint64_t i = 0; i < 2 * page; i++)
+    ck_assert_uint_eq(p[i], 0x77);
+  /* unpinned, then registered writable: wrapped and written */
+  RT_OK(T->host_unregister(rt, ro));
+  rt_sync(rt);
+  t4a_host_buffer rw;
+  RT_OK(T->host_register(other, p, 2 * page, 0, &rw));
+  m = ext_of((uint64_t)(uintptr_t)p, 2 * page, -1, &count);
+  m.flags = T4A_EXTERNAL_HOST;
+  t4a_buffer ok;
+  RT_OK(T->buffer_wrap_external(rt, &m, &ok));
+  filler f = filler_load(rt);
+  fill_u32(rt, &f, address_of(rt, ok), 0x33333333u, 2 * page / 4);
+  rt_sync(rt);
+  filler_unload(rt, &f);
+  for (uint64_t i = 0; i < 2 * page; i++)
+    ck_assert_uint_eq(p[i], 0x33);
+  RT_OK(T->buffer_free(rt, ok));
+  rt_sync(rt);
+  ck_assert_int_eq(released(&count), 1);
+  RT_OK(T->host_unregister(other, rw));
+  RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(p);
+}
+END_TEST
+
+/* Issue #26: copy_d2d, copy_2d_d2d and copy_from_runtime compared handles,
+ * not memory: the same bytes under a second handle (a wrap of an own
+ * buffer) overlapped unchecked (ASan: memcpy-param-overlap in the fake's
+ * DMA). Compared by address now. */
+START_TEST(overlap_is_by_address_not_by_handle) {
+  t4a_runtime rt = rt_create(), other = rt_create();
+  const uint64_t n = 4096;
+  t4a_buffer x;
+  RT_OK(T->buffer_alloc(rt, n, &x));
+  unsigned char *ref = malloc(n), *got = malloc(n);
+  t4a_test_fill_random(ref, n, t4a_test_seed());
+  RT_OK(T->copy_h2d(rt, x, 0, ref, n));
+  rt_sync(rt);
+  uint64_t base = address_of(rt, x);
+  t4a_external_memory m = ext_of(base, n, 0, NULL);
+  t4a_buffer w, wo; /* x's memory under a second handle, in rt and in other */
+  RT_OK(T->buffer_wrap_external(rt, &m, &w));
+  RT_OK(T->buffer_wrap_external(other, &m, &wo));
+  RT_EXPECT(T->copy_d2d(rt, w, 0, x, 99, 100), T4A_EINVAL);
+  RT_DETAIL("overlap");
+  RT_EXPECT(T->copy_d2d(rt, x, 0, w, 99, 100), T4A_EINVAL); /* one byte in common */
+  RT_EXPECT(T->copy_d2d(rt, w, 500, x, 500, 1), T4A_EINVAL);
+  t4a_copy_2d g = {.struct_size = sizeof g,
+                   .dst_offset = 0,
+                   .dst_pitch = 256,
+                   .src_offset = 255,
+                   .src_pitch = 256,
+                   .width = 16,
+                   .rows = 4};
+  RT_EXPECT(T->copy_2d_d2d(rt, w, x, &g), T4A_EINVAL); /* spans overlap */
+  RT_DETAIL("overlap");
+  RT_EXPECT(T->copy_from_runtime(other, wo, 1000, rt, x, 900, 101), T4A_EINVAL);
+  RT_DETAIL("overlap");
+  rt_sync(rt);
+  RT_OK(T->copy_d2h(rt, got, x, 0, n));
+  ck_assert(memcmp(got, ref, n) == 0); /* nothing was written */
+  /* adjacent ranges do not overlap, and copy */
+  RT_OK(T->copy_d2d(rt, w, 0, x, 100, 100));
+  memcpy(ref, ref + 100, 100);
+  g.src_offset = 2048; /* spans [2048, 2832) and [0, 784) */
+  RT_OK(T->copy_2d_d2d(rt, w, x, &g));
+  for (int r = 0; r < 4; r++)
+    memcpy(ref + r * 256, ref + 2048 + r * 256, 16);
+  rt_sync(rt);
+  RT_OK(T->copy_from_runtime(other, wo, 3000, rt, x, 2000, 1000));
+  memcpy(ref + 3000, ref + 2000, 1000);
+  rt_sync(other);
+  RT_OK(T->copy_d2h(rt, got, x, 0, n));
+  ck_assert(memcmp(got, ref, n) == 0);
+  RT_OK(T->buffer_free(other, wo));
+  RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  RT_OK(T->buffer_free(rt, w));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(ref);
+  free(got);
+}
+END_TEST
+
+/* Issue #26: the row-major element count was overflow-checked even with
+ * explicit strides, so a stride-0 broadcast (every element on one) was
+ * refused; and an empty tensor's wrapped product leaked into its exported
+ * strides. The span of the strides used is what must fit now. */
+START_TEST(dlpack_strides_decide_the_span) {
+  t4a_runtime rt = rt_create(), producer = rt_create();
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(rt, 64, &b));
+  uint64_t base = address_of(rt, b);
+  deletes = 0;
+  int64_t huge[2] = {(int64_t)1 << 32, (int64_t)1 << 32}, zero[2] = {0, 0};
+  t4a_dlpack_export q = request(T4A_DLPACK_VERSIONED, 60, F32, 2, huge, zero);
+  void *out = NULL;
+  RT_OK(T->dlpack_export(rt, b, &q, &out)); /* one element, bytes 60..63 */
+  t4a_dl_managed_tensor_versioned *vt = out;
+  ck_assert_ptr_eq(vt->dl_tensor.data, (void *)(uintptr_t)(base + 60));
+  ck_assert(vt->dl_tensor.strides[0] == 0 && vt->dl_tensor.strides[1] == 0);
+  vt->deleter(vt);
+  q.offset = 61; /* its one element past the end */
+  RT_EXPECT(T->dlpack_export(rt, b, &q, &out), T4A_ERANGE);
+  q = request(T4A_DLPACK_VERSIONED, 0, F32, 2, huge, NULL); /* compact: 2^64 elements */
+  RT_EXPECT(T->dlpack_export(rt, b, &q, &out), T4A_ERANGE);
+  /* an empty tensor whose compact strides would wrap: 0, never a wrapped product */
+  int64_t empty[3] = {0, 3, (int64_t)1 << 62};
+  q = request(0, 0, F32, 3, empty, NULL);
+  RT_OK(T->dlpack_export(rt, b, &q, &out));
+  t4a_dl_managed_tensor *lt = out;
+  ck_assert_ptr_null(lt->dl_tensor.data);
+  ck_assert_msg(lt->dl_tensor.strides[0] == 0 && lt->dl_tensor.strides[1] == (int64_t)1 << 62 &&
+                    lt->dl_tensor.strides[2] == 1,
+                "strides %lld %lld %lld", (long long)lt->dl_tensor.strides[0],
+                (long long)lt->dl_tensor.strides[1], (long long)lt->dl_tensor.strides[2]);
+  lt->deleter(lt);
+  ck_assert_int_eq(deletes, 2);
+  /* import: a producer's broadcast tensor wraps the one element it spans */
+  t4a_buffer mem, ext;
+  RT_OK(T->buffer_alloc(producer, 4096, &mem));
+  made m;
+  make_tensor(&m, address_of(producer, mem) + 128, 0, 2, huge, zero, F32);
+  uint64_t off = 7, size = 0;
+  RT_OK(T->dlpack_import(rt, &m.v, T4A_DLPACK_VERSIONED, &ext, &off));
+  RT_OK(T->buffer_size(rt, ext, &size));
+  ck_assert_uint_eq(size, 4);
+  ck_assert_uint_eq(off, 0);
+  ck_assert_uint_eq(address_of(rt, ext), address_of(producer, mem) + 128);
+  RT_OK(T->buffer_free(rt, ext));
+  rt_sync(rt);
+  ck_assert_int_eq(m.deleted, 1);
+  make_tensor(&m, address_of(producer, mem), 0, 2, huge, NULL, F32); /* compact: refused */
+  RT_EXPECT(T->dlpack_import(rt, &m.v, T4A_DLPACK_VERSIONED, &ext, &off), T4A_ERANGE);
+  ck_assert_int_eq(m.deleted, 0);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(producer, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 #if defined(T4A_TEST_FAKE)
 
 static void (*fake_fail)(const char *, uint64_t, unsigned);
@@ -1167,6 +1403,10 @@ int main(void) {
   tcase_add_test(tc, release_at_free_destroy_or_never_twice);
   tcase_add_test(tc, external_memory_refused_with_the_reason);
   tcase_add_test(tc, external_host_memory_is_reached_by_kernels);
+  tcase_add_test(tc, external_host_range_with_a_hole_is_refused);
+  tcase_add_test(tc, read_only_registration_is_never_wrapped);
+  tcase_add_test(tc, overlap_is_by_address_not_by_handle);
+  tcase_add_test(tc, dlpack_strides_decide_the_span);
   tcase_add_test(tc, consumer_stream_waits_for_a_witness);
   tcase_add_test(tc, runtime_waits_for_a_consumer_stream_and_event);
   tcase_add_test(tc, a_capture_refuses_waits_for_a_consumers_work);

@@ -1,0 +1,73 @@
+/* plugin-cuda/readonly.c -- the host ranges this backend registered
+ * read-only, across all its runtimes (see readonly.h). Registrations are
+ * rare and few, so a locked array scanned in full is enough; its own lock
+ * is taken under a runtime's lock and takes none itself. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "common/checked.h"
+#include "common/error.h"
+#include "t4a/gpu_backend_v1.h"
+#include "plugin-cuda/readonly.h"
+
+typedef struct span {
+  uint64_t start, bytes;
+} span;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static span *spans; /* lock */
+static uint32_t count, cap;
+
+int t4a__read_only_add(uint64_t start, uint64_t bytes) {
+  int rc = T4A_OK;
+  pthread_mutex_lock(&lock);
+  if (count == cap) {
+    uint32_t want = cap ? cap * 2 : 8; /* registrations are few: far below 2^31 */
+    span *grown = want > cap ? realloc(spans, (size_t)want * sizeof *spans) : NULL;
+    if (!grown)
+      rc = t4a__fail(T4A_ENOMEM, "host_register: out of host memory listing a read-only "
+                                 "range; free some and retry");
+    else {
+      spans = grown;
+      cap = want;
+    }
+  }
+  if (!rc)
+    spans[count++] = (span){start, bytes};
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+void t4a__read_only_remove(uint64_t start) {
+  pthread_mutex_lock(&lock);
+  for (uint32_t i = 0; i < count; i++)
+    if (spans[i].start == start) {
+      spans[i] = spans[--count];
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+}
+
+bool t4a__read_only_find(uint64_t start, uint64_t bytes, uint64_t *found_start,
+                         uint64_t *found_bytes) {
+  bool found = false;
+  pthread_mutex_lock(&lock);
+  for (uint32_t i = 0; i < count && !found; i++)
+    if (t4a__spans_overlap(start, bytes, spans[i].start, spans[i].bytes)) {
+      *found_start = spans[i].start;
+      *found_bytes = spans[i].bytes;
+      found = true;
+    }
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
+void t4a__read_only_unload(void) {
+  pthread_mutex_lock(&lock);
+  free(spans);
+  spans = NULL;
+  count = cap = 0;
+  pthread_mutex_unlock(&lock);
+}
