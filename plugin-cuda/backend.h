@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
+#include "core/structs.h"
 #include "plugin-cuda/cuda_decls.h"
 #include "t4a/gpu_backend_v1.h"
 
@@ -67,12 +68,6 @@ bool t4a__cu_is_fault(t4a__CUresult r);
 /* The driver's name for r ("CUDA_ERROR_OUT_OF_MEMORY"), or "CUDA_ERROR_<n>". */
 const char *t4a__cu_name(t4a__CUresult r, char *buf, size_t size);
 
-/* Checks the struct_size of a caller-provided struct. */
-int t4a__check_struct(const void *s, size_t min_size, const char *what);
-
-/* Copies min(caller size, ours) bytes of a filled info struct and sets its
- * struct_size to the bytes written. */
-void t4a__fill_struct(void *dst, const void *src, size_t src_size);
 
 /* Plugin teardown: frees the devices' bookkeeping (backend.c). */
 void t4a__backend_unload(void);

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "plugin-cuda/backend.h"
-#include "plugin-cuda/handle.h"
+#include "core/handle.h"
 
 typedef struct t4a__runtime t4a__runtime;
 

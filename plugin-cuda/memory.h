@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "plugin-cuda/completion.h"
-#include "plugin-cuda/handle.h"
-#include "plugin-cuda/sizeclass.h"
+#include "core/handle.h"
+#include "core/sizeclass.h"
 
 typedef struct t4a__buffer {
   t4a__hslot h;

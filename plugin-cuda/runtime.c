@@ -2,7 +2,6 @@
  * context handling, failure recording, and what is kept for good. */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,61 +151,9 @@ int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...) {
   return t4a__cu_record(r, "%s", msg);
 }
 
-/* ---- kept for good -------------------------------------------------------------
- * What cannot be released (a failed release call) or cannot be proven idle
- * (after a fault) is kept reachable in process-wide lists, never freed, and
- * the plugin pins itself loaded so that the lists stay reachable. */
+/* ---- kept for good (core/keep.c) ------------------------------------------- */
 
-static t4a__runtime **quarantine;
-static uint32_t quarantine_count;
-/* The first kept handles need no allocation: a handle kept during the
- * plugin's own unload (a spare's part whose release failed at dlclose) would
- * otherwise sit in a heap list whose only pointer is unmapped with the
- * plugin (LeakSanitizer reported it in the fault sweep). Volatile: nothing
- * reads the array, so an optimiser could drop the stores, and what it keeps
- * would be lost after all (valgrind saw a kept event "definitely lost" in a
- * gcc -O2 build). */
-#define KEPT_STATIC 64u
-static const void *volatile kept_first[KEPT_STATIC];
-static const void **kept_more;
-static uint32_t kept_count;
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void t4a__plugin_pin(void) {
-  Dl_info info;
-  if (dladdr((void *)(uintptr_t)t4a__plugin_pin, &info) && info.dli_fname)
-    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
-void t4a__keep(const void *handle) {
-  pthread_mutex_lock(&kept_lock);
-  if (kept_count < KEPT_STATIC) {
-    kept_first[kept_count++] = handle;
-  } else {
-    const void **list = realloc(kept_more, (kept_count - KEPT_STATIC + 1) * sizeof *list);
-    if (list) {
-      kept_more = list;
-      kept_more[kept_count++ - KEPT_STATIC] = handle;
-    }
-  }
-  pthread_mutex_unlock(&kept_lock);
-  t4a__plugin_pin();
-}
-
-void t4a__rt_quarantine(const t4a__runtime *rt) {
-  t4a__runtime *copy = malloc(sizeof *copy);
-  pthread_mutex_lock(&kept_lock);
-  t4a__runtime **list = copy ? realloc(quarantine, (quarantine_count + 1) * sizeof(void *)) : NULL;
-  if (list) {
-    memcpy(copy, rt, sizeof *copy);
-    quarantine = list;
-    quarantine[quarantine_count++] = copy;
-  }
-  pthread_mutex_unlock(&kept_lock);
-  if (!list)
-    free(copy); /* out of memory: the blocks are leaked rather than freed */
-  t4a__plugin_pin();
-}
+void t4a__rt_quarantine(const t4a__runtime *rt) { t4a__quarantine(rt, sizeof *rt); }
 
 void t4a__runtimes_unload(void) {
   for (uint32_t i = 0; i < slots_used; i++) {

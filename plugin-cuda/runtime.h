@@ -19,10 +19,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/keep.h"
 #include "plugin-cuda/backend.h"
 #include "plugin-cuda/capture.h"
 #include "plugin-cuda/completion.h"
-#include "plugin-cuda/handle.h"
+#include "core/handle.h"
 #include "plugin-cuda/memory.h"
 #include "plugin-cuda/module.h"
 #include "plugin-cuda/pinned.h"
@@ -123,10 +124,6 @@ int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...)
 /* Marks work as enqueued since the last seal. */
 static inline void t4a__rt_dirty(t4a__runtime *rt) { rt->done.dirty = true; }
 
-/* Keeps a driver handle or block whose release failed or cannot be proven
- * safe: it is never freed or reused, stays reachable (the plugin then stays
- * loaded), and is counted. */
-void t4a__keep(const void *handle);
 
 /* The result of a release call that has no status to report it (an undo
  * path, the spare parts): on failure the handle is kept. True if released. */
@@ -136,9 +133,6 @@ static inline bool t4a__release_or_keep(t4a__CUresult r, const void *handle) {
   return r == T4A__CUDA_SUCCESS;
 }
 
-/* Keeps the plugin loaded for the life of the process (what it handed out
- * still points into its code: kept handles, DLPack deleters). */
-void t4a__plugin_pin(void);
 
 /* Notes the result of a release call made by destroy: on failure the handle
  * is kept (t4a__keep) and the first failure is what runtime_destroy

@@ -1,7 +1,7 @@
-/* plugin-cuda/sizeclass.h -- size classes of cached blocks: 8 per power of
+/* core/sizeclass.h -- size classes of cached blocks: 8 per power of
  * two (at most 12.5% slack), at least 256 bytes. Pure functions. */
-#ifndef T4A_PLUGIN_CUDA_SIZECLASS_H
-#define T4A_PLUGIN_CUDA_SIZECLASS_H
+#ifndef T4A_CORE_SIZECLASS_H
+#define T4A_CORE_SIZECLASS_H
 
 #include <stdint.h>
 

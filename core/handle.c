@@ -1,4 +1,4 @@
-/* plugin-cuda/handle.c -- handle tables: taking, publishing and releasing
+/* core/handle.c -- handle tables: taking, publishing and releasing
  * entries, and the messages for rejected handles. */
 #include "config.h"
 
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "plugin-cuda/handle.h"
+#include "core/handle.h"
 #include "t4a/gpu_backend_v1.h"
 
 #define FIRST_CAP 16u

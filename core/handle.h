@@ -1,4 +1,4 @@
-/* plugin-cuda/handle.h -- handles and the tables behind them, for every object
+/* core/handle.h -- handles and the tables behind them, for every object
  * kind (runtime, buffer, host buffer, witness, artifact, module, function,
  * graph).
  *
@@ -13,8 +13,8 @@
  * A table is a growable array of entries of one type whose first member is
  * a t4a__hslot; free entries form a list through `next_free`. The table
  * does no locking: its owner's lock guards it. */
-#ifndef T4A_PLUGIN_CUDA_HANDLE_H
-#define T4A_PLUGIN_CUDA_HANDLE_H
+#ifndef T4A_CORE_HANDLE_H
+#define T4A_CORE_HANDLE_H
 
 #include <stdbool.h>
 #include <stddef.h>
