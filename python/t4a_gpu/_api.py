@@ -934,7 +934,10 @@ class Buffer:
         """A TensorView: this buffer's bytes from `offset` as a tensor of
         `dtype` (a name such as "float32", a numpy or framework dtype) and
         `shape` (default: 1-D, to the end), `strides` in elements (default:
-        row-major), for torch.from_dlpack, cupy.from_dlpack, jax.dlpack ..."""
+        row-major), for torch.from_dlpack, cupy.from_dlpack, jax.dlpack ...
+        Every element must lie in the buffer (by the strides used; an empty
+        view touches nothing): else errors.ERANGE, whichever protocol would
+        export it."""
         return _interop.TensorView(self, dtype, shape, strides, offset, readonly)
 
     def __dlpack__(self, **kw):

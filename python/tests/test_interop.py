@@ -238,6 +238,83 @@ class Interop(unittest.TestCase):
             self.assertEqual(bytes(v[:400]), bytes.fromhex("04030201") * 100)
         hw.close()
 
+    # -- #26: every view in its buffer -----------------------------------------------------
+
+    def test_a_view_past_its_buffer_is_refused_whichever_protocol_exports_it(self):
+        buf = self.rt.alloc(64)
+        refused = [
+            (("float32", (1000,)), {}),  # the view: 4,000 bytes of a 64-byte buffer
+            (("float32", (1,)), {"offset": 61}),  # one element across the end
+            (("uint8", None), {"offset": 65}),  # the default shape, from past the end
+            (("float32", (3,)), {"strides": (-1,), "offset": 4}),  # 4 bytes below the start
+            (("float32", (4, 8)), {"strides": (16, 2)}),  # 252 bytes by its strides
+            (("uint8", (3,)), {"strides": (2 ** 62,)}),  # 2^63 + 1 bytes: wraps in int64
+            (("uint8", (2, 2)), {"strides": (-2 ** 62, -2 ** 62), "offset": 63}),
+            (("float32", (0, 10)), {"offset": 65}),  # empty, but from past the end
+        ]
+        for args, kw in refused:
+            with self.subTest(args=args, kw=kw):
+                with self.assertRaises(errors.ERANGE) as cm:
+                    buf.as_tensor(*args, **kw)
+                self.assertIn("outside the buffer's 64 bytes", str(cm.exception))
+                with self.assertRaises(errors.ERANGE):  # the class itself checks
+                    t4a_gpu.TensorView(buf, *args, **kw)
+        accepted = [
+            (("float32", (16,)), {}, (buf.address, (16,), None)),
+            (("float32", (1,)), {"offset": 60}, (buf.address + 60, (1,), None)),
+            (("float32", (3,)), {"strides": (-1,), "offset": 8}, (buf.address + 8, (3,), (-4,))),
+            (("float32", (2, 4)), {"strides": (-4, 1), "offset": 16},
+             (buf.address + 16, (2, 4), (-16, 4))),
+            (("float32", (0, 10 ** 6)), {"offset": 64}, (0, (0, 10 ** 6), None)),  # touches nothing
+            (("uint8", (0,)), {"strides": (2 ** 62,), "offset": 64}, (0, (0,), (2 ** 62,))),
+            (("uint8", None), {"offset": 64}, (0, (0,), None)),
+        ]
+        for args, kw, (data, shape, strides) in accepted:
+            with self.subTest(args=args, kw=kw):
+                view = buf.as_tensor(*args, **kw)
+                cai = view.__cuda_array_interface__
+                self.assertEqual((cai["data"][0], cai["shape"], cai["strides"]),
+                                 (data, shape, strides))
+                cap = view.__dlpack__(stream=-1)  # the plugin's check agrees
+                del cap, view, cai
+        gc.collect()
+        with self.assertRaises(AttributeError):  # a view cannot be widened after the check
+            buf.as_tensor("float32", (4,)).shape = (1000,)
+        for args, kw, cls in [
+            (("float32", (-1,)), {}, ValueError),  # a negative extent
+            (("uint8", (1,) * 65), {}, ValueError),  # past T4A_DLPACK_MAX_NDIM
+            (("uint8", (1,)), {"strides": (2 ** 63,)}, ValueError),  # no int64
+            (("float32", (1,)), {"strides": (2 ** 62,)}, ValueError),  # 2^64 bytes: no int64
+            (("uint8", (2 ** 64,)), {"strides": (0,)}, ValueError),
+            (("uint8", (4,)), {"offset": -1}, ValueError),
+            (("uint8", (4.0,)), {}, TypeError),  # an extent is an integer
+            (("uint8", (4,)), {"strides": (1.5,)}, TypeError),
+            (((abi.T4A_DL_UINT, 0, 1),), {}, ValueError),  # no bits: no element size
+            (((abi.T4A_DL_UINT, 8, 65536),), {}, ValueError),  # lanes are 16-bit
+            (((256, 8, 1),), {}, ValueError),  # codes are 8-bit
+        ]:
+            with self.subTest(args=args, kw=kw):
+                with self.assertRaises(cls):
+                    buf.as_tensor(*args, **kw)
+        buf.close()
+
+    def test_broadcast_views_are_bounded_by_the_strides_they_use(self):
+        buf = self.rt.alloc(16)
+        # 2^64 elements of one float: refused only by a row-major element count
+        v = buf.as_tensor("float32", (2 ** 32, 2 ** 32), strides=(0, 0))
+        cai = v.__cuda_array_interface__
+        self.assertEqual((cai["shape"], cai["strides"], cai["data"][0]),
+                         ((2 ** 32, 2 ** 32), (0, 0), buf.address))
+        w = buf.as_tensor("float32", (4, 4), strides=(1, 0))  # row-major it would take 64 bytes
+        cap = w.__dlpack__(stream=-1)
+        t = tensor_of(cap).dl_tensor
+        self.assertEqual([t.strides[i] for i in range(2)], [1, 0])
+        with self.assertRaises(errors.ERANGE):  # 5 floats by these strides
+            buf.as_tensor("float32", (5, 4), strides=(1, 0))
+        del v, w, cap, t, cai
+        gc.collect()
+        buf.close()
+
     def test_framework_stream_and_event_waits(self):
         consumer = self.other.raw().stream
         self.rt.wait_stream(consumer)
