@@ -151,8 +151,27 @@ class _Node:
         for k in kids:
             k._invalidate()
 
+    def hold(self, obj, call):
+        """Records `obj` (weakly) as a view of this node's memory: closing
+        the node, or one above it, while `obj` lives is a BufferError.
+        errors.EHANDLE if the node is closed. Returns the record, for drop();
+        recording an object twice records it once."""
+        with _lock:
+            if not self.alive:
+                raise _dead(self, call)
+            ref = weakref.ref(obj)
+            views = self.views
+            views[:] = [r for r in views if r() is not None and r is not ref]
+            views.append(ref)
+            return ref
+
+    def drop(self, ref):
+        """Undoes hold() (the export it guarded failed)."""
+        with _lock:
+            self.views[:] = [r for r in self.views if r is not ref]
+
     def exported_views(self):
-        """Host memory views still held under this node (see HostBuffer.view)."""
+        """Views still held under this node (see HostBuffer.view, hold)."""
         n = sum(1 for ref in self.views or () if ref() is not None)
         return n + sum(k.exported_views() for k in list(self.children.values()))
 
@@ -165,8 +184,10 @@ class _Node:
             if not quiet and self.exported_views():
                 raise BufferError(
                     "cannot close the %s: views of its memory are still held (memoryviews of "
-                    "pinned host memory, DLPack tensors another framework has not released); "
-                    "release them (view.release(), del) first" % self.kind)
+                    "pinned host memory, DLPack tensors another framework has not released, "
+                    "objects whose __cuda_array_interface__ was read: a TensorView, or a "
+                    "Buffer itself, which its consumer keeps); release them first "
+                    "(view.release(); del the arrays, and those objects)" % self.kind)
             err = None
             if not self.owns_children:  # the backend: children first, every one
                 for k in reversed(list(self.children.values())):
@@ -873,7 +894,10 @@ class Buffer:
         rt_handle, backend = runtime.handle, runtime.backend
         self._node = _Node("buffer", runtime._node,
                            lambda: backend.call("buffer_free", rt_handle, handle))
-        self._node.views = []  # DLPack exports still held by a consumer (weak refs)
+        # Exports still held by a consumer (weak refs, _Node.hold): DLPack tensors' marks,
+        # objects whose __cuda_array_interface__ was read.
+        self._node.views = []
+        self._interface_read = False  # this Buffer's own __cuda_array_interface__ was
         self._finalizer = _finalizer(self, self._node)
 
     @classmethod
@@ -902,7 +926,17 @@ class Buffer:
         return self._runtime._call(slot, *args)
 
     def close(self):
-        """Stream-ordered free: work already enqueued may still use it."""
+        """Stream-ordered free: work already enqueued may still use it.
+        BufferError while an export is held: a DLPack tensor a consumer has
+        not released, a TensorView whose __cuda_array_interface__ was read,
+        or this Buffer itself once its own interface was read."""
+        if self._interface_read and self._node.alive:
+            raise BufferError(
+                "cannot close the buffer: its own __cuda_array_interface__ was read, so a "
+                "consumer (CuPy, Numba, PyTorch ...) may keep this Buffer for as long as it "
+                "lives, and the interface has no deleter to say when it is done; drop every "
+                "reference to it (it is freed once collected, the consumer's too), or export "
+                "buf.as_tensor(), whose view the consumer keeps instead")
         self._node.close()
         self._finalizer.detach()  # released: the safety net has nothing left to do
 
@@ -949,8 +983,14 @@ class Buffer:
 
     @property
     def __cuda_array_interface__(self):
-        """The whole buffer as 1-D uint8 (CUDA Array Interface v3)."""
-        return _interop.TensorView(self).__cuda_array_interface__
+        """The whole buffer as 1-D uint8 (CUDA Array Interface v3). The
+        consumer keeps this Buffer, and may use its memory as long as it
+        does: from now on the Buffer counts as exported for as long as it
+        lives (close() is a BufferError; it is freed once collected). To
+        close explicitly later, export a view: buf.as_tensor()."""
+        cai = _interop.TensorView(self).interface(self)
+        self._interface_read = True
+        return cai
 
     # -- pageable transfers (return once host memory is consumed/filled) ---------
 

@@ -13,7 +13,10 @@ While a consumer holds an exported tensor (until it calls the deleter), the
 Buffer stays alive and closing it, its runtime or its backend raises
 ``BufferError`` (as for ``HostBuffer.view()``): the memory must outlive the
 tensor. ``__cuda_array_interface__`` gives the runtime's stream; a consumer
-synchronises on it (the CAI v3 rule).
+synchronises on it (the CAI v3 rule). The interface has no deleter, but a
+consumer keeps the object whose interface it read: while that object (the
+TensorView, or the Buffer itself) lives, the buffer counts as exported in the
+same way. Every view lies in its buffer (checked when it is made).
 
 Imports. ``from_dlpack(obj, runtime)`` asks ``obj.__dlpack__`` for a capsule
 whose work is ordered before the runtime's stream (the producer makes our
@@ -30,7 +33,6 @@ import ctypes
 import itertools
 import operator
 import threading
-import weakref
 from ctypes import POINTER, byref, c_char_p, c_int, c_uint64, c_void_p, py_object
 
 from . import _abi
@@ -347,7 +349,10 @@ class TensorView:
         strides = (ctypes.c_int64 * max(len(self.shape), 1))(*(self.strides or ()))
         q.shape = ctypes.cast(shape, POINTER(ctypes.c_int64))
         q.strides = ctypes.cast(strides, POINTER(ctypes.c_int64)) if self.strides else None
+        # The export is recorded before it exists: a close() on another thread from here on
+        # is a BufferError, never a free of the block the capsule will name.
         mark = _ExportMark()
+        held = buf._node.hold(mark, "dlpack_export")
         token = _register((mark, self, stream))
         q.on_delete = _EXPORT_DELETED
         q.user = token
@@ -356,30 +361,50 @@ class TensorView:
             buf._call("dlpack_export", buf.handle, byref(q), byref(out))
         except BaseException:
             forget(token)
+            buf._node.drop(held)
             raise
-        buf._node.views.append(weakref.ref(mark))
-        return _capsule_new(out, _VERSIONED if versioned else _LEGACY,
-                            ctypes.cast(_CAPSULE_DESTRUCTOR, c_void_p))
+        name = _VERSIONED if versioned else _LEGACY
+        try:
+            return _capsule_new(out, name, ctypes.cast(_CAPSULE_DESTRUCTOR, c_void_p))
+        except BaseException:  # no capsule (out of memory): nobody else can delete it
+            cls = _abi.t4a_dl_managed_tensor_versioned if versioned else \
+                _abi.t4a_dl_managed_tensor
+            tensor = ctypes.cast(out, POINTER(cls))
+            tensor.contents.deleter(tensor)
+            raise
 
     # -- CUDA Array Interface -------------------------------------------------
 
     @property
     def __cuda_array_interface__(self):
         """Version 3: the runtime's stream is given; a consumer synchronises
-        on it before using the data."""
+        on it before using the data. The consumer keeps this view (CuPy's
+        and Numba's owner, PyTorch's deleter) and the interface has no
+        deleter: from now on, while the view lives, the buffer counts as
+        exported (closing it, its runtime or its backend is a BufferError)."""
+        return self.interface(self)
+
+    def interface(self, holder):
+        """The interface's dict, `holder` (the object the consumer keeps)
+        recorded as an export of the buffer first."""
         typestr = DTYPES.get(self.dtype, (None,) * 4)[3]
         if typestr is None:
-            raise AttributeError("dtype %s has no CUDA Array Interface typestr" % self.dtype)
-        empty = 0 in self.shape
-        return {
-            "shape": self.shape,
+            raise AttributeError("dtype %s has no CUDA Array Interface typestr; export it "
+                                 "through __dlpack__" % self.dtype)
+        buf, empty = self._buffer, 0 in self._shape
+        cai = {
+            "shape": self._shape,
             "typestr": typestr,
-            "data": (0 if empty else self.buffer.address + self.offset, self.readonly),
-            "strides": None if self.strides is None else
-            tuple(s * self.itemsize for s in self.strides),
+            "data": (0 if empty else buf.address + self._offset, self._readonly),
+            "strides": None if self._strides is None else
+            tuple(s * self._itemsize for s in self._strides),
             "version": 3,
-            "stream": self.buffer.runtime.raw().stream,
+            "stream": buf.runtime.raw().stream,
         }
+        # Recorded before the address leaves: a close() since the address was read made
+        # this EHANDLE; one from now on is a BufferError.
+        buf._node.hold(holder, "__cuda_array_interface__")
+        return cai
 
 
 # ---------------------------------------------------------------------------

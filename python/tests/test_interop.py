@@ -7,6 +7,7 @@ JAX) are exercised by tests/frameworks on a GPU host.
 import ctypes
 import gc
 import os
+import threading
 import unittest
 
 import t4a_gpu
@@ -238,7 +239,7 @@ class Interop(unittest.TestCase):
             self.assertEqual(bytes(v[:400]), bytes.fromhex("04030201") * 100)
         hw.close()
 
-    # -- #26: every view in its buffer -----------------------------------------------------
+    # -- #26: views in their buffers, exports recorded, hostile capsules --------------------
 
     def test_a_view_past_its_buffer_is_refused_whichever_protocol_exports_it(self):
         buf = self.rt.alloc(64)
@@ -314,6 +315,82 @@ class Interop(unittest.TestCase):
         del v, w, cap, t, cai
         gc.collect()
         buf.close()
+
+    def test_a_cuda_array_interface_export_holds_its_buffer(self):
+        buf = self.rt.alloc(64)
+        # CuPy, Numba and PyTorch keep the object whose interface they read (CuPy's
+        # UnownedMemory owner): this list plays the consumer.
+        consumer = [buf.as_tensor("float32", (16,))]
+        consumer[0].__cuda_array_interface__
+        with self.assertRaises(BufferError) as cm:
+            buf.close()
+        self.assertIn("__cuda_array_interface__", str(cm.exception))
+        with self.assertRaises(BufferError):
+            self.rt.close()
+        with self.assertRaises(BufferError):
+            self.backend.close()
+        other = self.rt.alloc(64)  # the held block is not handed out again
+        self.assertNotEqual(other.address, buf.address)
+        consumer.clear()  # the consumer dropped the array, and with it the view
+        buf.close()
+        other.close()
+        # a view whose interface nobody read holds nothing
+        b2 = self.rt.alloc(64)
+        v2 = b2.as_tensor("float32")
+        b2.close()
+        with self.assertRaises(errors.EHANDLE):
+            v2.__cuda_array_interface__
+        # the Buffer's own interface: the consumer holds the Buffer itself, which then
+        # goes when the last reference goes (yours and the consumer's)
+        live = self.rt.counters()["live_buffers"]
+        b3 = self.rt.alloc(64)
+        consumer.append(b3)
+        b3.__cuda_array_interface__
+        with self.assertRaises(BufferError) as cm:
+            b3.close()
+        self.assertIn("as_tensor", str(cm.exception))
+        with self.assertRaises(BufferError):
+            self.rt.close()
+        del b3
+        gc.collect()
+        self.assertEqual(self.rt.counters()["live_buffers"], live + 1)  # the consumer's
+        consumer.clear()
+        gc.collect()
+        self.assertEqual(self.rt.counters()["live_buffers"], live)
+        self.rt.close()
+
+    def test_a_close_racing_a_dlpack_export_is_refused(self):
+        buf = self.rt.alloc(64)
+        real, seen = buf._call, []
+
+        def racing_call(slot, *args):  # another thread closes the buffer as the export returns
+            out = real(slot, *args)
+            if slot == "dlpack_export":
+                def close():
+                    try:
+                        buf.close()
+                        seen.append("closed")
+                    except BufferError:
+                        seen.append("BufferError")
+                t = threading.Thread(target=close)
+                t.start()
+                t.join()
+            return out
+
+        buf._call = racing_call
+        cap = buf.__dlpack__(stream=-1)
+        self.assertEqual(seen, ["BufferError"])  # the capsule's block is still the buffer's
+        self.assertEqual(tensor_of(cap).dl_tensor.data, buf.address)
+        del cap
+        gc.collect()
+        buf.close()
+        # a failed export leaves no record behind
+        b2 = self.rt.alloc(64)
+        with self.assertRaises(errors.EINVAL):  # a dtype code DLPack does not have
+            b2.as_tensor((200, 8, 1)).__dlpack__(stream=-1)
+        b2.close()
+        with self.assertRaises(errors.EHANDLE):  # nor does an export of a closed buffer
+            buf.__dlpack__(stream=-1)
 
     def test_framework_stream_and_event_waits(self):
         consumer = self.other.raw().stream
