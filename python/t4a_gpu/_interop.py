@@ -412,11 +412,39 @@ class TensorView:
 # ---------------------------------------------------------------------------
 
 
+def _refuse(status, message):
+    return error_class(status)(status, "from_dlpack", message)
+
+
 def _read_tensor(ptr, versioned):
-    cls = _abi.t4a_dl_managed_tensor_versioned if versioned else _abi.t4a_dl_managed_tensor
-    t = ctypes.cast(ptr, POINTER(cls)).contents.dl_tensor
-    shape = tuple(t.shape[i] for i in range(t.ndim)) if t.ndim else ()
-    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.ndim and t.strides else None
+    """(device, dtype name, shape, strides) of a producer's tensor, each
+    count and pointer checked before what it counts or points to is read
+    (the checks dlpack_import makes, first: a hostile ndim must not make
+    Python read past the shape). errors.EINVAL / EUNSUPPORTED, as the plugin
+    says for the same tensor."""
+    if not ptr:
+        raise _refuse(_abi.T4A_EINVAL, "from_dlpack: the capsule holds a NULL tensor; pass "
+                      "a DLPack producer's capsule")
+    if versioned:
+        m = ctypes.cast(ptr, POINTER(_abi.t4a_dl_managed_tensor_versioned)).contents
+        if m.version.major != _abi.T4A_DLPACK_MAJOR:  # its other fields may be laid out anew
+            raise _refuse(_abi.T4A_EUNSUPPORTED,
+                          "from_dlpack: the tensor is DLPack %d.%d, t4a reads major %d; ask "
+                          "the producer for DLPack %d (max_version)"
+                          % (m.version.major, m.version.minor, _abi.T4A_DLPACK_MAJOR,
+                             _abi.T4A_DLPACK_MAJOR))
+        t = m.dl_tensor
+    else:
+        t = ctypes.cast(ptr, POINTER(_abi.t4a_dl_managed_tensor)).contents.dl_tensor
+    ndim = t.ndim
+    if not 0 <= ndim <= _abi.T4A_DLPACK_MAX_NDIM:
+        raise _refuse(_abi.T4A_EINVAL, "from_dlpack: ndim %d; use 0 to %d dimensions"
+                      % (ndim, _abi.T4A_DLPACK_MAX_NDIM))
+    if ndim and not t.shape:
+        raise _refuse(_abi.T4A_EINVAL, "from_dlpack: shape is NULL with ndim %d; pass ndim "
+                      "extents" % ndim)
+    shape = tuple(t.shape[i] for i in range(ndim))
+    strides = tuple(t.strides[i] for i in range(ndim)) if ndim and t.strides else None
     name = _NAMES.get((t.dtype.code, t.dtype.bits, t.dtype.lanes),
                       "dl%d_%dx%d" % (t.dtype.code, t.dtype.bits, t.dtype.lanes))
     return (t.device.device_type, t.device.device_id), name, shape, strides

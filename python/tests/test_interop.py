@@ -22,7 +22,12 @@ _is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_IsValid", ctypes.pythonapi))
 _set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_SetName", ctypes.pythonapi))
+_new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
 USED = b"used_dltensor"
+# Capsule names outlive the capsules (a capsule keeps the pointer): module constants.
+NAMES = {"legacy": b"dltensor", "versioned": b"dltensor_versioned", "used": USED,
+         "wrong": b"dltensor_v2", "unnamed": None}
 
 
 def tensor_of(capsule):
@@ -32,6 +37,29 @@ def tensor_of(capsule):
         return ctypes.cast(p, ctypes.POINTER(abi.t4a_dl_managed_tensor_versioned)).contents
     p = _get_pointer(capsule, b"dltensor")
     return ctypes.cast(p, ctypes.POINTER(abi.t4a_dl_managed_tensor)).contents
+
+
+def hostile_capsule(data, name="legacy", versioned=False, ndim=1, shape=(16,), strides=None,
+                    null_shape=False, device=(abi.T4A_DL_CUDA, 0),
+                    dtype=(abi.T4A_DL_UINT, 8, 1), major=abi.T4A_DLPACK_MAJOR, flags=0):
+    """A capsule holding a hand-made managed tensor (no deleter, no
+    destructor), its fields as given whatever they say, and what must stay
+    alive as long as the capsule: (capsule, keep)."""
+    m = abi.t4a_dl_managed_tensor_versioned() if versioned else abi.t4a_dl_managed_tensor()
+    if versioned:
+        m.version.major, m.version.minor, m.flags = major, 0, flags
+    t = m.dl_tensor
+    t.data = data
+    t.device.device_type, t.device.device_id = device
+    t.ndim = ndim
+    t.dtype.code, t.dtype.bits, t.dtype.lanes = dtype
+    dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    t.shape = None if null_shape else ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))
+    st = None
+    if strides is not None:
+        st = (ctypes.c_int64 * max(len(strides), 1))(*strides)
+        t.strides = ctypes.cast(st, ctypes.POINTER(ctypes.c_int64))
+    return _new_capsule(ctypes.addressof(m), NAMES[name], None), (m, dims, st)
 
 
 class Kernels:
@@ -391,6 +419,70 @@ class Interop(unittest.TestCase):
         b2.close()
         with self.assertRaises(errors.EHANDLE):  # nor does an export of a closed buffer
             buf.__dlpack__(stream=-1)
+
+    def test_hostile_capsules_raise_typed_errors(self):
+        buf = self.rt.alloc(4096)
+        d = buf.address
+        cuda, foreign = (abi.T4A_DL_CUDA, 0), (abi.T4A_DL_CUDA, 7)
+        cases = [
+            ("ndim 2^28", dict(ndim=1 << 28), errors.EINVAL),
+            ("ndim 2^31 - 1, NULL shape", dict(ndim=2 ** 31 - 1, null_shape=True), errors.EINVAL),
+            ("ndim -1", dict(ndim=-1), errors.EINVAL),
+            ("ndim 65", dict(ndim=65, shape=(1,) * 65), errors.EINVAL),
+            ("NULL shape", dict(ndim=2, null_shape=True), errors.EINVAL),
+            ("a negative extent", dict(shape=(-5,)), errors.EINVAL),
+            ("huge strides", dict(ndim=2, shape=(3, 3), strides=(2 ** 62, 2 ** 62)),
+             errors.ERANGE),
+            ("INT64_MIN stride", dict(shape=(2,), strides=(-2 ** 63,)), errors.ERANGE),
+            ("huge extent", dict(shape=(2 ** 62,)), errors.ERANGE),
+            ("NULL data", dict(data=None), errors.EINVAL),
+            ("data at the top of memory", dict(data=2 ** 64 - 8), errors.EINVAL),
+            ("device type kDLCPU", dict(device=(1, 0)), errors.EUNSUPPORTED),
+            ("device type 2^31 - 1", dict(device=(2 ** 31 - 1, 0)), errors.EUNSUPPORTED),
+            ("another device", dict(device=foreign), errors.EFOREIGNDEVICE),
+            ("0 bits", dict(dtype=(abi.T4A_DL_UINT, 0, 1)), errors.EINVAL),
+            ("0 lanes", dict(dtype=(abi.T4A_DL_UINT, 8, 0)), errors.EINVAL),
+            ("4-bit elements", dict(dtype=(abi.T4A_DL_INT, 4, 1)), errors.EUNSUPPORTED),
+            # the version first: a major-2 tensor's fields are not read as 1.x's
+            ("DLPack 2.0", dict(versioned=True, name="versioned", major=2, ndim=1 << 28,
+                                null_shape=True), errors.EUNSUPPORTED),
+            ("read-only", dict(versioned=True, name="versioned",
+                               flags=abi.T4A_DL_FLAG_READ_ONLY), errors.EINVAL),
+            ("an unnamed capsule", dict(name="unnamed"), TypeError),
+            ("a wrongly named capsule", dict(name="wrong"), TypeError),
+            ("a used capsule", dict(name="used"), TypeError),
+        ]
+        for what, kw, cls in cases:
+            with self.subTest(what):
+                kw = dict(kw)
+                cap, keep = hostile_capsule(kw.pop("data", d), **kw)
+                name = NAMES[kw.get("name", "legacy")]
+                with self.assertRaises(cls) as cm:
+                    t4a_gpu.from_dlpack(cap, self.rt)
+                if issubclass(cls, errors.T4AError):
+                    self.assertIn("; ", cm.exception.message)  # "<what failed>; <what to do>"
+                if name is not None:
+                    self.assertTrue(_is_valid(cap, name))  # refused: still the producer's
+                del cap, keep
+
+        class Producer:  # __dlpack__ hands back something that is not a capsule
+            def __dlpack__(self, **kw):
+                return 42
+
+        for obj in (42, None, b"dltensor", Producer()):
+            with self.subTest(obj=obj):
+                with self.assertRaises(TypeError):
+                    t4a_gpu.from_dlpack(obj, self.rt)
+        # the same hand-made capsule, well formed, is taken (NULL strides: row-major)
+        cap, keep = hostile_capsule(d + 64, ndim=2, shape=(4, 8), dtype=(abi.T4A_DL_FLOAT, 32, 1))
+        got = t4a_gpu.from_dlpack(cap, self.rt)
+        self.assertTrue(_is_valid(cap, USED))
+        self.assertEqual((got.address, got.nbytes, got.shape, got.strides),
+                         (d + 64, 128, (4, 8), None))
+        got.close()
+        self.rt.synchronize()
+        del cap, keep
+        buf.close()
 
     def test_framework_stream_and_event_waits(self):
         consumer = self.other.raw().stream
