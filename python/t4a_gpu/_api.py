@@ -26,6 +26,7 @@ ctypes releases the GIL during each call; last_error is read on the calling
 thread right after the failing call. Closing is serialised by one lock.
 """
 import ctypes
+import operator
 import threading
 import weakref
 from collections import namedtuple
@@ -52,6 +53,19 @@ _lock = threading.RLock()
 # ---------------------------------------------------------------------------
 # Module-level loader functions.
 # ---------------------------------------------------------------------------
+
+
+def _size(value, what):
+    """A caller's byte count for a uint64 parameter: an integer in [0, 2^64)
+    (ctypes would keep the low 64 bits of a larger one, and the object would
+    then record a size the backend never allocated)."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError("%s is %r; pass an integer number of bytes" % (what, value)) from None
+    if not 0 <= value < 1 << 64:
+        raise ValueError("%s is %d; pass a size in [0, 2^64)" % (what, value))
+    return value
 
 
 def _text(b):
@@ -885,6 +899,7 @@ class Buffer:
     as_tensor(dtype, shape, ...)."""
 
     def __init__(self, runtime, nbytes):
+        nbytes = _size(nbytes, "alloc: nbytes")  # the bound of every view (as_tensor)
         handle = _abi.t4a_buffer()
         runtime._call("buffer_alloc", nbytes, byref(handle))
         self._setup(runtime, handle, nbytes, False)
@@ -1059,6 +1074,7 @@ class HostBuffer:
     """
 
     def __init__(self, runtime, nbytes, write_combined=False):
+        nbytes = _size(nbytes, "host_alloc: nbytes")  # the length of every view()
         handle, p = _abi.t4a_host_buffer(), c_void_p()
         runtime._call("host_alloc", nbytes,
                       _abi.T4A_HOST_WRITE_COMBINED if write_combined else 0, byref(handle),

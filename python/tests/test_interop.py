@@ -309,6 +309,16 @@ class Interop(unittest.TestCase):
         gc.collect()
         with self.assertRaises(AttributeError):  # a view cannot be widened after the check
             buf.as_tensor("float32", (4,)).shape = (1000,)
+        # the bound is the size allocated: ctypes would keep the low 64 bits of 2^64 + 64
+        # (64 bytes allocated) while the Buffer recorded 2^64 + 64
+        for alloc in (self.rt.alloc, self.rt.host_alloc):
+            with self.subTest(alloc=alloc.__name__):
+                with self.assertRaises(ValueError):
+                    alloc(2 ** 64 + 64)
+                with self.assertRaises(ValueError):
+                    alloc(-1)
+                with self.assertRaises(TypeError):
+                    alloc(64.0)
         for args, kw, cls in [
             (("float32", (-1,)), {}, ValueError),  # a negative extent
             (("uint8", (1,) * 65), {}, ValueError),  # past T4A_DLPACK_MAX_NDIM
