@@ -819,7 +819,7 @@ class Runtime:
         runtime). Another device's memory is errors.EFOREIGNDEVICE."""
         m = _sized(_abi.t4a_external_memory)
         m.flags = _abi.T4A_EXTERNAL_HOST if host else 0
-        m.address, m.bytes = address, nbytes
+        m.address, m.bytes = _size(address, "wrap: address"), _size(nbytes, "wrap: nbytes")
         m.device_ordinal = -1 if host else self.device
         fn, user = _interop.release_callback(release)
         if fn is not None:

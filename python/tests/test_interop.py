@@ -257,6 +257,9 @@ class Interop(unittest.TestCase):
             self.other.wrap(ctypes.addressof(ctypes.create_string_buffer(64)), 64)
         with self.assertRaises(TypeError):
             self.other.wrap(a.address, 16, release=42)
+        for address, n in ((a.address + 2 ** 64, 16), (a.address, 2 ** 64 + 16), (-1, 16)):
+            with self.assertRaises(ValueError):  # not the low 64 bits of either
+                self.other.wrap(address, n)
         h = self.rt.host_alloc(8192)
         hw = self.rt.wrap(h.address, 8192, host=True)
         self.assertEqual(hw.__dlpack_device__(), (abi.T4A_DL_CUDA_HOST, 0))
