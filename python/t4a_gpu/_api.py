@@ -1003,7 +1003,7 @@ class Buffer:
         does: from now on the Buffer counts as exported for as long as it
         lives (close() is a BufferError; it is freed once collected). To
         close explicitly later, export a view: buf.as_tensor()."""
-        cai = _interop.TensorView(self).interface(self)
+        cai = _interop.TensorView(self)._interface(self)
         self._interface_read = True
         return cai
 

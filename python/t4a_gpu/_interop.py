@@ -382,9 +382,9 @@ class TensorView:
         and Numba's owner, PyTorch's deleter) and the interface has no
         deleter: from now on, while the view lives, the buffer counts as
         exported (closing it, its runtime or its backend is a BufferError)."""
-        return self.interface(self)
+        return self._interface(self)
 
-    def interface(self, holder):
+    def _interface(self, holder):
         """The interface's dict, `holder` (the object the consumer keeps)
         recorded as an export of the buffer first."""
         typestr = DTYPES.get(self.dtype, (None,) * 4)[3]
