@@ -385,8 +385,8 @@ class TensorView:
         return self._interface(self)
 
     def _interface(self, holder):
-        """The interface's dict, `holder` (the object the consumer keeps)
-        recorded as an export of the buffer first."""
+        """The interface's dict; `holder` (the object the consumer keeps) is
+        recorded as an export of the buffer before the dict is returned."""
         typestr = DTYPES.get(self.dtype, (None,) * 4)[3]
         if typestr is None:
             raise AttributeError("dtype %s has no CUDA Array Interface typestr; export it "
