@@ -26,6 +26,7 @@ ctypes releases the GIL during each call; last_error is read on the calling
 thread right after the failing call. Closing is serialised by one lock.
 """
 import ctypes
+import operator
 import threading
 import weakref
 from collections import namedtuple
@@ -52,6 +53,19 @@ _lock = threading.RLock()
 # ---------------------------------------------------------------------------
 # Module-level loader functions.
 # ---------------------------------------------------------------------------
+
+
+def _size(value, what):
+    """A caller's byte count for a uint64 parameter: an integer in [0, 2^64)
+    (ctypes would keep the low 64 bits of a larger one, and the object would
+    then record a size the backend never allocated)."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError("%s is %r; pass an integer number of bytes" % (what, value)) from None
+    if not 0 <= value < 1 << 64:
+        raise ValueError("%s is %d; pass a size in [0, 2^64)" % (what, value))
+    return value
 
 
 def _text(b):
@@ -151,8 +165,27 @@ class _Node:
         for k in kids:
             k._invalidate()
 
+    def hold(self, obj, call):
+        """Records `obj` (weakly) as a view of this node's memory: closing
+        the node, or one above it, while `obj` lives is a BufferError.
+        errors.EHANDLE if the node is closed. Returns the record, for drop();
+        recording an object twice records it once."""
+        with _lock:
+            if not self.alive:
+                raise _dead(self, call)
+            ref = weakref.ref(obj)
+            views = self.views
+            views[:] = [r for r in views if r() is not None and r is not ref]
+            views.append(ref)
+            return ref
+
+    def drop(self, ref):
+        """Undoes hold() (the export it guarded failed)."""
+        with _lock:
+            self.views[:] = [r for r in self.views if r is not ref]
+
     def exported_views(self):
-        """Host memory views still held under this node (see HostBuffer.view)."""
+        """Views still held under this node (see HostBuffer.view, hold)."""
         n = sum(1 for ref in self.views or () if ref() is not None)
         return n + sum(k.exported_views() for k in list(self.children.values()))
 
@@ -165,8 +198,10 @@ class _Node:
             if not quiet and self.exported_views():
                 raise BufferError(
                     "cannot close the %s: views of its memory are still held (memoryviews of "
-                    "pinned host memory, DLPack tensors another framework has not released); "
-                    "release them (view.release(), del) first" % self.kind)
+                    "pinned host memory, DLPack tensors another framework has not released, "
+                    "objects whose __cuda_array_interface__ was read: a TensorView, or a "
+                    "Buffer itself, which its consumer keeps); release them first "
+                    "(view.release(); del the arrays, and those objects)" % self.kind)
             err = None
             if not self.owns_children:  # the backend: children first, every one
                 for k in reversed(list(self.children.values())):
@@ -784,7 +819,7 @@ class Runtime:
         runtime). Another device's memory is errors.EFOREIGNDEVICE."""
         m = _sized(_abi.t4a_external_memory)
         m.flags = _abi.T4A_EXTERNAL_HOST if host else 0
-        m.address, m.bytes = address, nbytes
+        m.address, m.bytes = _size(address, "wrap: address"), _size(nbytes, "wrap: nbytes")
         m.device_ordinal = -1 if host else self.device
         fn, user = _interop.release_callback(release)
         if fn is not None:
@@ -864,6 +899,7 @@ class Buffer:
     as_tensor(dtype, shape, ...)."""
 
     def __init__(self, runtime, nbytes):
+        nbytes = _size(nbytes, "alloc: nbytes")  # the bound of every view (as_tensor)
         handle = _abi.t4a_buffer()
         runtime._call("buffer_alloc", nbytes, byref(handle))
         self._setup(runtime, handle, nbytes, False)
@@ -873,7 +909,10 @@ class Buffer:
         rt_handle, backend = runtime.handle, runtime.backend
         self._node = _Node("buffer", runtime._node,
                            lambda: backend.call("buffer_free", rt_handle, handle))
-        self._node.views = []  # DLPack exports still held by a consumer (weak refs)
+        # Exports still held by a consumer (weak refs, _Node.hold): DLPack tensors' marks,
+        # objects whose __cuda_array_interface__ was read.
+        self._node.views = []
+        self._interface_read = False  # this Buffer's own __cuda_array_interface__ was
         self._finalizer = _finalizer(self, self._node)
 
     @classmethod
@@ -902,7 +941,17 @@ class Buffer:
         return self._runtime._call(slot, *args)
 
     def close(self):
-        """Stream-ordered free: work already enqueued may still use it."""
+        """Stream-ordered free: work already enqueued may still use it.
+        BufferError while an export is held: a DLPack tensor a consumer has
+        not released, a TensorView whose __cuda_array_interface__ was read,
+        or this Buffer itself once its own interface was read."""
+        if self._interface_read and self._node.alive:
+            raise BufferError(
+                "cannot close the buffer: its own __cuda_array_interface__ was read, so a "
+                "consumer (CuPy, Numba, PyTorch ...) may keep this Buffer for as long as it "
+                "lives, and the interface has no deleter to say when it is done; drop every "
+                "reference to it (it is freed once collected, the consumer's too), or export "
+                "buf.as_tensor(), whose view the consumer keeps instead")
         self._node.close()
         self._finalizer.detach()  # released: the safety net has nothing left to do
 
@@ -934,7 +983,10 @@ class Buffer:
         """A TensorView: this buffer's bytes from `offset` as a tensor of
         `dtype` (a name such as "float32", a numpy or framework dtype) and
         `shape` (default: 1-D, to the end), `strides` in elements (default:
-        row-major), for torch.from_dlpack, cupy.from_dlpack, jax.dlpack ..."""
+        row-major), for torch.from_dlpack, cupy.from_dlpack, jax.dlpack ...
+        Every element must lie in the buffer (by the strides used; an empty
+        view touches nothing): else errors.ERANGE, whichever protocol would
+        export it."""
         return _interop.TensorView(self, dtype, shape, strides, offset, readonly)
 
     def __dlpack__(self, **kw):
@@ -946,8 +998,14 @@ class Buffer:
 
     @property
     def __cuda_array_interface__(self):
-        """The whole buffer as 1-D uint8 (CUDA Array Interface v3)."""
-        return _interop.TensorView(self).__cuda_array_interface__
+        """The whole buffer as 1-D uint8 (CUDA Array Interface v3). The
+        consumer keeps this Buffer, and may use its memory as long as it
+        does: from now on the Buffer counts as exported for as long as it
+        lives (close() is a BufferError; it is freed once collected). To
+        close explicitly later, export a view: buf.as_tensor()."""
+        cai = _interop.TensorView(self)._interface(self)
+        self._interface_read = True
+        return cai
 
     # -- pageable transfers (return once host memory is consumed/filled) ---------
 
@@ -1016,6 +1074,7 @@ class HostBuffer:
     """
 
     def __init__(self, runtime, nbytes, write_combined=False):
+        nbytes = _size(nbytes, "host_alloc: nbytes")  # the length of every view()
         handle, p = _abi.t4a_host_buffer(), c_void_p()
         runtime._call("host_alloc", nbytes,
                       _abi.T4A_HOST_WRITE_COMBINED if write_combined else 0, byref(handle),

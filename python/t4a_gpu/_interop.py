@@ -13,7 +13,10 @@ While a consumer holds an exported tensor (until it calls the deleter), the
 Buffer stays alive and closing it, its runtime or its backend raises
 ``BufferError`` (as for ``HostBuffer.view()``): the memory must outlive the
 tensor. ``__cuda_array_interface__`` gives the runtime's stream; a consumer
-synchronises on it (the CAI v3 rule).
+synchronises on it (the CAI v3 rule). The interface has no deleter, but a
+consumer keeps the object whose interface it read: while that object (the
+TensorView, or the Buffer itself) lives, the buffer counts as exported in the
+same way. Every view lies in its buffer (checked when it is made).
 
 Imports. ``from_dlpack(obj, runtime)`` asks ``obj.__dlpack__`` for a capsule
 whose work is ordered before the runtime's stream (the producer makes our
@@ -28,11 +31,12 @@ a framework's stream wait for t4a's work; ``Runtime.wait_stream`` and
 """
 import ctypes
 import itertools
+import operator
 import threading
-import weakref
 from ctypes import POINTER, byref, c_char_p, c_int, c_uint64, c_void_p, py_object
 
 from . import _abi
+from .errors import error_class
 
 __all__ = ["TensorView", "DTYPES", "from_dlpack"]
 
@@ -57,12 +61,22 @@ DTYPES = {
 _NAMES = {v[:3]: k for k, v in DTYPES.items()}
 
 
+def _range_error(message, call="as_tensor"):
+    return error_class(_abi.T4A_ERANGE)(_abi.T4A_ERANGE, call, message)
+
+
 def dtype_of(dtype):
     """(name, code, bits, lanes) of a dtype given by name ("float32"), by a
     numpy or framework dtype (its str: "float32", "torch.float32"), or as
     (code, bits, lanes)."""
     if isinstance(dtype, tuple) and len(dtype) == 3:
-        code, bits, lanes = (int(x) for x in dtype)
+        code, bits, lanes = (operator.index(x) for x in dtype)
+        for what, value, top in (("code", code, 255), ("bits", bits, 255),
+                                 ("lanes", lanes, 65535)):
+            if not (0 if what == "code" else 1) <= value <= top:
+                raise ValueError("dtype %r: %s %d does not fit a DLDataType; pass a code of "
+                                 "0 to 255, bits of 1 to 255 and lanes of 1 to 65535"
+                                 % (dtype, what, value))
         return _NAMES.get((code, bits, lanes), "dl%d_%dx%d" % (code, bits, lanes)), code, bits, \
             lanes
     name = str(getattr(dtype, "name", None) or dtype)
@@ -197,28 +211,102 @@ def stream_handle(stream):
 # ---------------------------------------------------------------------------
 
 
+_INT64 = 1 << 63  # int64 values lie in [-_INT64, _INT64)
+
+
+def _int64(value, what, lo=-_INT64):
+    """A caller's integer (an int or anything with __index__, e.g. a numpy
+    integer; not a float), in [lo, 2^63)."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError("%s is %r; pass an integer" % (what, value)) from None
+    if not lo <= value < _INT64:
+        raise ValueError("%s is %d; pass one in [%d, 2^63)" % (what, value, lo))
+    return value
+
+
 class TensorView:
     """A range of a Buffer seen as a tensor (dtype, shape, strides in
     elements, offset in bytes to element 0), exported without copies through
-    __dlpack__ and __cuda_array_interface__. Made by Buffer.as_tensor."""
+    __dlpack__ and __cuda_array_interface__. Made by Buffer.as_tensor.
+
+    Every element the view names lies in the buffer: the bytes from the
+    lowest to the highest element its shape and strides (the given ones, else
+    row-major) reach, computed exactly, must lie in [0, nbytes) (an empty
+    view, any extent 0, touches nothing and needs only offset <= nbytes);
+    else errors.ERANGE, as dlpack_export says for the same view. A view is
+    immutable: its fields are what was checked."""
+
+    __slots__ = ("_buffer", "_dtype", "_code", "_bits", "_lanes", "_itemsize", "_shape",
+                 "_strides", "_offset", "_readonly", "__weakref__")
 
     def __init__(self, buffer, dtype="uint8", shape=None, strides=None, offset=0,
                  readonly=False):
-        self.buffer = buffer
-        self.dtype, self._code, self._bits, self._lanes = dtype_of(dtype)
-        self.itemsize = self._bits * self._lanes // 8
+        self._buffer = buffer
+        self._dtype, self._code, self._bits, self._lanes = dtype_of(dtype)
         if self._bits * self._lanes % 8:
-            raise ValueError("dtype %s: elements are not whole bytes" % self.dtype)
-        if offset < 0:
-            raise ValueError("offset must be >= 0")
+            raise ValueError("dtype %s: elements are not whole bytes; use a byte type"
+                             % self._dtype)
+        self._itemsize = e = self._bits * self._lanes // 8
+        offset = _int64(offset, "offset", 0)
         if shape is None:
-            shape = (max(buffer.nbytes - offset, 0) // self.itemsize,)
-        self.shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
-        self.strides = None if strides is None else tuple(int(s) for s in strides)
-        if self.strides is not None and len(self.strides) != len(self.shape):
-            raise ValueError("strides has %d entries, shape %d" % (len(self.strides),
-                                                                    len(self.shape)))
-        self.offset, self.readonly = int(offset), bool(readonly)
+            shape = (max(buffer.nbytes - offset, 0) // e,)
+        else:
+            try:
+                shape = (operator.index(shape),)  # one extent
+            except TypeError:
+                shape = tuple(shape)
+        shape = tuple(_int64(n, "shape[%d]" % i, 0) for i, n in enumerate(shape))
+        if len(shape) > _abi.T4A_DLPACK_MAX_NDIM:
+            raise ValueError("shape has %d dimensions; use 0 to %d"
+                             % (len(shape), _abi.T4A_DLPACK_MAX_NDIM))
+        if strides is not None:
+            strides = tuple(strides)
+            if len(strides) != len(shape):
+                raise ValueError("strides has %d entries, shape %d; pass one stride per "
+                                 "dimension" % (len(strides), len(shape)))
+            strides = tuple(_int64(s, "strides[%d]" % i) for i, s in enumerate(strides))
+            for i, s in enumerate(strides):  # the interface's strides are in bytes
+                if not -_INT64 <= s * e < _INT64:
+                    raise ValueError("strides[%d] is %d elements, %d bytes: more than int64 "
+                                     "counts; pass a smaller stride" % (i, s, s * e))
+        self._shape, self._strides, self._offset = shape, strides, offset
+        self._readonly = bool(readonly)
+        self._check_span(buffer.nbytes)
+
+    def _check_span(self, nbytes):
+        """errors.ERANGE unless every element lies in the buffer's nbytes
+        (Python ints: nothing overflows)."""
+        offset, e, shape = self._offset, self._itemsize, self._shape
+        if 0 in shape:  # no element: the view touches nothing
+            if offset <= nbytes:
+                return
+            raise _range_error("as_tensor: an empty view at offset %d lies outside the "
+                               "buffer's %d bytes; pass an offset of at most %d"
+                               % (offset, nbytes, nbytes))
+        strides = self._strides
+        if strides is None:
+            strides, step = [0] * len(shape), 1
+            for i in reversed(range(len(shape))):
+                strides[i], step = step, step * shape[i]
+        lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * e
+        hi = (sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + 1) * e
+        if offset + lo < 0 or offset + hi > nbytes:
+            raise _range_error("as_tensor: elements at bytes [%d, %d) from offset %d lie "
+                               "outside the buffer's %d bytes; check the offset, shape and "
+                               "strides" % (lo, hi, offset, nbytes))
+
+    buffer = property(lambda self: self._buffer, doc="the Buffer viewed")
+    dtype = property(lambda self: self._dtype, doc="the dtype's name")
+    itemsize = property(lambda self: self._itemsize, doc="bytes per element")
+    shape = property(lambda self: self._shape, doc="extents (a tuple of ints)")
+    strides = property(lambda self: self._strides,
+                       doc="strides in elements (a tuple), or None: row-major")
+    offset = property(lambda self: self._offset, doc="bytes from the buffer's start to "
+                      "element 0")
+    readonly = property(lambda self: self._readonly, doc="exported read-only where the "
+                        "protocol can say so")
 
     def __repr__(self):
         return "<t4a_gpu.TensorView %s%r of %r>" % (self.dtype, self.shape, self.buffer)
@@ -261,7 +349,10 @@ class TensorView:
         strides = (ctypes.c_int64 * max(len(self.shape), 1))(*(self.strides or ()))
         q.shape = ctypes.cast(shape, POINTER(ctypes.c_int64))
         q.strides = ctypes.cast(strides, POINTER(ctypes.c_int64)) if self.strides else None
+        # The export is recorded before it exists: a close() on another thread from here on
+        # is a BufferError, never a free of the block the capsule will name.
         mark = _ExportMark()
+        held = buf._node.hold(mark, "dlpack_export")
         token = _register((mark, self, stream))
         q.on_delete = _EXPORT_DELETED
         q.user = token
@@ -270,30 +361,50 @@ class TensorView:
             buf._call("dlpack_export", buf.handle, byref(q), byref(out))
         except BaseException:
             forget(token)
+            buf._node.drop(held)
             raise
-        buf._node.views.append(weakref.ref(mark))
-        return _capsule_new(out, _VERSIONED if versioned else _LEGACY,
-                            ctypes.cast(_CAPSULE_DESTRUCTOR, c_void_p))
+        name = _VERSIONED if versioned else _LEGACY
+        try:
+            return _capsule_new(out, name, ctypes.cast(_CAPSULE_DESTRUCTOR, c_void_p))
+        except BaseException:  # no capsule (out of memory): nobody else can delete it
+            cls = _abi.t4a_dl_managed_tensor_versioned if versioned else \
+                _abi.t4a_dl_managed_tensor
+            tensor = ctypes.cast(out, POINTER(cls))
+            tensor.contents.deleter(tensor)
+            raise
 
     # -- CUDA Array Interface -------------------------------------------------
 
     @property
     def __cuda_array_interface__(self):
         """Version 3: the runtime's stream is given; a consumer synchronises
-        on it before using the data."""
+        on it before using the data. The consumer keeps this view (CuPy's
+        and Numba's owner, PyTorch's deleter) and the interface has no
+        deleter: from now on, while the view lives, the buffer counts as
+        exported (closing it, its runtime or its backend is a BufferError)."""
+        return self._interface(self)
+
+    def _interface(self, holder):
+        """The interface's dict; `holder` (the object the consumer keeps) is
+        recorded as an export of the buffer before the dict is returned."""
         typestr = DTYPES.get(self.dtype, (None,) * 4)[3]
         if typestr is None:
-            raise AttributeError("dtype %s has no CUDA Array Interface typestr" % self.dtype)
-        empty = 0 in self.shape
-        return {
-            "shape": self.shape,
+            raise AttributeError("dtype %s has no CUDA Array Interface typestr; export it "
+                                 "through __dlpack__" % self.dtype)
+        buf, empty = self._buffer, 0 in self._shape
+        cai = {
+            "shape": self._shape,
             "typestr": typestr,
-            "data": (0 if empty else self.buffer.address + self.offset, self.readonly),
-            "strides": None if self.strides is None else
-            tuple(s * self.itemsize for s in self.strides),
+            "data": (0 if empty else buf.address + self._offset, self._readonly),
+            "strides": None if self._strides is None else
+            tuple(s * self._itemsize for s in self._strides),
             "version": 3,
-            "stream": self.buffer.runtime.raw().stream,
+            "stream": buf.runtime.raw().stream,
         }
+        # Recorded before the address leaves: a close() since the address was read made
+        # this EHANDLE; one from now on is a BufferError.
+        buf._node.hold(holder, "__cuda_array_interface__")
+        return cai
 
 
 # ---------------------------------------------------------------------------
@@ -301,11 +412,39 @@ class TensorView:
 # ---------------------------------------------------------------------------
 
 
+def _refuse(status, message):
+    return error_class(status)(status, "from_dlpack", message)
+
+
 def _read_tensor(ptr, versioned):
-    cls = _abi.t4a_dl_managed_tensor_versioned if versioned else _abi.t4a_dl_managed_tensor
-    t = ctypes.cast(ptr, POINTER(cls)).contents.dl_tensor
-    shape = tuple(t.shape[i] for i in range(t.ndim)) if t.ndim else ()
-    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.ndim and t.strides else None
+    """(device, dtype name, shape, strides) of a producer's tensor, each
+    count and pointer checked before what it counts or points to is read
+    (the checks dlpack_import makes, first: a hostile ndim must not make
+    Python read past the shape). errors.EINVAL / EUNSUPPORTED, as the plugin
+    says for the same tensor."""
+    if not ptr:
+        raise _refuse(_abi.T4A_EINVAL, "from_dlpack: the capsule holds a NULL tensor; pass "
+                      "a DLPack producer's capsule")
+    if versioned:
+        m = ctypes.cast(ptr, POINTER(_abi.t4a_dl_managed_tensor_versioned)).contents
+        if m.version.major != _abi.T4A_DLPACK_MAJOR:  # its other fields may be laid out anew
+            raise _refuse(_abi.T4A_EUNSUPPORTED,
+                          "from_dlpack: the tensor is DLPack %d.%d, t4a reads major %d; ask "
+                          "the producer for DLPack %d (max_version)"
+                          % (m.version.major, m.version.minor, _abi.T4A_DLPACK_MAJOR,
+                             _abi.T4A_DLPACK_MAJOR))
+        t = m.dl_tensor
+    else:
+        t = ctypes.cast(ptr, POINTER(_abi.t4a_dl_managed_tensor)).contents.dl_tensor
+    ndim = t.ndim
+    if not 0 <= ndim <= _abi.T4A_DLPACK_MAX_NDIM:
+        raise _refuse(_abi.T4A_EINVAL, "from_dlpack: ndim %d; use 0 to %d dimensions"
+                      % (ndim, _abi.T4A_DLPACK_MAX_NDIM))
+    if ndim and not t.shape:
+        raise _refuse(_abi.T4A_EINVAL, "from_dlpack: shape is NULL with ndim %d; pass ndim "
+                      "extents" % ndim)
+    shape = tuple(t.shape[i] for i in range(ndim))
+    strides = tuple(t.strides[i] for i in range(ndim)) if ndim and t.strides else None
     name = _NAMES.get((t.dtype.code, t.dtype.bits, t.dtype.lanes),
                       "dl%d_%dx%d" % (t.dtype.code, t.dtype.bits, t.dtype.lanes))
     return (t.device.device_type, t.device.device_id), name, shape, strides

@@ -10,7 +10,13 @@ ordered, on a GPU (run by tests/gpu/frameworks.sh cupy; exit 0 / 77 / 1):
    loaded by CuPy from PTX, on CuPy's stream), imported by
    t4a_gpu.from_dlpack: same address; t4a's stream waits for CuPy's; a t4a
    kernel writes half of it; CuPy reads after t4a's witness: both halves;
-3. lifetimes both ways (CuPy's memory pool measures what is held).
+3. lifetimes both ways (CuPy's memory pool measures what is held);
+4. issue #26: a view past its buffer never reaches CuPy (errors.ERANGE, for
+   cupy.asarray as for cupy.from_dlpack); while CuPy holds an array made
+   through __cuda_array_interface__ (of a view, or of the Buffer itself),
+   closing the buffer or the runtime is a BufferError and the block is not
+   handed out again; once CuPy dropped it, the buffer closes (a view) or is
+   freed (the Buffer itself, once collected).
 """
 import gc
 import os
@@ -122,6 +128,53 @@ b.close()
 rt.synchronize()
 gc.collect()
 check(pool.used_bytes() <= before - 4 * N, "t4a let go: CuPy's pool got the memory back")
+
+
+# -- 4. #26: views in their buffers; an interface export holds its buffer ------------------------
+def raises(cls, fn):
+    try:
+        fn()
+    except cls:
+        return True
+    except Exception as e:  # noqa: BLE001 -- the wrong error is a failed check
+        print("     (got %s: %s)" % (type(e).__name__, e))
+    return False
+
+
+small = rt.alloc(64)
+check(raises(t4a_gpu.errors.ERANGE, lambda: cupy.asarray(small.as_tensor("float32", (1000,)))),
+      "cupy.asarray of 4,000 bytes of a 64-byte buffer: ERANGE at as_tensor")
+check(raises(t4a_gpu.errors.ERANGE,
+             lambda: cupy.from_dlpack(small.as_tensor("float32", (3,), strides=(-1,)))),
+      "a view reaching below its buffer (negative stride): ERANGE")
+at = small.address
+held = cupy.asarray(small.as_tensor("float32", (16,)))
+held.fill(3)
+check(raises(BufferError, small.close), "closing a buffer while CuPy holds its interface "
+      "export is a BufferError")
+again = rt.alloc(64)
+check(again.address != at, "the held block is not handed out again")
+again.close()
+check(float(held.sum()) == 48.0, "CuPy still reads and writes the held memory")
+if not check(raises(BufferError, rt.close), "closing the runtime meanwhile is a BufferError"):
+    fwutil.finish()  # the runtime is gone: nothing below can run
+del held
+gc.collect()
+check(not raises(BufferError, small.close), "CuPy dropped the array: the buffer closes")
+live = rt.counters()["live_buffers"]
+whole = rt.alloc(256)
+arr = cupy.asarray(whole)  # CuPy keeps the Buffer itself
+check(arr.data.ptr == whole.address and arr.nbytes == 256, "cupy.asarray(buf): the whole buffer")
+check(raises(BufferError, whole.close), "a Buffer whose own interface CuPy read cannot be closed")
+del whole
+gc.collect()
+arr.fill(1)
+check(int(arr.sum()) == 256 and rt.counters()["live_buffers"] == live + 1,
+      "CuPy keeps the Buffer, and its memory, after the caller dropped it")
+del arr
+gc.collect()
+check(rt.counters()["live_buffers"] == live, "CuPy dropped it: the Buffer is freed")
+
 gate.close()
 rt.close()
 backend.close()
