@@ -347,6 +347,11 @@ class Interop(unittest.TestCase):
         cai = v.__cuda_array_interface__
         self.assertEqual((cai["shape"], cai["strides"], cai["data"][0]),
                          ((2 ** 32, 2 ** 32), (0, 0), buf.address))
+        big = v.__dlpack__(stream=-1)  # the plugin spans it by its strides too (#26 item 9)
+        t = tensor_of(big).dl_tensor
+        self.assertEqual([(t.shape[i], t.strides[i]) for i in range(2)],
+                         [(2 ** 32, 0), (2 ** 32, 0)])
+        del big, t
         w = buf.as_tensor("float32", (4, 4), strides=(1, 0))  # row-major it would take 64 bytes
         cap = w.__dlpack__(stream=-1)
         t = tensor_of(cap).dl_tensor
