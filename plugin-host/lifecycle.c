@@ -36,7 +36,9 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
                      T4A__MAX_RUNTIMES);
   t4a__hrt *rt = (t4a__hrt *)(void *)s;
   reset(rt);
-  uint32_t gen = t4a__gen_next(s->gen);
+  /* Generations from 2^27 up (the CUDA plugin's start at 1): a runtime
+   * handle of the other plugin never passes for one of ours. */
+  uint32_t gen = t4a__gen_next(s->gen) | (1u << 27);
   bool timing = (o.flags & T4A_RUNTIME_TIMING) != 0;
   if (timing && !(rt->last_mark = t4a__mark_new()))
     rc = t4a__fail(T4A_ENOMEM, "runtime_create: out of host memory; free memory");
