@@ -89,17 +89,3 @@ int t4a__cu_record(t4a__CUresult r, const char *fmt, ...) {
   return t4a__fail_native(t4a__cu_status(r), (int64_t)r, t4a__cu_name(r, buf, sizeof buf), "%s",
                           msg);
 }
-
-int t4a__slot_last_error(t4a_error_info *info) {
-  int rc = t4a__check_struct(info, T4A_ERROR_INFO_V1_0_SIZE, "t4a_error_info");
-  if (rc)
-    return rc;
-  const t4a__error *e = t4a__error_get();
-  t4a_error_info out = {.struct_size = sizeof out,
-                        .status = e->status,
-                        .native_code = e->native_code,
-                        .native_name = e->native_name,
-                        .message = e->message};
-  t4a__fill_struct(info, &out, sizeof out);
-  return T4A_OK;
-}

@@ -23,7 +23,7 @@
 
 #include "common/checked.h"
 #include "plugin-cuda/external.h"
-#include "plugin-cuda/readonly.h"
+#include "core/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "common/env.h"
-#include "plugin-cuda/copypool.h"
+#include "core/copypool.h"
 #include "plugin-cuda/runtime.h"
 
 #define CHUNK_MAX (8ull << 20)

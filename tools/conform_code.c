@@ -101,11 +101,18 @@ static void from_bytes_errors(t4a__cf *c) {
   CF_EXPECT(t->artifact_from_bytes(T4A_ARTIFACT_PTX, text, strlen(text), NULL, NULL), T4A_EINVAL);
   CF_EXPECT(t->artifact_from_bytes((t4a_artifact_kind)99, text, strlen(text), NULL, &a),
             T4A_EINVAL);
-  /* bytes that are no CUBIN: refused when wrapped, or at the latest when loaded */
+  /* bytes that are no CUBIN: refused when wrapped, or at the latest when
+   * loaded; a backend that takes no GPU code at all (its PTX is
+   * T4A_EUNSUPPORTED too: the host's) refuses every kind so */
   static const char junk[] = "this is not an ELF image, whatever its kind says";
   int rc = t->artifact_from_bytes(T4A_ARTIFACT_CUBIN, junk, sizeof junk, "junk", &a);
+  int ptx_rc = rc == T4A_EUNSUPPORTED
+                   ? t->artifact_from_bytes(T4A_ARTIFACT_PTX, text, strlen(text), NULL, &a)
+                   : T4A_OK;
+  if (rc == T4A_EUNSUPPORTED && ptx_rc == T4A_OK && a.bits)
+    t->artifact_release(a);
   if (rc != T4A_OK) {
-    CF_EXPECT(rc, T4A_EINVAL);
+    CF_EXPECT(rc, ptx_rc == T4A_EUNSUPPORTED ? T4A_EUNSUPPORTED : T4A_EINVAL);
     return;
   }
   if (!t4a__cf_track(c, T4A__CF_ARTIFACT, 0, a.bits, NULL))

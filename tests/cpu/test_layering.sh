@@ -43,6 +43,7 @@ check() { # group name, objects...
 check core "$b"/core/.libs/libt4a_core_la-*.o
 check plugin-cuda "$b"/plugin-cuda/.libs/libt4a_cuda_core_la-*.o "$b"/plugin-cuda/.libs/libt4a_cuda_la-*.o \
   "$b"/core/.libs/libt4a_core_la-*.o
+check plugin-host "$b"/plugin-host/.libs/libt4a_host_la-*.o "$b"/core/.libs/libt4a_core_la-*.o
 
 # (c) the layers: core/ is below every plugin and common/ below core/; a lower
 # layer never includes (or calls) a higher one, and no plugin includes another's.

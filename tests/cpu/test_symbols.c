@@ -1,5 +1,5 @@
 /* tests/cpu/test_symbols.c -- what the shared objects export and need: the
- * plugin exports only its entry symbol, the loader only t4a_gpu_* names,
+ * plugins (cuda, host) export only their entry symbol, the loader only t4a_gpu_* names,
  * and neither links libcuda or libnvrtc (DT_NEEDED). */
 #include "config.h"
 
@@ -83,6 +83,13 @@ START_TEST(plugin_exports_only_its_entry) {
 }
 END_TEST
 
+/* The host backend likewise (it links core/ and common/ hidden too). */
+START_TEST(host_plugin_exports_only_its_entry) {
+  ck_assert_int_eq(each_export(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), is_entry),
+                   1);
+}
+END_TEST
+
 START_TEST(loader_exports_only_its_api) {
   int n = each_export(t4a_test_build_path("loader/.libs/libt4a_gpu.so"), is_loader_api);
   ck_assert_int_ge(n, 12);
@@ -92,6 +99,7 @@ END_TEST
 START_TEST(nothing_links_cuda) {
   assert_no_cuda_needed(t4a_test_build_path(T4A_TEST_CUDA_PLUGIN));
   assert_no_cuda_needed(t4a_test_build_path("loader/.libs/libt4a_gpu.so"));
+  assert_no_cuda_needed(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"));
 }
 END_TEST
 
@@ -103,6 +111,7 @@ int main(void) {
   Suite *s = suite_create("symbols");
   TCase *tc = tcase_create("symbols");
   tcase_add_test(tc, plugin_exports_only_its_entry);
+  tcase_add_test(tc, host_plugin_exports_only_its_entry);
   tcase_add_test(tc, loader_exports_only_its_api);
   tcase_add_test(tc, nothing_links_cuda);
   suite_add_tcase(s, tc);

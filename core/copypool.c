@@ -1,4 +1,4 @@
-/* plugin-cuda/copypool.c -- host threads for the memcpy of large pageable
+/* core/copypool.c -- host threads for the memcpy of large pageable
  * transfers.
  *
  * One memcpy thread moves roughly 10-20 GB/s; copy engines move 50+ GB/s
@@ -22,7 +22,7 @@
 #define HAVE_STREAMING 1
 #endif
 
-#include "plugin-cuda/copypool.h"
+#include "core/copypool.h"
 
 #define MAX_WORKERS 15u
 /* The staging decides which copies are worth splitting (staging.c,
@@ -35,7 +35,8 @@
  * 1.19x/1.27x; copies of 8 MiB chunks have 12 parts either way. */
 #define MIN_PART (128u << 10)
 
-/* `rows` rows of `bytes` each, at the pitches (a 1D copy is one row). */
+/* `rows` rows of `bytes` each, at the pitches (a 1D copy is one row). A
+ * fill (memset; src NULL) writes `pattern` in elements of `fill` bytes. */
 typedef struct job {
   void *dst;
   const void *src;
@@ -43,6 +44,8 @@ typedef struct job {
   bool stream;
   uint32_t spin_us;
   t4a__copy_task *task;
+  uint32_t pattern;
+  unsigned fill; /* element size of a fill (1, 2 or 4); 0 for a copy */
 } job;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -103,7 +106,29 @@ static void copy_part(void *dst, const void *src, size_t n, bool stream) {
 }
 #endif
 
+/* n bytes of 2- or 4-byte elements `pattern` (d aligned to them): 8-byte
+ * stores of the repeated pattern, which the compiler widens. */
+static void fill_part(void *dst, size_t n, uint32_t pattern, unsigned size) {
+  if (size == 1) {
+    memset(dst, (int)pattern, n);
+    return;
+  }
+  uint64_t w =
+      size == 2 ? 0x0001000100010001ull * (uint16_t)pattern : 0x0000000100000001ull * pattern;
+  char *d = dst;
+  for (; n && ((uintptr_t)d & 7); d += size, n -= size)
+    memcpy(d, &w, size);
+  for (; n >= 8; d += 8, n -= 8)
+    memcpy(d, &w, 8);
+  if (n)
+    memcpy(d, &w, n);
+}
+
 static void copy_rows(const job *j) {
+  if (j->fill) {
+    fill_part(j->dst, j->bytes, j->pattern, j->fill);
+    return;
+  }
   for (size_t i = 0; i < j->rows; i++)
     copy_part((char *)j->dst + i * j->dst_pitch, (const char *)j->src + i * j->src_pitch, j->bytes,
               j->stream);
@@ -216,7 +241,7 @@ static bool queue_split(const job *whole, unsigned parts) {
       size_t n = i + 1 == parts ? whole->bytes - off : part;
       job j = *whole;
       j.dst = (char *)whole->dst + off;
-      j.src = (const char *)whole->src + off;
+      j.src = whole->src ? (const char *)whole->src + off : NULL;
       j.bytes = n;
       queue[(qhead + qcount) % QUEUE_LEN] = j;
       qcount++;
@@ -301,8 +326,17 @@ static unsigned parts_for(size_t total, unsigned threads) {
 
 void t4a__copy_start(t4a__copy_task *t, void *dst, const void *src, size_t bytes,
                      t4a__copy_how how) {
-  job whole = {dst, src, bytes, 1, 0, 0, how.stream, how.spin_us, NULL};
+  job whole = {dst, src, bytes, 1, 0, 0, how.stream, how.spin_us, NULL, 0, 0};
   start(t, &whole, parts_for(bytes, how.threads));
+}
+
+void t4a__parallel_fill(void *dst, size_t bytes, uint32_t pattern, unsigned element_size,
+                        t4a__copy_how how) {
+  /* parts are cut at 64-byte multiples from dst: each starts on an element */
+  job whole = {dst, NULL, bytes, 1, 0, 0, how.stream, how.spin_us, NULL, pattern, element_size};
+  t4a__copy_task t;
+  start(&t, &whole, parts_for(bytes, how.threads));
+  t4a__copy_finish(&t);
 }
 
 void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, t4a__copy_how how) {
@@ -313,7 +347,7 @@ void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, t4a__copy_ho
 
 void t4a__parallel_memcpy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
                              size_t width, size_t rows, t4a__copy_how how) {
-  job whole = {dst, src, width, rows, dst_pitch, src_pitch, how.stream, how.spin_us, NULL};
+  job whole = {dst, src, width, rows, dst_pitch, src_pitch, how.stream, how.spin_us, NULL, 0, 0};
   /* the total fits: the rows lie in one chunk or one buffer */
   unsigned parts = parts_for(width * rows, how.threads);
   if (parts > rows)

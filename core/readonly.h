@@ -1,4 +1,4 @@
-/* plugin-cuda/readonly.h -- the host ranges this backend registered
+/* core/readonly.h -- the host ranges this backend registered
  * read-only (readonly.c), across all its runtimes.
  *
  * host_register with T4A_HOST_REGISTER_READ_ONLY promises that the device
@@ -9,8 +9,8 @@
  * driver unpinned it (not when its handle went stale: queued work may still
  * read it, and a wrap meanwhile would still be writable memory the device
  * maps read-only). */
-#ifndef T4A_PLUGIN_CUDA_READONLY_H
-#define T4A_PLUGIN_CUDA_READONLY_H
+#ifndef T4A_CORE_READONLY_H
+#define T4A_CORE_READONLY_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,0 +1,401 @@
+/* plugin-host/memory.c -- a runtime's device memory on the host: the pool
+ * (chunks mapped with mmap, 256-byte aligned blocks carved from them), the
+ * cache of freed blocks by size class (core/sizeclass.h), the buffer slots
+ * and memset.
+ *
+ * Stream-ordered reuse comes free: the queue is in order, so a block freed
+ * now is only touched again by work enqueued later, after the work that
+ * used it. A block another runtime's copy read (cross.c) is reused only
+ * behind a wait for that copy, in the queue (t4a__hbuf_wait_reader).
+ *
+ * The pool maps chunks of CHUNK bytes (MADV_HUGEPAGE) and carves them in
+ * order; a chunk is remapped from its start once every block carved from it
+ * came back, and unmapped by cache_trim. A block larger than CHUNK / 8 gets
+ * a mapping of its own. T4A_HOST_POOL_LIMIT (bytes) bounds what a pool maps
+ * (default: the physical memory), for tests of T4A_ENOMEM. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/checked.h"
+#include "common/env.h"
+#include "core/slots.h"
+#include "core/structs.h"
+#include "plugin-host/host.h"
+
+#define CHUNK (64ull << 20)
+#define ALIGN 256u
+
+const t4a__hkind t4a__hbuf_kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc",
+                                   "use the buffer with the runtime that allocated it",
+                                   "the buffer was freed (or its runtime destroyed); allocate "
+                                   "a new one"};
+
+int t4a__hbuf_get(t4a__hrt *rt, t4a_buffer h, const char *what, t4a__hbuf **out) {
+  int rc;
+  *out = t4a__htable_find(&rt->mem.bufs, &t4a__hbuf_kind, rt->slot.index, h.bits, what, &rc);
+  return rc;
+}
+
+void t4a__hmem_init(t4a__hrt *rt) {
+  t4a__htable_init(&rt->mem.bufs, sizeof(t4a__hbuf));
+  const char *env = t4a__getenv("T4A_HOST_POOL_LIMIT");
+  char *end = NULL;
+  unsigned long long limit = env && *env ? strtoull(env, &end, 0) : 0;
+  rt->mem.limit = limit && end && !*end ? (uint64_t)limit : t4a__host_device.total_memory;
+  if (!rt->mem.limit)
+    rt->mem.limit = T4A__MAX_ALLOC;
+}
+
+static void unmap(t4a__hrt *rt, t4a__chunk **link) {
+  t4a__chunk *c = *link;
+  *link = c->next;
+  rt->mem.reserved -= c->size;
+  munmap(c->base, c->size);
+  free(c);
+  rt->c.driver_frees++;
+}
+
+static t4a__chunk *map(t4a__hrt *rt, uint64_t size) {
+  if (size > rt->mem.limit || rt->mem.reserved > rt->mem.limit - size)
+    return NULL;
+  t4a__chunk *c = calloc(1, sizeof *c);
+  void *p =
+      c ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+  if (p == MAP_FAILED) {
+    free(c);
+    return NULL;
+  }
+#ifdef MADV_HUGEPAGE
+  if (size >= (2u << 20))
+    madvise(p, size, MADV_HUGEPAGE); /* a hint: fewer TLB misses in large copies */
+#endif
+  c->base = p;
+  c->size = size;
+  c->next = rt->mem.chunks;
+  rt->mem.chunks = c;
+  rt->mem.reserved += size;
+  rt->c.driver_allocations++;
+  return c;
+}
+
+/* A new block of `cap` bytes from the pool; false when the pool is full. */
+static bool carve(t4a__hrt *rt, uint64_t cap, t4a__block *out) {
+  uint64_t need = (cap + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+  uint64_t chunk = rt->mem.limit < CHUNK ? rt->mem.limit : CHUNK;
+  t4a__chunk *c = NULL;
+  if (need > chunk / 8) {
+    uint64_t size = (need + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1);
+    c = map(rt, size);
+  } else {
+    for (c = rt->mem.chunks; c && c->size - c->used < need; c = c->next)
+      ;
+    if (!c)
+      c = map(rt, chunk);
+  }
+  if (!c)
+    return false;
+  out->ptr = c->base + c->used;
+  out->chunk = c;
+  c->used += need;
+  c->live += need;
+  rt->mem.used += cap;
+  if (rt->mem.used > rt->mem.high_water)
+    rt->mem.high_water = rt->mem.used;
+  return true;
+}
+
+/* Gives a block back to the pool: its chunk is carved again from the start
+ * once all of its blocks came back (later work only: the queue is in order). */
+static void give(t4a__hrt *rt, const t4a__block *b, uint64_t cap) {
+  uint64_t need = (cap + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+  b->chunk->live -= need;
+  if (!b->chunk->live)
+    b->chunk->used = 0;
+  rt->mem.used -= cap;
+}
+
+/* Gives cached blocks back until at most keep bytes are cached, largest
+ * classes first. */
+static void evict(t4a__hrt *rt, uint64_t keep) {
+  for (unsigned cls = T4A__NUM_CLASSES; cls-- > 0 && rt->mem.cache_bytes > keep;) {
+    t4a__hbin *bin = &rt->mem.bins[cls];
+    uint64_t cap = t4a__class_cap(cls);
+    while (bin->count && rt->mem.cache_bytes > keep) {
+      give(rt, &bin->blocks[--bin->count], cap);
+      rt->mem.cache_entries--;
+      rt->mem.cache_bytes -= cap;
+    }
+  }
+}
+
+/* Unmaps the chunks no block is carved from (the queue is drained). */
+static void unmap_empty(t4a__hrt *rt) {
+  for (t4a__chunk **l = &rt->mem.chunks; *l;)
+    if (!(*l)->live)
+      unmap(rt, l);
+    else
+      l = &(*l)->next;
+}
+
+/* Caches a freed block, or gives it back when the cache would pass its
+ * limit (or its bin cannot grow). */
+static void cache_put(t4a__hrt *rt, const t4a__block *b, uint64_t cap) {
+  uint64_t ignored;
+  unsigned cls = t4a__size_class(cap, &ignored);
+  t4a__hbin *bin = &rt->mem.bins[cls];
+  if (rt->mem.cache_bytes + cap > rt->opts.cache_limit_bytes)
+    evict(rt, rt->opts.cache_limit_bytes > cap ? rt->opts.cache_limit_bytes - cap : 0);
+  if (rt->mem.cache_bytes + cap > rt->opts.cache_limit_bytes) {
+    give(rt, b, cap);
+    return;
+  }
+  if (bin->count == bin->cap) {
+    uint32_t n = bin->cap ? bin->cap * 2 : 8;
+    t4a__block *p = realloc(bin->blocks, n * sizeof *p);
+    if (!p) {
+      give(rt, b, cap);
+      return;
+    }
+    bin->blocks = p;
+    bin->cap = n;
+  }
+  bin->blocks[bin->count++] = *b;
+  rt->mem.cache_entries++;
+  rt->mem.cache_bytes += cap;
+}
+
+int t4a__hbuf_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t bytes, t4a__ext *ext,
+                   void (*released)(t4a__hrt *, void *, uint64_t, bool), t4a_buffer *out) {
+  uint32_t i;
+  int rc = t4a__htable_take(&rt->mem.bufs, what, &i);
+  if (rc)
+    return rc;
+  t4a__hbuf *b = t4a__htable_at(&rt->mem.bufs, i);
+  b->size = bytes;
+  b->blk.ptr = (char *)(uintptr_t)address;
+  b->ext = ext;
+  b->ext_released = released;
+  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index);
+  rt->c.live_buffers++;
+  return T4A_OK;
+}
+
+/* The consumer's memory goes back to it behind the work queued so far. */
+static void ext_retire(t4a__hrt *rt, t4a__hbuf *b) {
+  t4a__hretire r = {t4a__queue_tail(&rt->q), b->ext_released, b->ext, 0};
+  b->ext = NULL;
+  t4a__retire_add(rt, &r);
+}
+
+int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
+  if (!out)
+    return t4a__fail(T4A_EINVAL, "buffer_alloc: out is NULL; pass a pointer");
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "buffer_alloc", &rt)))
+    return rc;
+  if ((rc = t4a__hrt_refuse(rt, "buffer_alloc", "would change memory the graph may use")))
+    goto out;
+  if (bytes > T4A__MAX_ALLOC) {
+    rc = t4a__fail(T4A_ENOMEM,
+                   "buffer_alloc: %llu bytes is more than any pool holds (64 TiB); ask for less",
+                   (unsigned long long)bytes);
+    goto out;
+  }
+  t4a__hbuf b = {.size = bytes};
+  if (bytes) {
+    unsigned cls = t4a__size_class(bytes, &b.cap);
+    t4a__hbin *bin = &rt->mem.bins[cls];
+    if (bin->count) {
+      b.blk = bin->blocks[--bin->count];
+      rt->mem.cache_entries--;
+      rt->mem.cache_bytes -= b.cap;
+      rt->c.cache_hits++;
+    } else {
+      rt->c.cache_misses++;
+      if (!carve(rt, b.cap, &b.blk)) { /* trim the cache and try once more */
+        evict(rt, 0);
+        t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
+        unmap_empty(rt);
+        if (!carve(rt, b.cap, &b.blk)) {
+          rc = t4a__fail(T4A_ENOMEM,
+                         "buffer_alloc: %llu bytes: the pool is out of memory (%llu of at most "
+                         "%llu bytes mapped; T4A_HOST_POOL_LIMIT sets the bound); free buffers",
+                         (unsigned long long)bytes, (unsigned long long)rt->mem.reserved,
+                         (unsigned long long)rt->mem.limit);
+          goto out;
+        }
+      }
+    }
+  }
+  uint32_t i;
+  if ((rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", &i))) {
+    if (b.cap)
+      cache_put(rt, &b.blk, b.cap);
+    goto out;
+  }
+  t4a__hbuf *e = t4a__htable_at(&rt->mem.bufs, i);
+  b.h = e->h;
+  *e = b;
+  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index);
+  rt->c.live_buffers++;
+out:
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+void t4a__hbuf_wait_reader(t4a__hrt *rt, t4a__hbuf *b) {
+  if (!b->reader)
+    return;
+  if (t4a__timeline_reached(b->reader, b->reader_seq)) {
+    t4a__timeline_release(b->reader);
+  } else { /* the wait takes the buffer's reference on the reader's timeline */
+    t4a__op w = {.kind = T4A__OP_WAIT, .rows = 1};
+    w.u.wait.tl = b->reader;
+    w.u.wait.seq = b->reader_seq;
+    t4a__queue_push(&rt->q, &w);
+  }
+  b->reader = NULL;
+}
+
+int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
+  t4a__hrt *rt;
+  t4a__hbuf *b;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "buffer_free", &rt)))
+    return rc;
+  if ((rc = t4a__hrt_refuse(rt, "buffer_free", "would change memory the graph may use")) ||
+      (rc = t4a__hbuf_get(rt, buf, "buffer_free", &b)))
+    goto out;
+  t4a__hbuf_wait_reader(rt, b);
+  if (b->ext)
+    ext_retire(rt, b);
+  else if (b->cap)
+    cache_put(rt, &b->blk, b->cap);
+  t4a__htable_release(&rt->mem.bufs, (uint32_t)(b - (t4a__hbuf *)t4a__htable_at(&rt->mem.bufs, 0)));
+  rt->c.live_buffers--;
+  t4a__retire_due(rt);
+out:
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_buffer_size(t4a_runtime h, t4a_buffer buf, uint64_t *bytes) {
+  if (!bytes)
+    return t4a__fail(T4A_EINVAL, "buffer_size: bytes is NULL; pass a pointer");
+  t4a__hrt *rt;
+  t4a__hbuf *b;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "buffer_size", &rt)))
+    return rc;
+  if ((rc = t4a__hbuf_get(rt, buf, "buffer_size", &b)) == T4A_OK)
+    *bytes = b->size;
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+/* On the host a buffer's device address is its host address: a pointer
+ * any host code (part 2's kernels, a consumer's) can use directly. */
+int t4a__slot_buffer_device_address(t4a_runtime h, t4a_buffer buf, uint64_t *address) {
+  if (!address)
+    return t4a__fail(T4A_EINVAL, "buffer_device_address: address is NULL; pass a pointer");
+  t4a__hrt *rt;
+  t4a__hbuf *b;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "buffer_device_address", &rt)))
+    return rc;
+  if ((rc = t4a__hbuf_get(rt, buf, "buffer_device_address", &b)) == T4A_OK)
+    *address = (uint64_t)(uintptr_t)b->blk.ptr;
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_cache_trim(t4a_runtime h, uint64_t keep_bytes) {
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "cache_trim", &rt)))
+    return rc;
+  if (!(rc = t4a__hrt_refuse(rt, "cache_trim", "would change memory the graph may use"))) {
+    evict(rt, keep_bytes);
+    t4a__hrt_drain(rt, t4a__queue_tail(&rt->q)); /* queued work may still use what it unmaps */
+    unmap_empty(rt);
+  }
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
+  int rc = t4a__check_struct(out, T4A_CACHE_STATS_V1_0_SIZE, "t4a_cache_stats");
+  t4a__hrt *rt;
+  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock(h, "cache_stats", &rt)))
+    return rc;
+  t4a_cache_stats s = {.struct_size = sizeof s,
+                       .entries = rt->mem.cache_entries,
+                       .bytes = rt->mem.cache_bytes,
+                       .hits = rt->c.cache_hits,
+                       .misses = rt->c.cache_misses,
+                       .limit_bytes = rt->opts.cache_limit_bytes};
+  t4a__hrt_unlock(rt);
+  t4a__fill_struct(out, &s, sizeof s);
+  return T4A_OK;
+}
+
+int t4a__slot_memset(t4a_runtime h, t4a_buffer buf, uint64_t offset, uint32_t pattern,
+                     uint32_t element_size, uint64_t count) {
+  if (element_size != 1 && element_size != 2 && element_size != 4)
+    return t4a__fail(T4A_EINVAL, "memset: element_size %u; use 1, 2 or 4", element_size);
+  if (element_size < 4 && pattern >> (8 * element_size))
+    return t4a__fail(T4A_EINVAL, "memset: pattern 0x%x does not fit in %u byte(s); mask it",
+                     pattern, element_size);
+  if (offset % element_size)
+    return t4a__fail(T4A_EINVAL, "memset: offset %llu is not a multiple of element_size %u",
+                     (unsigned long long)offset, element_size);
+  t4a__hrt *rt;
+  t4a__hbuf *b;
+  uint64_t bytes;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "memset", &rt)))
+    return rc;
+  if ((rc = t4a__hbuf_get(rt, buf, "memset", &b)))
+    goto out;
+  if (!t4a__mul_u64(count, element_size, &bytes) || !t4a__range_ok(offset, bytes, b->size)) {
+    rc = t4a__fail(T4A_ERANGE,
+                   "memset: %llu elements of %u bytes at offset %llu run past the buffer's %llu "
+                   "bytes; shorten the range",
+                   (unsigned long long)count, element_size, (unsigned long long)offset,
+                   (unsigned long long)b->size);
+    goto out;
+  }
+  if (!count)
+    goto out;
+  t4a__op op = {.kind = T4A__OP_FILL,
+                .fill = (uint8_t)element_size,
+                .pattern = pattern,
+                .dst = b->blk.ptr + offset,
+                .bytes = bytes,
+                .rows = 1};
+  t4a__hrt_enqueue(rt, &op, buf.bits, 0);
+out:
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+void t4a__hmem_fini(t4a__hrt *rt) {
+  for (uint32_t i = 0; i < rt->mem.bufs.count; i++) {
+    t4a__hbuf *b = t4a__htable_at(&rt->mem.bufs, i);
+    if (!b->h.live)
+      continue;
+    if (b->reader)
+      t4a__timeline_release(b->reader);
+    if (b->ext)
+      ext_retire(rt, b);
+  }
+  for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
+    free(rt->mem.bins[cls].blocks);
+  while (rt->mem.chunks)
+    unmap(rt, &rt->mem.chunks);
+  t4a__htable_fini(&rt->mem.bufs);
+}

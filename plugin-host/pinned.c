@@ -1,0 +1,180 @@
+/* plugin-host/pinned.c -- host buffers: host_alloc/host_free and
+ * host_register/host_unregister.
+ *
+ * On the host every page is as reachable as "pinned" memory: host_alloc
+ * maps anonymous, page-aligned memory (not locked: mlock would only spend
+ * the RLIMIT_MEMLOCK budget) and ignores T4A_HOST_WRITE_COMBINED (there is
+ * no bus to combine writes for); host_register pins nothing and records the
+ * range, so that the pinned copies accept it and a read-only registration
+ * is enforced (core/readonly: copies into it and wraps of it are refused). */
+#include "config.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "common/checked.h"
+#include "core/readonly.h"
+#include "core/slots.h"
+#include "plugin-host/host.h"
+
+const t4a__hkind t4a__hhost_kind = {T4A__TAG_HOST, "host buffer", "host_alloc or host_register",
+                                    "use the host buffer with the runtime that made it",
+                                    "the host buffer was freed or unregistered (or its runtime "
+                                    "destroyed); make a new one"};
+
+int t4a__hhost_get(t4a__hrt *rt, t4a_host_buffer h, const char *what, t4a__hhost **out) {
+  int rc;
+  *out = t4a__htable_find(&rt->hosts, &t4a__hhost_kind, rt->slot.index, h.bits, what, &rc);
+  return rc;
+}
+
+static uint32_t index_of(t4a__hrt *rt, const t4a__hhost *e) {
+  return (uint32_t)(e - (const t4a__hhost *)t4a__htable_at(&rt->hosts, 0));
+}
+
+static void unmap_host(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
+  (void)rt, (void) final;
+  munmap(ptr, bytes);
+}
+
+static void unlist_read_only(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
+  (void)rt, (void)bytes, (void) final;
+  t4a__read_only_remove((uint64_t)(uintptr_t)ptr);
+}
+
+static int publish(t4a__hrt *rt, const t4a__hhost *h, const char *what, t4a_host_buffer *out) {
+  uint32_t i;
+  int rc = t4a__htable_take(&rt->hosts, what, &i);
+  if (rc)
+    return rc;
+  t4a__hhost *e = t4a__htable_at(&rt->hosts, i);
+  t4a__hslot head = e->h;
+  *e = *h;
+  e->h = head;
+  out->bits = t4a__htable_publish(&rt->hosts, i, &t4a__hhost_kind, rt->slot.index);
+  rt->c.live_host_buffers++;
+  return T4A_OK;
+}
+
+int t4a__slot_host_alloc(t4a_runtime h, uint64_t bytes, uint32_t flags, t4a_host_buffer *out,
+                         void **ptr) {
+  if (!out || !ptr)
+    return t4a__fail(T4A_EINVAL, "host_alloc: out or ptr is NULL; pass pointers");
+  if (!bytes)
+    return t4a__fail(T4A_EINVAL, "host_alloc: bytes is 0; ask for at least one byte");
+  if (flags & ~T4A_HOST_WRITE_COMBINED)
+    return t4a__fail(T4A_EINVAL, "host_alloc: unknown flags 0x%x; use T4A_HOST_WRITE_COMBINED or 0",
+                     flags & ~T4A_HOST_WRITE_COMBINED);
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "host_alloc", &rt)))
+    return rc;
+  void *p = bytes <= T4A__MAX_ALLOC
+                ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                : MAP_FAILED;
+  if (p == MAP_FAILED) {
+    rc = t4a__fail(T4A_ENOMEM, "host_alloc: %llu bytes could not be mapped; free host memory",
+                   (unsigned long long)bytes);
+  } else {
+    t4a__hhost e = {.ptr = p, .bytes = bytes};
+    if ((rc = publish(rt, &e, "host_alloc", out)))
+      munmap(p, bytes);
+    else
+      *ptr = p;
+  }
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+/* Ends a host buffer: stale at once, released behind the work queued so far. */
+static int end(t4a__hrt *rt, t4a_host_buffer hb, bool registered, const char *what) {
+  t4a__hhost *e;
+  int rc = t4a__hhost_get(rt, hb, what, &e);
+  if (rc)
+    return rc;
+  if (e->registered != registered)
+    return t4a__fail(T4A_EINVAL, "%s: the host buffer came from %s; release it with %s", what,
+                     registered ? "host_alloc" : "host_register",
+                     registered ? "host_free" : "host_unregister");
+  t4a__hretire r = {t4a__queue_tail(&rt->q), registered ? unlist_read_only : unmap_host, e->ptr,
+                    e->bytes};
+  bool listed = e->read_only;
+  t4a__htable_release(&rt->hosts, index_of(rt, e));
+  rt->c.live_host_buffers--;
+  if (!registered || listed)
+    t4a__retire_add(rt, &r);
+  t4a__retire_due(rt);
+  return T4A_OK;
+}
+
+int t4a__slot_host_free(t4a_runtime h, t4a_host_buffer hb) {
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "host_free", &rt)))
+    return rc;
+  rc = end(rt, hb, false, "host_free");
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t flags,
+                            t4a_host_buffer *out) {
+  if (!ptr || !bytes || !out)
+    return t4a__fail(T4A_EINVAL, "host_register: ptr, bytes or out is NULL/0; pass memory and "
+                                 "a pointer for the handle");
+  if (flags & ~T4A_HOST_REGISTER_READ_ONLY)
+    return t4a__fail(T4A_EINVAL,
+                     "host_register: unknown flags 0x%x; use T4A_HOST_REGISTER_READ_ONLY or 0",
+                     flags & ~T4A_HOST_REGISTER_READ_ONLY);
+  uint64_t start = (uint64_t)(uintptr_t)ptr, end_;
+  if (!t4a__add_u64(start, bytes, &end_))
+    return t4a__fail(T4A_ERANGE,
+                     "host_register: the range wraps around the address space; pass a valid range");
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "host_register", &rt)))
+    return rc;
+  for (uint32_t i = 0; i < rt->hosts.count; i++) {
+    const t4a__hhost *e = t4a__htable_at(&rt->hosts, i);
+    if (e->h.live && e->registered &&
+        t4a__spans_overlap(start, bytes, (uint64_t)(uintptr_t)e->ptr, e->bytes)) {
+      rc = t4a__fail(T4A_EINVAL,
+                     "host_register: [%p, +%llu) overlaps a range this runtime registered "
+                     "already; unregister it first or use that host buffer",
+                     ptr, (unsigned long long)bytes);
+      goto out;
+    }
+  }
+  bool ro = (flags & T4A_HOST_REGISTER_READ_ONLY) != 0;
+  t4a__hhost e = {.ptr = ptr, .bytes = bytes, .registered = true, .read_only = ro};
+  if (ro && (rc = t4a__read_only_add(start, bytes)))
+    goto out;
+  if ((rc = publish(rt, &e, "host_register", out)) && ro)
+    t4a__read_only_remove(start);
+out:
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+int t4a__slot_host_unregister(t4a_runtime h, t4a_host_buffer hb) {
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "host_unregister", &rt)))
+    return rc;
+  rc = end(rt, hb, true, "host_unregister");
+  t4a__hrt_unlock(rt);
+  return rc;
+}
+
+void t4a__hhost_fini(t4a__hrt *rt) {
+  for (uint32_t i = 0; i < rt->hosts.count; i++) {
+    t4a__hhost *e = t4a__htable_at(&rt->hosts, i);
+    if (!e->h.live)
+      continue;
+    if (!e->registered)
+      munmap(e->ptr, e->bytes);
+    else if (e->read_only)
+      t4a__read_only_remove((uint64_t)(uintptr_t)e->ptr);
+  }
+  t4a__htable_fini(&rt->hosts);
+}

@@ -1,0 +1,413 @@
+/* plugin-host/queue.c -- the queues and their workers (see queue.h).
+ *
+ * A worker thread per runtime, not one pool for all: a runtime's queue is
+ * in order, so one thread per queue needs no scheduling between runtimes
+ * (a shared pool would have to hand each runtime to at most one thread at a
+ * time to keep its order, and a WAIT operation, which blocks its thread on
+ * another runtime, would take a pool thread from everyone). Large
+ * operations are split over the process-wide copy threads (core/copypool),
+ * so a runtime is not limited to its one thread. Workers of destroyed
+ * runtimes are parked and handed to the next runtime_create, which then
+ * costs no thread creation (docs/design.md, "The host backend"). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/error.h"
+#include "core/copypool.h"
+#include "plugin-host/queue.h"
+#include "t4a/gpu_backend_v1.h"
+
+/* How long an idle worker (and a waiter) looks for news before it sleeps:
+ * a wake-up costs tens of microseconds, this much spinning a few. */
+#define SPIN_NS 20000u
+#define RING_CAP 1024u /* operations a queue holds before a producer waits */
+#define MAX_PARKED 16u
+
+struct t4a__worker {
+  pthread_t th;
+  pthread_mutex_t lock;
+  pthread_cond_t cv;
+  t4a__queue *q; /* the queue it runs, NULL while parked */
+  bool quit;
+  t4a__worker *next; /* in `parked` */
+};
+
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static t4a__worker *parked; /* workers_lock */
+static unsigned parked_count;
+static t4a__worker **all; /* every worker started, for the unload */
+static unsigned all_count, all_cap;
+
+uint64_t t4a__host_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
+  uint64_t total = op->bytes * op->rows; /* checked when the operation was made */
+  t4a__copy_how how = {total >= T4A__HOST_SPLIT_MIN ? copy_threads : 1u, false, 0};
+  switch (op->kind) {
+  case T4A__OP_COPY:
+    if (op->rows == 1)
+      t4a__parallel_memcpy(op->dst, op->src, op->bytes, how);
+    else
+      t4a__parallel_memcpy_2d(op->dst, op->dst_pitch, op->src, op->src_pitch, op->bytes, op->rows,
+                              how);
+    break;
+  case T4A__OP_FILL: t4a__parallel_fill(op->dst, op->bytes, op->pattern, op->fill, how); break;
+  case T4A__OP_WAIT: /* it holds a reference on the timeline it waits for */
+    t4a__timeline_wait(op->u.wait.tl, op->u.wait.seq, T4A_WAIT_FOREVER);
+    t4a__timeline_release(op->u.wait.tl);
+    break;
+  case T4A__OP_MARK: atomic_store(&op->u.mark->ns, t4a__host_now_ns()); break;
+  case T4A__OP_GRAPH:
+    for (uint32_t i = 0; i < op->u.graph->count; i++)
+      t4a__op_run(&op->u.graph->ops[i], copy_threads);
+    break;
+  default: break;
+  }
+}
+
+/* After the worker advanced `done`: wakes who sleeps on it. The fence
+ * pairs with the sleepers' announcement (waiters, full) before they look at
+ * `done`: one of the two sides sees the other. */
+static void woke(t4a__queue *q) {
+  t4a__timeline *tl = q->tl;
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&tl->waiters, memory_order_relaxed)) {
+    pthread_mutex_lock(&tl->lock);
+    pthread_cond_broadcast(&tl->cond);
+    pthread_mutex_unlock(&tl->lock);
+  }
+  if (atomic_load_explicit(&q->full, memory_order_relaxed)) {
+    pthread_mutex_lock(&q->lock);
+    pthread_cond_broadcast(&q->room);
+    pthread_mutex_unlock(&q->lock);
+  }
+}
+
+/* done >= tail: nothing to run. `>=`, not `==`: an inline operation
+ * advances done before tail (queue_inline), and a worker that read the old
+ * tail must not run the entry behind it. */
+static bool empty(const t4a__queue *q) {
+  uint64_t tail = atomic_load_explicit(&q->tail, memory_order_acquire);
+  return atomic_load_explicit(&q->tl->done, memory_order_acquire) >= tail;
+}
+
+static bool spin_for_work(const t4a__queue *q) {
+  uint64_t until = t4a__host_now_ns() + SPIN_NS;
+  for (unsigned i = 1;; i++) {
+    if (!empty(q) || atomic_load_explicit(&q->stop, memory_order_relaxed))
+      return true;
+    cpu_relax();
+    if (i % 64 == 0 && t4a__host_now_ns() >= until)
+      return false;
+  }
+}
+
+/* Runs q until it is stopped and empty. */
+static void run_queue(t4a__queue *q) {
+  t4a__timeline *tl = q->tl;
+  for (;;) {
+    uint64_t tail = atomic_load_explicit(&q->tail, memory_order_acquire);
+    uint64_t head = atomic_load_explicit(&tl->done, memory_order_acquire);
+    if (head < tail) {
+      t4a__op_run(&q->ring[head & (q->cap - 1)], q->copy_threads);
+      atomic_store_explicit(&tl->done, head + 1, memory_order_release);
+      woke(q);
+      continue;
+    }
+    if (!atomic_load(&q->stop) && spin_for_work(q))
+      continue;
+    pthread_mutex_lock(&q->lock);
+    atomic_store(&q->sleeping, true); /* seq_cst: pairs with push's look at it */
+    while (empty(q) && !atomic_load(&q->stop))
+      pthread_cond_wait(&q->wake, &q->lock);
+    atomic_store(&q->sleeping, false);
+    bool leave = empty(q) && atomic_load(&q->stop);
+    pthread_mutex_unlock(&q->lock);
+    if (leave)
+      return;
+  }
+}
+
+static void *worker_main(void *arg) {
+  t4a__worker *w = arg;
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    while (!w->q && !w->quit)
+      pthread_cond_wait(&w->cv, &w->lock);
+    if (!w->q)
+      break;
+    t4a__queue *q = w->q;
+    pthread_mutex_unlock(&w->lock);
+    run_queue(q);
+    pthread_mutex_lock(&w->lock);
+    w->q = NULL;
+    pthread_cond_broadcast(&w->cv); /* queue_fini waits for it */
+  }
+  pthread_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+/* A parked worker, or a new one; NULL when no thread can be had. */
+static t4a__worker *worker_take(void) {
+  pthread_mutex_lock(&workers_lock);
+  t4a__worker *w = parked;
+  if (w) {
+    parked = w->next;
+    parked_count--;
+    pthread_mutex_unlock(&workers_lock);
+    return w;
+  }
+  if (all_count == all_cap) {
+    unsigned n = all_cap ? all_cap * 2 : 16;
+    t4a__worker **p = realloc(all, n * sizeof *p);
+    if (!p) {
+      pthread_mutex_unlock(&workers_lock);
+      return NULL;
+    }
+    all = p;
+    all_cap = n;
+  }
+  w = calloc(1, sizeof *w);
+  if (w) {
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->th, NULL, worker_main, w) == 0) {
+      all[all_count++] = w;
+    } else {
+      pthread_cond_destroy(&w->cv);
+      pthread_mutex_destroy(&w->lock);
+      free(w);
+      w = NULL;
+    }
+  }
+  pthread_mutex_unlock(&workers_lock);
+  return w;
+}
+
+/* Gives a worker that left its queue back: parked, or told to quit when
+ * enough are parked (it is joined at the unload). */
+static void worker_give(t4a__worker *w) {
+  pthread_mutex_lock(&workers_lock);
+  if (parked_count < MAX_PARKED) {
+    w->next = parked;
+    parked = w;
+    parked_count++;
+  } else {
+    pthread_mutex_lock(&w->lock);
+    w->quit = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->lock);
+  }
+  pthread_mutex_unlock(&workers_lock);
+}
+
+static t4a__timeline *timeline_new(uint32_t rt_index, uint32_t rt_gen, bool timing) {
+  t4a__timeline *tl = calloc(1, sizeof *tl);
+  if (!tl)
+    return NULL;
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(&tl->cond, &a);
+  pthread_condattr_destroy(&a);
+  pthread_mutex_init(&tl->lock, NULL);
+  atomic_init(&tl->refs, 1);
+  tl->rt_index = rt_index;
+  tl->rt_gen = rt_gen;
+  tl->timing = timing;
+  return tl;
+}
+
+int t4a__queue_init(t4a__queue *q, uint32_t rt_index, uint32_t rt_gen, bool timing,
+                    unsigned copy_threads) {
+  memset(q, 0, sizeof *q);
+  q->cap = RING_CAP;
+  q->copy_threads = copy_threads ? copy_threads : 1;
+  q->ring = malloc(RING_CAP * sizeof *q->ring);
+  q->tl = q->ring ? timeline_new(rt_index, rt_gen, timing) : NULL;
+  if (!q->tl) {
+    free(q->ring);
+    return t4a__fail(T4A_ENOMEM, "runtime_create: out of host memory for the queue; free memory");
+  }
+  pthread_mutex_init(&q->lock, NULL);
+  pthread_cond_init(&q->wake, NULL);
+  pthread_cond_init(&q->room, NULL);
+  q->worker = worker_take();
+  if (!q->worker) {
+    t4a__queue_fini(q);
+    return t4a__fail(T4A_ENOMEM,
+                     "runtime_create: no thread could be started for the runtime's queue "
+                     "(pthread_create failed); destroy runtimes or raise the thread limit");
+  }
+  pthread_mutex_lock(&q->worker->lock);
+  q->worker->q = q;
+  pthread_cond_signal(&q->worker->cv);
+  pthread_mutex_unlock(&q->worker->lock);
+  return T4A_OK;
+}
+
+void t4a__queue_fini(t4a__queue *q) {
+  t4a__worker *w = q->worker;
+  if (w) {
+    pthread_mutex_lock(&q->lock);
+    atomic_store(&q->stop, true);
+    pthread_cond_signal(&q->wake);
+    pthread_mutex_unlock(&q->lock);
+    pthread_mutex_lock(&w->lock);
+    while (w->q == q)
+      pthread_cond_wait(&w->cv, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    worker_give(w);
+    q->worker = NULL;
+  }
+  if (q->tl) {
+    pthread_cond_destroy(&q->room);
+    pthread_cond_destroy(&q->wake);
+    pthread_mutex_destroy(&q->lock);
+    t4a__timeline_release(q->tl);
+  }
+  free(q->ring);
+  q->ring = NULL;
+  q->tl = NULL;
+}
+
+static void wait_room(t4a__queue *q, uint64_t t) {
+  pthread_mutex_lock(&q->lock);
+  atomic_store(&q->full, true);
+  while (t - atomic_load(&q->tl->done) >= q->cap)
+    pthread_cond_wait(&q->room, &q->lock);
+  atomic_store(&q->full, false);
+  pthread_mutex_unlock(&q->lock);
+}
+
+uint64_t t4a__queue_push(t4a__queue *q, const t4a__op *op) {
+  uint64_t t = t4a__queue_tail(q);
+  if (t - atomic_load_explicit(&q->tl->done, memory_order_acquire) >= q->cap)
+    wait_room(q, t);
+  q->ring[t & (q->cap - 1)] = *op;
+  atomic_store(&q->tail, t + 1); /* seq_cst: pairs with the worker's `sleeping` */
+  if (atomic_load(&q->sleeping)) {
+    pthread_mutex_lock(&q->lock);
+    pthread_cond_signal(&q->wake);
+    pthread_mutex_unlock(&q->lock);
+  }
+  return t + 1;
+}
+
+bool t4a__queue_inline(t4a__queue *q, const t4a__op *op, uint64_t max_bytes) {
+  if ((op->kind != T4A__OP_COPY && op->kind != T4A__OP_FILL && op->kind != T4A__OP_MARK) ||
+      op->bytes * op->rows > max_bytes || !t4a__queue_idle(q))
+    return false;
+  t4a__op_run(op, q->copy_threads);
+  uint64_t t = t4a__queue_tail(q) + 1;
+  atomic_store_explicit(&q->tl->done, t, memory_order_release); /* before tail: see `empty` */
+  atomic_store_explicit(&q->tail, t, memory_order_release);
+  return true;
+}
+
+int t4a__timeline_wait(t4a__timeline *tl, uint64_t seq, uint64_t timeout_ns) {
+  if (t4a__timeline_reached(tl, seq))
+    return T4A_OK;
+  uint64_t start = t4a__host_now_ns(), spin = timeout_ns < SPIN_NS ? timeout_ns : SPIN_NS;
+  for (unsigned i = 1; !t4a__timeline_reached(tl, seq); i++) {
+    int f = atomic_load_explicit(&tl->fault, memory_order_relaxed);
+    if (f)
+      return f;
+    cpu_relax();
+    if (i % 64 == 0 && t4a__host_now_ns() - start >= spin)
+      break;
+  }
+  uint64_t deadline = timeout_ns == T4A_WAIT_FOREVER || start + timeout_ns < start
+                          ? UINT64_MAX
+                          : start + timeout_ns;
+  int rc = T4A_OK;
+  atomic_fetch_add(&tl->waiters, 1);
+  pthread_mutex_lock(&tl->lock);
+  while (!t4a__timeline_reached(tl, seq) && !(rc = atomic_load(&tl->fault))) {
+    if (deadline == UINT64_MAX) {
+      pthread_cond_wait(&tl->cond, &tl->lock);
+      continue;
+    }
+    uint64_t now = t4a__host_now_ns();
+    if (now >= deadline) {
+      rc = T4A_ETIMEOUT;
+      break;
+    }
+    struct timespec ts = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+    pthread_cond_timedwait(&tl->cond, &tl->lock, &ts);
+  }
+  pthread_mutex_unlock(&tl->lock);
+  atomic_fetch_sub(&tl->waiters, 1);
+  return rc;
+}
+
+void t4a__timeline_retain(t4a__timeline *tl) { atomic_fetch_add(&tl->refs, 1); }
+
+void t4a__timeline_release(t4a__timeline *tl) {
+  if (atomic_fetch_sub(&tl->refs, 1) != 1)
+    return;
+  pthread_cond_destroy(&tl->cond);
+  pthread_mutex_destroy(&tl->lock);
+  free(tl);
+}
+
+t4a__mark *t4a__mark_new(void) {
+  t4a__mark *m = calloc(1, sizeof *m);
+  if (m)
+    atomic_init(&m->refs, 1);
+  return m;
+}
+
+void t4a__mark_retain(t4a__mark *m) { atomic_fetch_add(&m->refs, 1); }
+
+void t4a__mark_release(t4a__mark *m) {
+  if (m && atomic_fetch_sub(&m->refs, 1) == 1)
+    free(m);
+}
+
+/* The plugin is being unloaded: no worker may outlive its code. A worker
+ * still running a live runtime's queue drains it and leaves first (the
+ * runtime itself is left, as the CUDA plugin leaves its live runtimes). */
+void t4a__workers_unload(void) {
+  pthread_mutex_lock(&workers_lock);
+  for (unsigned i = 0; i < all_count; i++) {
+    t4a__worker *w = all[i];
+    pthread_mutex_lock(&w->lock);
+    t4a__queue *q = w->q;
+    if (q) {
+      pthread_mutex_lock(&q->lock);
+      atomic_store(&q->stop, true);
+      pthread_cond_signal(&q->wake);
+      pthread_mutex_unlock(&q->lock);
+      while (w->q)
+        pthread_cond_wait(&w->cv, &w->lock);
+    }
+    w->quit = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->th, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+  }
+  free(all);
+  all = NULL;
+  all_count = all_cap = 0;
+  parked = NULL;
+  parked_count = 0;
+  pthread_mutex_unlock(&workers_lock);
+}
