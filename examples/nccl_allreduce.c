@@ -6,6 +6,7 @@
  * links it.
  *
  *   cc nccl_allreduce.c $(pkg-config --cflags --libs t4a-gpu) -ldl -o nccl_allreduce
+ *   (no NCCL or CUDA header needed: examples/nccl_dl.h declares the calls)
  *   NCCL_NVLS_ENABLE=0 ./nccl_allreduce [COUNT]       (floats per GPU, default 16 Mi)
  *
  * Exit status, as t4a-gpu's: 0 verified, 1 a call failed or the result is
@@ -27,7 +28,7 @@
 
 #include <t4a/gpu_loader.h>
 
-#include "examples/nccl_dl.h"
+#include "nccl_dl.h" /* beside this file: the build line above needs no -I */
 
 enum { RANKS = 2 };
 

@@ -12,7 +12,8 @@
  * graph replays the chain without N submissions, which is how it beats
  * the raw per-launch loop it is compared with.
  *
- *   warm_chain [--graph] [N]      (default 10000)
+ *   cc warm_chain.c $(pkg-config --cflags --libs t4a-gpu) -ldl -lm -o warm_chain
+ *   ./warm_chain [--graph] [N]      (default 10000)
  *
  * Exit status: 0 done and the result verified, 1 wrong result, 2 no usable
  * backend or GPU. */
