@@ -79,7 +79,14 @@ expect() {
     [ "$rc" -eq 0 ] || [ "$rc" -eq "$unusable" ] ||
       { cat "$work/out"; fail "$name: exit $rc (want 0, or $unusable without a GPU)"; }
   fi
-  say "$name: exit $rc: $(tail -n 1 "$work/out")"
+  # the reason when it failed (the line naming the status), else its last line
+  if [ "$rc" -eq 0 ]; then
+    say "$name: exit 0: $(tail -n 1 "$work/out")"
+  else
+    grep -q 'T4A_E[A-Z0-9_]*' "$work/out" ||
+      { cat "$work/out"; fail "$name: exit $rc without the reason (no line names a T4A_E status)"; }
+    say "$name: exit $rc: $(grep -m 1 'T4A_E[A-Z0-9_]*' "$work/out")"
+  fi
 }
 "$bindir/t4a-gpu" info >"$work/info" 2>&1 || true
 grep -q "^backend:      cuda" "$work/info" || { cat "$work/info"; fail "the installed t4a-gpu did not find the installed plugin"; }
