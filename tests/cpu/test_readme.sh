@@ -56,4 +56,17 @@ if [ -n "$pcdir" ]; then
   sh "$s/tools/install-note.sh" "$(dirname "$(command -v sh)")" /usr/lib "$pcdir" > "$tmp/out" 2>&1
   ! grep -q export "$tmp/out" || fail "the note asks to set variables for searched directories"
 fi
-echo "README quick start: compiles; exits 3, 4 and 0 as documented; make install's note is the README's"
+
+# The Python install routes' packages (both run by tests/consumers/test_python.sh;
+# the --find-links one needs Debian's wheel files) are in the README's apt-get
+# line and in CI's package list.
+rm -f "$tmp/out"
+apt=$(grep '^ *sudo apt-get install python3-' "$s/README.md")
+[ -n "$apt" ] || fail "README.md has no 'sudo apt-get install python3-...' line for the Python package"
+for p in python3-venv python3-pip python3-setuptools python3-wheel python3-setuptools-whl \
+  python3-wheel-whl; do
+  echo " $apt " | grep -q " $p " || fail "README.md's Python apt-get line lacks $p"
+  grep -Eq "[( ]$p([ )]|\$)" "$s/.ci/run" || fail ".ci/run does not install $p"
+done
+echo "README quick start: compiles; exits 3, 4 and 0 as documented; make install's note and the"
+echo "Python packages are the README's"
