@@ -150,6 +150,13 @@ for cargo in $toolchains; do
   [ "$rc" -eq 0 ] || bad "exit $rc, want 0 (verified)"
   has "$verified Fake GPU 0" || bad "no verified line"
 
+  for prog in "$consumer" "$saxpy"; do # tools/cli.h's convention, as the C examples
+    run "$(basename "$prog") --help" "$prog" --help
+    [ "$rc" -eq 0 ] && has "usage: " || bad "--help: exit $rc, want 0 and the usage"
+    run "$(basename "$prog") --bogus" "$prog" --bogus
+    [ "$rc" -eq 2 ] && has "usage: " || bad "an unknown flag: exit $rc, want 2 and the usage"
+  done
+
   run "saxpy example, no driver" env T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$saxpy"
   [ "$rc" -eq 4 ] || bad "exit $rc, want 4 (backend unusable), as examples/saxpy.c"
 
