@@ -12,8 +12,12 @@
 # "unusable here" status; with INSTALLCHECK_REQUIRE_GPU=1 (the GPU host)
 # they must pass: t4a-gpu info and selftest, saxpy and the C++ example.
 #
+# The installed documentation keeps the source tree's layout: its files are
+# there and every relative link of its Markdown files resolves in $docdir
+# (tests/doc_links.sh). The installed t4a-gpu.pc has no empty field.
+#
 # Environment (from Makefile.am): srcdir bindir libdir includedir mandir
-# plugindir CC CXX PKG_CONFIG.
+# plugindir docdir CC CXX PKG_CONFIG.
 set -eu
 fail() { echo "installcheck: FAIL: $*" >&2; exit 1; }
 say() { echo "installcheck: $*"; }
@@ -52,7 +56,18 @@ if command -v man >/dev/null 2>&1 && [ "$mandir" -ef "$bindir/../share/man" ]; t
   [ "$(man -w t4a-gpu 2>/dev/null)" -ef "$mandir/man1/t4a-gpu.1" ] ||
     fail "man -w t4a-gpu gives '$(man -w t4a-gpu 2>&1)', not $mandir/man1/t4a-gpu.1"
 fi
+empty=$(grep -E '^[A-Za-z][A-Za-z.]*:[[:space:]]*$' "$libdir/pkgconfig/t4a-gpu.pc" || true)
+[ -z "$empty" ] || fail "the installed t4a-gpu.pc has an empty field: $empty"
 say "files in place; plugins in $plugindir; t4a-gpu and its man page found"
+
+# -- the documentation, whole, with its links ------------------------------------
+for f in README.md LICENSE docs/design.md docs/performance.md docs/testing.md; do
+  [ -f "$docdir/$f" ] || fail "$docdir/$f is not installed"
+done
+docs=$(cd "$docdir" && find . -name '*.md' | sed 's|^\./||' | sort)
+sh "$srcdir/tests/doc_links.sh" "$docdir" $docs ||
+  fail "a link of the installed documentation does not resolve in $docdir (above)"
+say "documentation in $docdir: $(echo $docs), every link resolves"
 
 # -- consumers build as documented, and through pkg-config alone --------------
 REQUIRE_GPU=${INSTALLCHECK_REQUIRE_GPU:-0} sh "$srcdir/tests/doc_builds.sh" "$srcdir" "$work/doc" ||

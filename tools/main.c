@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
     printf("t4a-gpu bench: the benchmarks pair the runtime with the raw CUDA Driver API in one\n"
            "process; they live in the source tree, not in the installed program:\n"
            "  ./configure && make bench BENCH_ARGS=\"--json results.json\"   (on a GPU host)\n"
-           "The measured results are in %s/performance.md.\n",
+           "The measured results are in %s/docs/performance.md.\n",
            T4A_DOC_DIR);
     return EXIT_USABLE;
   }

@@ -103,7 +103,7 @@ START_TEST(usage_errors) {
   ck_assert_int_eq(run("help"), 0);
   ASSERT_OUT("usage: t4a-gpu info");
   ck_assert_int_eq(run("bench"), 0);
-  ASSERT_OUT(T4A_DOC_DIR "/performance.md"); /* installed with the documentation */
+  ASSERT_OUT(T4A_DOC_DIR "/docs/performance.md"); /* installed with the documentation */
 }
 END_TEST
 
