@@ -159,7 +159,7 @@ typedef struct ar {
 static void nccl_ok(int r, const char *what) {
   if (r != T4A_NCCL_SUCCESS) {
     fprintf(stderr, "t4a_bench: %s: %s\n", what, nccl.error_string(r));
-    exit(2);
+    exit(1);
   }
 }
 

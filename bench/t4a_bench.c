@@ -16,7 +16,11 @@
  *
  * The plugin is opened through the loader: $T4A_GPU_BACKEND or "cuda" in
  * the plugin path (run from the build tree with T4A_GPU_BACKEND_PATH set, as
- * `make bench` does). */
+ * `make bench` does).
+ *
+ * Exit status, as t4a-gpu's: 0 done, 1 a call failed, 2 usage error, 3 no
+ * backend found, 4 the backend or the driver cannot be used here (the reason
+ * is printed). */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -58,36 +62,50 @@ static unsigned g_copy_threads; /* 0: the runtime's default */
 
 bench_env E;
 
-static void die(const char *what) {
+static void die(int status, const char *what) {
   fprintf(stderr, "t4a_bench: %s\n", what);
-  exit(2);
+  exit(status);
 }
 
+/* Prints the failure and exits: 4 for what the host lacks, else 1. */
 void bench_check(int rc, const char *what) {
   if (rc == T4A_OK)
     return;
   t4a_error_info e = {.struct_size = sizeof e};
   E.t->last_error(&e);
   fprintf(stderr, "t4a_bench: %s: %s: %s\n", what, t4a_status_name(rc), e.message);
-  exit(2);
+  int unusable = rc == T4A_ENODRIVER || rc == T4A_ESTUBDRIVER || rc == T4A_ENODEVICE ||
+                 rc == T4A_EDRIVEROLD || rc == T4A_EDRIVERMISMATCH || rc == T4A_ENOCOMPILER;
+  exit(unusable ? 4 : 1);
 }
 
 void bench_cu(t4a__CUresult r, const char *what) {
   if (r != T4A__CUDA_SUCCESS) {
     fprintf(stderr, "t4a_bench: %s: CUresult %u\n", what, r);
-    exit(2);
+    exit(1);
   }
+}
+
+static void usage(FILE *f) {
+  fputs("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]\n"
+        "                 [--reports host,staging,hot,overhead,init,elapsed|none]\n"
+        "       t4a_bench --help\n"
+        "Each runtime operation against the raw Driver API doing the same work, on device 0\n"
+        "(make bench runs it on a GPU host; docs/performance.md has the results).\n"
+        "exit status: 0 done, 1 a call failed, 2 usage error, 3 no backend found,\n"
+        "             4 the backend or the driver cannot be used here (reason printed)\n",
+        f);
 }
 
 static void open_raw(void) {
   const char *lib = getenv("T4A_CUDA_LIBRARY"); /* the same driver as the plugin */
   void *dl = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!dl)
-    die("cannot load the driver (libcuda.so.1) for the raw side");
+    die(4, "cannot load the driver (libcuda.so.1) for the raw side");
   t4a__pfn_cuGetProcAddress_v2 gpa;
   *(void **)&gpa = dlsym(dl, "cuGetProcAddress_v2");
   if (!gpa)
-    die("libcuda.so.1 lacks cuGetProcAddress_v2");
+    die(4, "libcuda.so.1 lacks cuGetProcAddress_v2");
 #define RAW(name, sym, req, params)                                                                \
   {                                                                                                \
     t4a__CUdriverProcAddressQueryResult st;                                                        \
@@ -107,7 +125,7 @@ static void open_raw(void) {
 static void setup_ours_only(void) {
   if (t4a_gpu_open(NULL, &E.backend) != T4A_OK) {
     fprintf(stderr, "t4a_bench: %s\n", t4a_gpu_last_error());
-    exit(2);
+    exit(3);
   }
   E.t = t4a_gpu_backend_table(E.backend);
   bench_check(E.t->init(), "init");
@@ -254,13 +272,18 @@ int main(int argc, char **argv) {
       g_quick = true;
     else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc)
       reports = argv[++i];
-    else
-      die("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N] "
-          "[--reports host,staging,hot,overhead,init,elapsed|none]");
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "t4a_bench: unexpected argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
   }
   char cache[] = "/tmp/t4a-bench-cache-XXXXXX"; /* a fresh disk cache, not the user's */
   if (!mkdtemp(cache))
-    die("cannot create a temporary cache directory");
+    die(1, "cannot create a temporary cache directory");
   setenv("T4A_CACHE_DIR", cache, 1);
   setup();
   time_t now = time(NULL);
@@ -297,7 +320,7 @@ int main(int argc, char **argv) {
     }
   FILE *f = json ? fopen(json, "w") : fopen("/dev/null", "w");
   if (!f)
-    die("cannot write the JSON file");
+    die(1, "cannot write the JSON file");
   fprintf(f,
           "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"gpu\":\"%s\","
           "\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cpus\":%ld,\"quick\":%s,\"cases\":[",

@@ -800,15 +800,42 @@ def rs_fn(h, t, names=False):
     return 'unsafe extern "C" fn(%s)%s' % (params, ret)
 
 
+RS_URL = re.compile(r"https?://[^\s)>\]]*[^\s)>\].,;:]")
+
+
+def rs_markdown(text):
+    """The header's comment text as rustdoc Markdown that says the same:
+    outside `code spans`, the brackets of what rustdoc would take for a link
+    are escaped (strides[0]), a '<' that would open an HTML tag too (<what
+    failed>), and a bare URL becomes <URL> (a link). Text inside code spans
+    is left as it is."""
+    out = []
+    for i, part in enumerate(re.split(r"(`[^`]*`)", text)):
+        if i % 2:  # a code span
+            out.append(part)
+            continue
+        pieces = RS_URL.split(part)
+        urls = RS_URL.findall(part)
+        for j, piece in enumerate(pieces):
+            piece = re.sub(r"\[([^\]\s,]*)\]", r"\\[\1\\]", piece)  # [0]: read as a link
+            out.append(re.sub(r"<(?=[A-Za-z/])", r"\\<", piece))  # <what>: read as a tag
+            if j < len(urls):
+                out.append("<%s>" % urls[j])
+    return "".join(out)
+
+
 def rs_doc(doc, indent, inner=False):
     """/// lines; a doc with indented lines is fenced as text so that rustdoc
-    neither reads them as Markdown code nor runs them as doctests."""
+    neither reads them as Markdown code nor runs them as doctests; any other
+    is Markdown (rs_markdown), so that cargo doc warns of nothing."""
     mark = "//!" if inner else "///"
     if not doc:
         return []
     lines = list(doc)
     if any(re.match(r"\s{4}", x) for x in lines) or inner:
         lines = ["```text"] + lines + ["```"]
+    else:
+        lines = rs_markdown("\n".join(lines)).split("\n")
     return [("%s%s %s" % (indent, mark, x)).rstrip() for x in lines]
 
 
@@ -848,7 +875,7 @@ def rust_module(h):
             "// Statuses (T4A_STATUS_MAP).",
             "// ---------------------------------------------------------------------------"]
     for n, v, msg in h.statuses:
-        out += ["/// %s" % msg, "pub const %s: c_int = %d;" % (n, v)]
+        out += ["/// %s" % rs_markdown(msg), "pub const %s: c_int = %d;" % (n, v)]
     out += ["", "/// Every status of `T4A_STATUS_MAP`: (name, value, message), in header order.",
             "pub const STATUSES: &[(&str, c_int, &str)] = &["]
     for n, v, msg in h.statuses:
@@ -860,7 +887,7 @@ def rust_module(h):
             "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]",
             "pub enum Status {"]
     for n, v, msg in h.statuses:
-        out += ["    /// `%s` (%d): %s" % (n, v, msg), "    %s," % n[4:]]
+        out += ["    /// `%s` (%d): %s" % (n, v, rs_markdown(msg)), "    %s," % n[4:]]
     out += ["    /// A status this header does not list.", "    Unknown(c_int),", "}", "",
             "impl Status {",
             "    /// The status of a returned code.",
@@ -940,7 +967,7 @@ def rust_module(h):
                         "}", ""]
             if s.fields and s.fields[0].name == "struct_size":
                 out += ["impl %s {" % s.name,
-                        "    /// All zero, with struct_size = size_of::<Self>(), as a caller",
+                        "    /// All zero, with `struct_size = size_of::<Self>()`, as a caller",
                         "    /// passes it.",
                         "    pub fn sized() -> Self {",
                         "        Self {",

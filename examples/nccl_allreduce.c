@@ -6,11 +6,12 @@
  * links it.
  *
  *   cc nccl_allreduce.c $(pkg-config --cflags --libs t4a-gpu) -ldl -o nccl_allreduce
+ *   (no NCCL or CUDA header needed: examples/nccl_dl.h declares the calls)
  *   NCCL_NVLS_ENABLE=0 ./nccl_allreduce [COUNT]       (floats per GPU, default 16 Mi)
  *
  * Exit status, as t4a-gpu's: 0 verified, 1 a call failed or the result is
- * wrong, 3 no backend found, 4 this host cannot run it (no driver, fewer than
- * two GPUs, no NCCL: the reason is printed).
+ * wrong, 2 usage error, 3 no backend found, 4 this host cannot run it (no
+ * driver, fewer than two GPUs, no NCCL: the reason is printed).
  *
  * Why raw sections: raw_begin makes the runtime's context current for NCCL's
  * own CUDA calls and raw_end tells the runtime that work was enqueued on its
@@ -27,7 +28,7 @@
 
 #include <t4a/gpu_loader.h>
 
-#include "examples/nccl_dl.h"
+#include "nccl_dl.h" /* beside this file: the build line above needs no -I */
 
 enum { RANKS = 2 };
 
@@ -56,11 +57,30 @@ static void nccl_check(int r, const char *what) {
 /* Rank r's values: small integers, so that every sum is exact in float. */
 static float value(int rank, uint64_t i) { return (float)(rank + 1) * (float)(i % 1021); }
 
+static void usage(FILE *f) {
+  fputs("usage: nccl_allreduce [COUNT]   (floats per GPU, default 16 Mi)\n"
+        "       nccl_allreduce --help\n"
+        "An NCCL all-reduce (sum) over two GPUs on two t4a runtimes' streams, verified.\n"
+        "NCCL: $T4A_NCCL_LIBRARY, else libnccl.so.2 on the library path.\n"
+        "exit status: 0 verified, 1 a call failed or the result is wrong, 2 usage error,\n"
+        "             3 no backend found, 4 this host cannot run it (reason printed)\n",
+        f);
+}
+
 int main(int argc, char **argv) {
-  uint64_t count = argc > 1 ? strtoull(argv[1], NULL, 0) : 16ull << 20;
-  if (!count) {
-    fprintf(stderr, "usage: nccl_allreduce [COUNT > 0]\n");
-    return 2;
+  uint64_t count = 16ull << 20;
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    usage(stdout);
+    return 0;
+  }
+  if (argc > 1) {
+    char *end;
+    count = strtoull(argv[1], &end, 0);
+    if (argc > 2 || *end || end == argv[1] || argv[1][0] == '-' || !count) {
+      fprintf(stderr, "nccl_allreduce: unexpected argument '%s'\n", argv[argc > 2 ? 2 : 1]);
+      usage(stderr);
+      return 2;
+    }
   }
   t4a_gpu_backend *backend;
   if (t4a_gpu_open(NULL, &backend) != T4A_OK) {

@@ -3,13 +3,15 @@
  * verify against the CPU.
  *
  *   cc saxpy.c $(pkg-config --cflags --libs t4a-gpu) -o saxpy && ./saxpy
+ *   ./saxpy --help
  *
  * Exit status, as t4a-gpu's: 0 verified, 1 a call failed or the result is
- * wrong, 3 no backend found, 4 the backend cannot be used here (no driver,
- * no GPU, no compiler: the reason is printed). */
+ * wrong, 2 usage error, 3 no backend found, 4 the backend cannot be used
+ * here (no driver, no GPU, no compiler: the reason is printed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <t4a/gpu_loader.h>
 
@@ -35,7 +37,26 @@ static void check(int rc, const char *what) {
   exit(unusable ? 4 : 1);
 }
 
-int main(void) {
+static void usage(FILE *f) {
+  fputs("usage: saxpy [--help]\n"
+        "y = 2.5 * x + y on 1 Mi floats, compiled with NVRTC and run on device 0 of the default\n"
+        "backend ($T4A_GPU_BACKEND, else cuda), checked against the CPU.\n"
+        "exit status: 0 verified, 1 a call failed or the result is wrong, 2 usage error,\n"
+        "             3 no backend found, 4 the backend cannot be used here (reason printed)\n",
+        f);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    int help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+    if (help && argc == 2) {
+      usage(stdout);
+      return 0;
+    }
+    fprintf(stderr, "saxpy: unexpected argument '%s'\n", argv[help ? 2 : 1]);
+    usage(stderr);
+    return 2;
+  }
   t4a_gpu_backend *backend;
   if (t4a_gpu_open(NULL, &backend) != T4A_OK) {
     fprintf(stderr, "saxpy: %s\n", t4a_gpu_last_error());

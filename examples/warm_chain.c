@@ -12,10 +12,13 @@
  * graph replays the chain without N submissions, which is how it beats
  * the raw per-launch loop it is compared with.
  *
- *   warm_chain [--graph] [N]      (default 10000)
+ *   cc warm_chain.c $(pkg-config --cflags --libs t4a-gpu) -ldl -lm -o warm_chain
+ *   ./warm_chain [--graph] [N]      (default 10000)
  *
- * Exit status: 0 done and the result verified, 1 wrong result, 2 no usable
- * backend or GPU. */
+ * Exit status, as t4a-gpu's: 0 done and the result verified, 1 a call
+ * failed or the result is wrong, 2 usage error, 3 no backend found, 4 the
+ * backend or the driver cannot be used here (no driver, no GPU, no
+ * compiler, no graphs for --graph: the reason is printed). */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,13 +36,26 @@ static const char source[] =
 
 static const t4a_gpu_backend_v1 *t;
 
+/* Prints the failure and exits: 4 for what the host lacks, else 1. */
 static void check(int rc, const char *what) {
   if (rc == T4A_OK)
     return;
   t4a_error_info e = {.struct_size = sizeof e};
   t->last_error(&e);
   fprintf(stderr, "warm_chain: %s: %s: %s\n", what, t4a_status_name(rc), e.message);
-  exit(2);
+  int unusable = rc == T4A_ENODRIVER || rc == T4A_ESTUBDRIVER || rc == T4A_ENODEVICE ||
+                 rc == T4A_EDRIVEROLD || rc == T4A_EDRIVERMISMATCH || rc == T4A_ENOCOMPILER;
+  exit(unusable ? 4 : 1);
+}
+
+static void usage(FILE *f) {
+  fputs("usage: warm_chain [--graph] [N]   (N >= 1 launches, default 10000)\n"
+        "       warm_chain --help\n"
+        "A chain of N small dependent launches and one seal and wait, against the same chain\n"
+        "through the Driver API; --graph replays the runtime's chain as one captured graph.\n"
+        "exit status: 0 verified, 1 a call failed or the result is wrong, 2 usage error,\n"
+        "             3 no backend found, 4 the backend cannot be used here (reason printed)\n",
+        f);
 }
 
 /* The few Driver API entry points the raw chain needs (CUDA 12 ABI). */
@@ -54,7 +70,7 @@ typedef int (*fn_ctx)(void *);
 static void raw_check(int r, const char *what) {
   if (r) {
     fprintf(stderr, "warm_chain: %s failed (CUresult %d)\n", what, r);
-    exit(2);
+    exit(1);
   }
 }
 
@@ -70,16 +86,34 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  int graph_mode = argc > 1 && strcmp(argv[1], "--graph") == 0;
-  long chain = argc > 1 + graph_mode ? atol(argv[1 + graph_mode]) : 10000;
-  if (chain < 1 || argc > 2 + graph_mode) {
-    fprintf(stderr, "usage: warm_chain [--graph] [N >= 1]\n");
-    return 2;
+  int graph_mode = 0;
+  long chain = 10000;
+  const char *count = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--graph") == 0 && !graph_mode) {
+      graph_mode = 1;
+    } else if (argv[i][0] != '-' && !count) {
+      char *end;
+      count = argv[i];
+      chain = strtol(count, &end, 10);
+      if (*end || end == count || chain < 1) {
+        fprintf(stderr, "warm_chain: N must be a number of launches >= 1, not '%s'\n", count);
+        usage(stderr);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "warm_chain: unexpected argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
   }
   t4a_gpu_backend *backend;
   if (t4a_gpu_open(NULL, &backend) != T4A_OK) {
     fprintf(stderr, "warm_chain: %s\n", t4a_gpu_last_error());
-    return 2;
+    return 3;
   }
   t = t4a_gpu_backend_table(backend);
   check(t->init(), "init");
@@ -113,8 +147,8 @@ int main(int argc, char **argv) {
   const char *lib = getenv("T4A_CUDA_LIBRARY");
   void *dl = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
-    fprintf(stderr, "warm_chain: cannot load the driver for the raw chain\n");
-    return 2;
+    fprintf(stderr, "warm_chain: cannot load the driver for the raw chain: %s\n", dlerror());
+    return 4;
   }
   fn_load load = (fn_load)dlsym(dl, "cuModuleLoadData");
   fn_get get = (fn_get)dlsym(dl, "cuModuleGetFunction");
@@ -124,7 +158,7 @@ int main(int argc, char **argv) {
   fn_ctx set_ctx = (fn_ctx)dlsym(dl, "cuCtxSetCurrent");
   if (!load || !get || !launch || !stream_create || !sync || !set_ctx) {
     fprintf(stderr, "warm_chain: the driver lacks an entry point the raw chain needs\n");
-    return 2;
+    return 4;
   }
   t4a_raw_runtime raw = {.struct_size = sizeof raw};
   check(t->raw_runtime(rt, &raw), "raw_runtime");
@@ -144,7 +178,7 @@ int main(int argc, char **argv) {
   if (graph_mode) {
     if (!t->graph_begin) {
       fprintf(stderr, "warm_chain: this backend has no graphs (ABI 1.0)\n");
-      return 2;
+      return 4;
     }
     double t0 = now();
     check(t->graph_begin(rt), "graph_begin");

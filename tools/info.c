@@ -120,6 +120,28 @@ static void print_devices(const t4a_gpu_backend_v1 *t, int32_t count, const opti
     putchar(']');
 }
 
+/* For the CUDA backend unusable with status st: how to check the driver
+ * installation ("" when st is not about the driver or the devices). */
+static const char *driver_check(const char *backend, int st) {
+  if (strcmp(backend, "cuda") != 0)
+    return "";
+  switch (st) {
+  case T4A_ENODRIVER:
+  case T4A_ESTUBDRIVER:
+    return "nvidia-smi (installed with the NVIDIA driver) lists the GPUs when the driver works; "
+           "'/sbin/ldconfig -p | grep libcuda.so.1' shows whether the dynamic linker finds its "
+           "library (in a container, the host's driver must be mounted in)";
+  case T4A_ENODEVICE:
+    return "nvidia-smi lists the GPUs the driver sees; a CUDA_VISIBLE_DEVICES naming none of "
+           "them, or a container started without its GPUs (docker run --gpus all), hides them";
+  case T4A_EDRIVEROLD:
+  case T4A_EDRIVERMISMATCH:
+    return "nvidia-smi shows the driver's version and the CUDA version it supports; "
+           "a driver and its kernel module from different releases need a reboot or reinstall";
+  default: return "";
+  }
+}
+
 int t4a__cli_info(const options *o) {
   int major, minor, patch, abi_major, abi_minor;
   t4a_gpu_loader_version(&major, &minor, &patch);
@@ -171,9 +193,13 @@ int t4a__cli_info(const options *o) {
     if (bi.driver_version)
       printf("driver:       CUDA %d.%d (%s)\n", (int)bi.driver_version / 1000,
              (int)bi.driver_version % 1000 / 10, t4a__cli_text(bi.driver_path));
-    if (init != T4A_OK)
+    if (init != T4A_OK) {
       printf("status:       unusable (%s): %s\n", t4a_status_name(init),
              t4a__cli_text(t4a__cli_backend_error(t)));
+      const char *check = driver_check(bi.name, init);
+      if (*check)
+        printf("check:        %s\n", check);
+    }
   }
   print_compiler(t, o); /* compiler_info needs no init: shown without a driver too */
   if (init == T4A_OK)

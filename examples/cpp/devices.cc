@@ -4,8 +4,8 @@
 //   c++ -std=c++17 devices.cc $(pkg-config --cflags --libs t4a-gpu) -o devices
 //
 // Exit status, as t4a-gpu's: 0 every device round-tripped, 1 a call failed
-// or the data is wrong, 3 no backend found, 4 the backend cannot be used
-// here (no driver or GPU; the reason is printed).
+// or the data is wrong, 2 usage error, 3 no backend found, 4 the backend
+// cannot be used here (no driver or GPU; the reason is printed).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -83,9 +83,28 @@ private:
   t4a_runtime rt_{};
 };
 
+void usage(std::FILE *f) {
+  std::fputs("usage: devices [--help]\n"
+             "Lists the default backend's devices and round-trips 3 MiB through each.\n"
+             "exit status: 0 every device round-tripped, 1 a call failed or the data is wrong,\n"
+             "             2 usage error, 3 no backend found, 4 the backend cannot be used here\n"
+             "             (reason printed)\n",
+             f);
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    bool help = std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0;
+    if (help && argc == 2) {
+      usage(stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "devices: unexpected argument '%s'\n", argv[help ? 2 : 1]);
+    usage(stderr);
+    return 2;
+  }
   try {
     Backend backend(nullptr); // $T4A_GPU_BACKEND, else "cuda"
     int32_t count = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """axpy.py -- y = alpha * x + y on the GPU from Python, with the t4a_gpu package.
 
-    python3 axpy.py [N]
+    python3 axpy.py [N]          (N floats, default 262144)
+    python3 axpy.py --help
 
 Lists the installed backends and the default backend's devices, then on
 device 0: uploads x and y (deterministic pseudo-random floats), compiles a
@@ -16,6 +17,7 @@ T4A_GPU_BACKEND_PATH (which plugin), T4A_CUDA_LIBRARY, T4A_NVRTC_LIBRARY
 Exit status (as t4a-gpu info):
   0  the result was verified
   1  a wrong result, or a call that should have worked failed
+  2  usage error
   3  no backend: the loader or the plugin could not be found or loaded
      (T4A_ENOBACKEND, T4A_EABI)
   4  the backend loaded but cannot be used here: no driver, a stub driver,
@@ -28,7 +30,12 @@ from array import array
 import t4a_gpu
 from t4a_gpu import T4AError, errors
 
-EXIT_OK, EXIT_WRONG, EXIT_NOBACKEND, EXIT_UNUSABLE = 0, 1, 3, 4
+EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_NOBACKEND, EXIT_UNUSABLE = 0, 1, 2, 3, 4
+USAGE = """usage: axpy.py [N]   (N >= 1 floats, default 262144)
+       axpy.py --help
+y = alpha * x + y on device 0 of the default backend, checked against Python.
+exit status: 0 verified, 1 a call failed or the result is wrong, 2 usage error,
+             3 no backend found, 4 the backend cannot be used here (reason printed)"""
 
 SOURCE = r"""
 extern "C" __global__ void t4a_axpy_f32(unsigned long long n, float alpha, const float *x,
@@ -93,9 +100,17 @@ def axpy_on_device(backend, dev, n):
 
 
 def main(argv):
-    n = int(argv[1]) if len(argv) > 1 else 1 << 18
-    if n < 1:
-        return fail(2, "usage: axpy.py [N >= 1]")
+    if argv[1:] in (["--help"], ["-h"]):
+        print(USAGE)
+        return EXIT_OK
+    try:
+        if len(argv) > 2:
+            raise ValueError
+        n = int(argv[1]) if len(argv) > 1 else 1 << 18
+        if n < 1:
+            raise ValueError
+    except ValueError:
+        return fail(EXIT_USAGE, "unexpected argument '%s'\n%s" % (" ".join(argv[1:]), USAGE))
     try:
         say("libt4a_gpu %d.%d.%d, search path %s"
             % (t4a_gpu.loader_version() + (t4a_gpu.search_path(),)))

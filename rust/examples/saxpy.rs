@@ -2,11 +2,11 @@
 //! loader -> backend -> runtime -> compile -> upload -> launch -> download
 //! -> verify against the CPU.
 //!
-//!     cargo run --example saxpy
+//!     cargo run --example saxpy [-- --help]
 //!
 //! Exit status, as t4a-gpu's: 0 verified, 1 a call failed or the result is
-//! wrong, 3 no backend found, 4 the backend cannot be used here (no driver,
-//! no GPU, no compiler).
+//! wrong, 2 usage error, 3 no backend found, 4 the backend cannot be used
+//! here (no driver, no GPU, no compiler).
 use std::process::ExitCode;
 use t4a_gpu::{Arg, Backend, CompileOptions, LaunchConfig};
 
@@ -55,7 +55,25 @@ fn run() -> Result<u64, t4a_gpu::Error> {
     Ok(bad as u64)
 }
 
+const USAGE: &str = "usage: saxpy [--help]
+y = 2.5 * x + y on 1 Mi floats, compiled with NVRTC and run on device 0 of the default
+backend ($T4A_GPU_BACKEND, else cuda), checked against the CPU.
+exit status: 0 verified, 1 a call failed or the result is wrong, 2 usage error,
+             3 no backend found, 4 the backend cannot be used here (reason printed)";
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.is_empty() {
+        if args.len() == 1 && (args[0] == "--help" || args[0] == "-h") {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        eprintln!(
+            "saxpy: unexpected argument '{}'\n{USAGE}",
+            args[args.len() - 1]
+        );
+        return ExitCode::from(2);
+    }
     match run() {
         Ok(0) => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),

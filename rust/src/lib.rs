@@ -94,7 +94,7 @@ pub struct Error {
     pub status: Status,
     /// The slot or loader function that failed ("runtime_create").
     pub call: &'static str,
-    /// The backend's "<what failed>; <what to do>" (may be empty).
+    /// The backend's "\<what failed>; \<what to do>" (may be empty).
     pub message: String,
     /// The driver's or compiler's code (0 when none).
     pub native_code: i64,

@@ -450,7 +450,7 @@ pub struct t4a_error_info {
     pub native_code: i64,
     /// "CUDA_ERROR_OUT_OF_MEMORY"; "" when none
     pub native_name: *const c_char,
-    /// "<what failed>; <what to do>"; "" when none
+    /// "\<what failed>; \<what to do>"; "" when none
     pub message: *const c_char,
 }
 
@@ -466,7 +466,7 @@ impl Default for t4a_error_info {
 }
 
 impl t4a_error_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -507,7 +507,7 @@ impl Default for t4a_backend_info {
 }
 
 impl t4a_backend_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -570,7 +570,7 @@ impl Default for t4a_device_info {
 }
 
 impl t4a_device_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -607,7 +607,7 @@ impl Default for t4a_compiler_info {
 }
 
 impl t4a_compiler_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -665,7 +665,7 @@ impl Default for t4a_runtime_options {
 }
 
 impl t4a_runtime_options {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -748,7 +748,7 @@ impl Default for t4a_runtime_counters {
 }
 
 impl t4a_runtime_counters {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -788,7 +788,7 @@ impl Default for t4a_cache_stats {
 }
 
 impl t4a_cache_stats {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -844,7 +844,7 @@ impl Default for t4a_compile_options {
 }
 
 impl t4a_compile_options {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -892,7 +892,7 @@ impl Default for t4a_compile_cache_stats {
 }
 
 impl t4a_compile_cache_stats {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -931,7 +931,7 @@ impl Default for t4a_function_attributes {
 }
 
 impl t4a_function_attributes {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -965,7 +965,7 @@ impl Default for t4a_launch_config {
 }
 
 impl t4a_launch_config {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1001,7 +1001,7 @@ impl Default for t4a_raw_runtime {
 }
 
 impl t4a_raw_runtime {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1033,7 +1033,7 @@ impl Default for t4a_raw_section {
 }
 
 impl t4a_raw_section {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1075,7 +1075,7 @@ impl Default for t4a_copy_2d {
 }
 
 impl t4a_copy_2d {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1119,7 +1119,7 @@ impl Default for t4a_memory_info {
 }
 
 impl t4a_memory_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1180,7 +1180,7 @@ impl Default for t4a_launch_ex_config {
 }
 
 impl t4a_launch_ex_config {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1237,7 +1237,7 @@ impl Default for t4a_runtime_info {
 }
 
 impl t4a_runtime_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1276,7 +1276,7 @@ impl Default for t4a_graph_info {
 }
 
 impl t4a_graph_info {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1325,7 +1325,7 @@ impl Default for t4a_external_memory {
 }
 
 impl t4a_external_memory {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -1350,7 +1350,7 @@ pub const T4A_STREAM_LEGACY: u32 = 1;
 /// CU_STREAM_PER_THREAD
 pub const T4A_STREAM_PER_THREAD: u32 = 2;
 
-/// DLPack (https://dmlc.github.io/dlpack/latest/c_api.html), version 1.1:
+/// DLPack (<https://dmlc.github.io/dlpack/latest/c_api.html>), version 1.1:
 /// the structs below have the layout of dlpack.h's DLPackVersion, DLDevice,
 /// DLDataType, DLTensor, DLManagedTensor and DLManagedTensorVersioned (the
 /// ABI tests assert every offset), under t4a_ names so that this header
@@ -1488,7 +1488,7 @@ impl Default for t4a_dl_data_type {
 }
 
 /// DLTensor: element (i0, i1, ...) is at byte data + byte_offset +
-/// (i0 * strides[0] + i1 * strides[1] + ...) * bits * lanes / 8.
+/// (i0 * strides\[0\] + i1 * strides\[1\] + ...) * bits * lanes / 8.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct t4a_dl_tensor {
@@ -1568,7 +1568,7 @@ impl Default for t4a_dl_managed_tensor_versioned {
 pub const T4A_DLPACK_MAX_NDIM: c_int = 64;
 
 /// A buffer range seen as a tensor, for dlpack_export (v1.1). Element
-/// (i0, i1, ...) is at byte offset + (i0 * strides[0] + ...) * element size
+/// (i0, i1, ...) is at byte offset + (i0 * strides\[0\] + ...) * element size
 /// of the buffer, where the element size is dtype.bits * dtype.lanes / 8
 /// (whole bytes: sub-byte types are T4A_EUNSUPPORTED). Every element of a
 /// tensor with no zero extent must lie in the buffer.
@@ -1607,7 +1607,7 @@ impl Default for t4a_dlpack_export {
 }
 
 impl t4a_dlpack_export {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -2163,7 +2163,7 @@ impl Default for t4a_gpu_backend_v1 {
 }
 
 impl t4a_gpu_backend_v1 {
-    /// All zero, with struct_size = size_of::<Self>(), as a caller
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
     /// passes it.
     pub fn sized() -> Self {
         Self {
@@ -2430,10 +2430,10 @@ extern "C" {
     pub fn t4a_gpu_plugin_dir() -> *const c_char;
     /// Detail of the calling thread's last loader failure ("" when none).
     pub fn t4a_gpu_last_error() -> *const c_char;
-    /// Status name and message (same list as <t4a/gpu_backend_v1.h>), exported
+    /// Status name and message (same list as \<t4a/gpu_backend_v1.h>), exported
     /// for consumers that cannot use the header's inline functions (ctypes).
     pub fn t4a_gpu_status_name(status: c_int) -> *const c_char;
-    /// Status name and message (same list as <t4a/gpu_backend_v1.h>), exported
+    /// Status name and message (same list as \<t4a/gpu_backend_v1.h>), exported
     /// for consumers that cannot use the header's inline functions (ctypes).
     pub fn t4a_gpu_status_message(status: c_int) -> *const c_char;
     /// The loader's own version, and the backend ABI it speaks.

@@ -7,7 +7,8 @@
 #   0. `cargo test` of the crate: the layout test (every struct size, field
 #      offset and constant against tests/bindings/layout, the C compiler's),
 #      and the safe layer on the fake CUDA driver and fake NVRTC (data
-#      checked bit for bit, statuses exactly), plus the doc tests;
+#      checked bit for bit, statuses exactly), plus the doc tests; then
+#      `cargo doc`, which must not warn (the generated sys.rs included);
 #   1. no driver (T4A_CUDA_LIBRARY=/nonexistent/...): the consumer exits 4,
 #      naming the missing driver library;
 #   2. the fake driver: the consumer lists its two devices and verifies its
@@ -128,6 +129,9 @@ for cargo in $toolchains; do
   grep -q "^test result: ok\. 9 passed" "$out" || bad "the runtime tests did not all run and pass"
   grep -q "^test result: ok\. 2 passed" "$out" || bad "the layout tests did not run and pass"
   grep -q "^test result: ok\. 1 passed" "$out" || bad "the doc test did not run and pass"
+  run "cargo doc (RUSTDOCFLAGS=-D warnings)" tc doc --offline --locked --no-deps \
+    --manifest-path "$src/rust/Cargo.toml"
+  [ "$rc" -eq 0 ] || bad "cargo doc warns (src/sys.rs: fix bindgen/t4a_bindgen.py, then make bindings-regen)"
 
   with=
   run "build the consumer" tc build --offline --locked --manifest-path "$src/examples/rust/Cargo.toml"
@@ -149,6 +153,13 @@ for cargo in $toolchains; do
   has "device 1: Fake GPU 1" || bad "device 1 not listed"
   [ "$rc" -eq 0 ] || bad "exit $rc, want 0 (verified)"
   has "$verified Fake GPU 0" || bad "no verified line"
+
+  for prog in "$consumer" "$saxpy"; do # tools/cli.h's convention, as the C examples
+    run "$(basename "$prog") --help" "$prog" --help
+    [ "$rc" -eq 0 ] && has "usage: " || bad "--help: exit $rc, want 0 and the usage"
+    run "$(basename "$prog") --bogus" "$prog" --bogus
+    [ "$rc" -eq 2 ] && has "usage: " || bad "an unknown flag: exit $rc, want 2 and the usage"
+  done
 
   run "saxpy example, no driver" env T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$saxpy"
   [ "$rc" -eq 4 ] || bad "exit $rc, want 4 (backend unusable), as examples/saxpy.c"

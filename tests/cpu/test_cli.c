@@ -53,6 +53,8 @@ START_TEST(info_without_driver_says_why) {
   ck_assert_int_eq(run("info"), 4);
   ASSERT_OUT("unusable (T4A_ENODRIVER)");
   ASSERT_OUT("install the NVIDIA driver");
+  ASSERT_OUT("\ncheck:        nvidia-smi"); /* how to check the driver's installation */
+  ASSERT_OUT("ldconfig -p | grep libcuda.so.1");
   ck_assert_int_eq(run("--json info"), 4);
   ASSERT_OUT("\"status\":\"T4A_ENODRIVER\"");
   /* the compiler needs no driver: info says whether it is there (#12) */
@@ -70,6 +72,7 @@ START_TEST(info_without_gpu_says_why) {
   setenv("FAKE_CUDA_MODE", "nodevice", 1);
   ck_assert_int_eq(run("info"), 4);
   ASSERT_OUT("unusable (T4A_ENODEVICE)");
+  ASSERT_OUT("\ncheck:        nvidia-smi lists the GPUs the driver sees");
 }
 END_TEST
 
@@ -100,7 +103,7 @@ START_TEST(usage_errors) {
   ck_assert_int_eq(run("help"), 0);
   ASSERT_OUT("usage: t4a-gpu info");
   ck_assert_int_eq(run("bench"), 0);
-  ASSERT_OUT(T4A_DOC_DIR "/performance.md"); /* installed with the documentation */
+  ASSERT_OUT(T4A_DOC_DIR "/docs/performance.md"); /* installed with the documentation */
 }
 END_TEST
 

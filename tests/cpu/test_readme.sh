@@ -2,7 +2,10 @@
 # tests/cpu/test_readme.sh -- README.md's quick start compiles as shown (C11,
 # -Wall -Wextra -Werror) against the build tree and exits as it says: 3
 # without a backend, 4 without a driver (naming the cause), 0 with "ok" on
-# the fake driver (and, in the GPU lane, on the real one).
+# the fake driver (and, in the GPU lane, on the real one); and the lines
+# `make install` prints for a prefix of one's own (tools/install-note.sh)
+# are the README's, while it prints none for directories searched anyway.
+# (tests/doc_builds.sh runs the README's build commands as written.)
 s=${T4A_TEST_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 b=${T4A_TEST_BUILDDIR:-$s}
 cc=${T4A_TEST_CC:-cc}
@@ -36,4 +39,34 @@ if [ "${T4A_TEST_LANE:-any}" = gpu ]; then
   [ "$rc" -eq 0 ] || fail "on the GPU: exit $rc, want 0"
   grep -qx "hello, GPU: ok" "$tmp/out" || fail "on the GPU: no round trip"
 fi
-echo "README quick start: compiles; exits 3, 4 and 0 as documented"
+
+# What `make install` prints for a prefix of one's own is what the README says.
+awk '/^<!-- own-prefix/ {on = 1; next} on && /^    export / {print substr($0, 5); next} on {exit}' \
+  "$s/README.md" | sed 's|[$]HOME/t4a|/nonexistent/t4a|g' > "$tmp/want"
+[ -s "$tmp/want" ] || fail "README.md has no own-prefix block (<!-- own-prefix ... -->)"
+sh "$s/tools/install-note.sh" /nonexistent/t4a/bin /nonexistent/t4a/lib /nonexistent/t4a/lib/pkgconfig \
+  > "$tmp/out" 2>&1
+sed -n 's/^  export /export /p' "$tmp/out" > "$tmp/got"
+cmp -s "$tmp/want" "$tmp/got" ||
+  fail "make install's note for a prefix of one's own (tools/install-note.sh) differs from README.md:
+$(diff "$tmp/want" "$tmp/got")"
+grep -q -- "-Wl,-rpath,/nonexistent/t4a/lib" "$tmp/out" || fail "the note does not mention the rpath"
+pcdir=$(pkg-config --variable=pc_path pkg-config 2>/dev/null | cut -d: -f1)
+if [ -n "$pcdir" ]; then
+  sh "$s/tools/install-note.sh" "$(dirname "$(command -v sh)")" /usr/lib "$pcdir" > "$tmp/out" 2>&1
+  ! grep -q export "$tmp/out" || fail "the note asks to set variables for searched directories"
+fi
+
+# The Python install routes' packages (both run by tests/consumers/test_python.sh;
+# the --find-links one needs Debian's wheel files) are in the README's apt-get
+# line and in CI's package list.
+rm -f "$tmp/out"
+apt=$(grep '^ *sudo apt-get install python3-' "$s/README.md")
+[ -n "$apt" ] || fail "README.md has no 'sudo apt-get install python3-...' line for the Python package"
+for p in python3-venv python3-pip python3-setuptools python3-wheel python3-setuptools-whl \
+  python3-wheel-whl; do
+  echo " $apt " | grep -q " $p " || fail "README.md's Python apt-get line lacks $p"
+  grep -Eq "[( ]$p([ )]|\$)" "$s/.ci/run" || fail ".ci/run does not install $p"
+done
+echo "README quick start: compiles; exits 3, 4 and 0 as documented; make install's note and the"
+echo "Python packages are the README's"

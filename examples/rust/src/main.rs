@@ -6,11 +6,12 @@
 //! the order the borrows force (buffers and modules before their runtime,
 //! the runtime before the backend).
 //!
-//!     cargo run            # in examples/rust
+//!     cargo run            # in examples/rust (cargo run -- --help: the usage)
 //!
-//! Exit status:
+//! Exit status (as t4a-gpu's):
 //!   0  the result was verified
 //!   1  a wrong result, or a call that failed unexpectedly
+//!   2  usage error
 //!   3  no backend found (T4A_ENOBACKEND / T4A_EABI from t4a_gpu_open)
 //!   4  a backend was found but is unusable here: init failed (no driver,
 //!      no device, ...) or no run-time compiler is usable (NVRTC missing,
@@ -165,7 +166,24 @@ fn run() -> Result<String, Failure> {
     Ok(device.name.clone())
 }
 
+const USAGE: &str = "usage: t4a-example [--help]
+y = alpha * x + y on 1 Mi floats on device 0 of the default backend, checked against the CPU.
+exit status: 0 verified, 1 a call failed or the result is wrong, 2 usage error,
+             3 no backend found, 4 the backend cannot be used here (reason printed)";
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.is_empty() {
+        if args.len() == 1 && (args[0] == "--help" || args[0] == "-h") {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        eprintln!(
+            "rust example: unexpected argument '{}'\n{USAGE}",
+            args[args.len() - 1]
+        );
+        return ExitCode::from(2);
+    }
     match run() {
         Ok(device) => {
             println!("rust example: axpy of {N} floats verified on {device}");
