@@ -142,7 +142,7 @@ int t4a__slot_raw_end(t4a_runtime rt, const t4a_raw_section *section);
 
 /* The slots every backend fills, as designated initialisers of its table
  * (entry.c): a backend adds the ones only it has (the CUDA plugin: the
- * raw seam, the CUDA-stream slots, DLPack). */
+ * raw seam and the CUDA-stream slots). */
 #define T4A__SLOTS_COMMON                                                                          \
   .last_error = t4a__slot_last_error, .init = t4a__slot_init, .get_info = t4a__slot_get_info,      \
   .device_count = t4a__slot_device_count, .device_info = t4a__slot_device_info,                    \
@@ -181,6 +181,8 @@ int t4a__slot_raw_end(t4a_runtime rt, const t4a_raw_section *section);
   .graph_begin = t4a__slot_graph_begin, .graph_end = t4a__slot_graph_end,                          \
   .graph_launch = t4a__slot_graph_launch,                                                          \
   .graph_set_kernel_args = t4a__slot_graph_set_kernel_args, .graph_info = t4a__slot_graph_info,    \
-  .graph_release = t4a__slot_graph_release, .buffer_wrap_external = t4a__slot_buffer_wrap_external
+  .graph_release = t4a__slot_graph_release,                                                        \
+  .buffer_wrap_external = t4a__slot_buffer_wrap_external,                                          \
+  .dlpack_export = t4a__slot_dlpack_export, .dlpack_import = t4a__slot_dlpack_import
 
 #endif

@@ -36,8 +36,6 @@ static const t4a_gpu_backend_v1 table = {
     .stream_wait_witness = t4a__slot_stream_wait_witness,
     .runtime_wait_event = t4a__slot_runtime_wait_event,
     .runtime_wait_stream = t4a__slot_runtime_wait_stream,
-    .dlpack_export = t4a__slot_dlpack_export,
-    .dlpack_import = t4a__slot_dlpack_import,
 };
 
 __attribute__((visibility("default"))) int t4a_gpu_backend_v1_entry(uint16_t caller_major,

@@ -315,7 +315,10 @@ class TensorView:
 
     def __dlpack_device__(self):
         """(device type, device id): (kDLCUDA, ordinal), or (kDLCUDAHost, 0)
-        for a buffer wrapping page-locked host memory."""
+        for a buffer wrapping page-locked host memory; on the host backend
+        (kDLCPU, 0): its memory is the CPU's (what dlpack_export says)."""
+        if _on_cpu(self.buffer.runtime):
+            return (_abi.T4A_DL_CPU, 0)
         if self.buffer._host:
             return (_abi.T4A_DL_CUDA_HOST, 0)
         return (_abi.T4A_DL_CUDA, self.buffer.runtime.device)
@@ -333,8 +336,14 @@ class TensorView:
                            (isinstance(stream, bool) or not isinstance(stream, int))):
             raise ValueError("stream %r: pass None, -1 (no ordering) or a CUstream (1: legacy "
                              "default, 2: per-thread default); 0 is ambiguous" % (stream,))
-        if self.__dlpack_device__()[0] == _abi.T4A_DL_CUDA_HOST and stream is None:
+        device = self.__dlpack_device__()[0]
+        if device == _abi.T4A_DL_CPU and stream not in (None, -1):
+            raise BufferError("stream %r: a kDLCPU tensor has no stream; pass None (the data "
+                              "is complete on return) or -1" % (stream,))
+        if device in (_abi.T4A_DL_CUDA_HOST, _abi.T4A_DL_CPU) and stream is None:
             rt.synchronize()  # host memory for a host consumer: the data must be there
+        elif device == _abi.T4A_DL_CPU:
+            pass  # -1: the consumer orders itself
         elif stream != -1:
             rt.order_stream_after(stream)  # None: the legacy default stream
         versioned = max_version is not None and tuple(max_version)[0] >= 1
@@ -387,6 +396,10 @@ class TensorView:
     def _interface(self, holder):
         """The interface's dict; `holder` (the object the consumer keeps) is
         recorded as an export of the buffer before the dict is returned."""
+        if _on_cpu(self._buffer.runtime):  # hasattr() must say False: it is not CUDA memory
+            raise AttributeError("__cuda_array_interface__: the host backend's memory is the "
+                                 "CPU's, not CUDA memory; export it through __dlpack__ "
+                                 "(kDLCPU)")
         typestr = DTYPES.get(self.dtype, (None,) * 4)[3]
         if typestr is None:
             raise AttributeError("dtype %s has no CUDA Array Interface typestr; export it "
@@ -410,6 +423,12 @@ class TensorView:
 # ---------------------------------------------------------------------------
 # Imports.
 # ---------------------------------------------------------------------------
+
+
+def _on_cpu(runtime):
+    """Whether the runtime's memory is the CPU's (the host backend, whose
+    exports are kDLCPU and which has no CUDA stream to order)."""
+    return runtime.backend.name == "host"
 
 
 def _refuse(status, message):
@@ -464,8 +483,9 @@ def from_dlpack(obj, runtime, *, allow_read_only=False):
     capsule = obj
     if hasattr(obj, "__dlpack__"):
         host = hasattr(obj, "__dlpack_device__") and \
-            obj.__dlpack_device__()[0] == _abi.T4A_DL_CUDA_HOST
-        stream = None if host else runtime.raw().stream
+            obj.__dlpack_device__()[0] in (_abi.T4A_DL_CUDA_HOST, _abi.T4A_DL_CPU)
+        # host memory, or a runtime without streams (the host backend): no stream to order
+        stream = None if host or _on_cpu(runtime) else runtime.raw().stream
         try:
             capsule = obj.__dlpack__(stream=stream, max_version=(_abi.T4A_DLPACK_MAJOR,
                                                                  _abi.T4A_DLPACK_MINOR))
@@ -485,6 +505,7 @@ def from_dlpack(obj, runtime, *, allow_read_only=False):
     handle, offset = _abi.t4a_buffer(), c_uint64()
     runtime._call("dlpack_import", c_void_p(ptr), flags, byref(handle), byref(offset))
     _capsule_set_name(capsule, used)  # ours now: the capsule must not delete it
-    buf = Buffer._adopt(runtime, handle, host=device[0] == _abi.T4A_DL_CUDA_HOST)
+    buf = Buffer._adopt(runtime, handle, host=device[0] == _abi.T4A_DL_CUDA_HOST and
+                        not _on_cpu(runtime))
     buf.tensor_offset, buf.dtype, buf.shape, buf.strides = offset.value, dtype, shape, strides
     return buf

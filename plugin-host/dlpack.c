@@ -1,0 +1,63 @@
+/* plugin-host/dlpack.c -- dlpack_export and dlpack_import on the host:
+ * which buffer a handle names and which device a tensor is on. The checks,
+ * the export block and its deleters are core/dlpack.c's.
+ *
+ * Devices: the host's memory is the CPU's, so a buffer (pool or external)
+ * exports as kDLCPU, device 0: what NumPy's from_dlpack, PyTorch's and
+ * JAX's CPU tensors take, without a copy. An import takes kDLCPU and
+ * kDLCUDAHost (page-locked host memory is host memory too): an external
+ * buffer over the tensor's bytes (external.c, which refuses read-only
+ * registrations), released through the tensor's deleter. The queue runs
+ * off the caller's thread: a consumer reading an export synchronises first
+ * (seal and wait, as for any host read of a buffer). */
+#include "config.h"
+
+#include "core/dlpack.h"
+#include "core/slots.h"
+#include "plugin-host/host.h"
+
+int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_export *req,
+                            void **out) {
+  int rc = t4a__host_require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  t4a__dl_export x;
+  if (rc || (rc = t4a__dl_export_prepare(req, out, &x)))
+    return rc;
+  t4a__hrt *rt;
+  t4a__hbuf *b;
+  if ((rc = t4a__hrt_lock(h, "dlpack_export", &rt))) {
+    t4a__dl_export_abort(&x);
+    return rc;
+  }
+  if (!(rc = t4a__hbuf_get(rt, bh, "dlpack_export", &b)) &&
+      !(rc = t4a__dl_export_fits(&x, b->size)))
+    t4a__dl_export_finish(&x, (uint64_t)(uintptr_t)b->blk.ptr, T4A_DL_CPU, 0, out);
+  t4a__hrt_unlock(rt);
+  if (rc) {
+    t4a__dl_export_abort(&x);
+    return rc;
+  }
+  t4a__dl_export_done();
+  return T4A_OK;
+}
+
+int t4a__slot_dlpack_import(t4a_runtime h, void *tensor, uint32_t flags, t4a_buffer *out,
+                            uint64_t *offset) {
+  int rc = t4a__host_require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
+  t4a__dl_import imp;
+  if (rc || (rc = t4a__dl_import_prepare(tensor, flags, out, &imp)))
+    return rc;
+  int32_t type = imp.t->device.device_type;
+  if (type != T4A_DL_CPU && type != T4A_DL_CUDA_HOST)
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "dlpack_import: the tensor's device type is %d; the host backend imports "
+                     "host memory (kDLCPU %d, kDLCUDAHost %d): copy it to the host first",
+                     (int)type, T4A_DL_CPU, T4A_DL_CUDA_HOST);
+  t4a__hrt *rt;
+  if ((rc = t4a__dl_import_locate(&imp)) || (rc = t4a__hrt_lock(h, "dlpack_import", &rt)))
+    return rc;
+  rc = t4a__host_wrap(rt, "dlpack_import", imp.start, imp.bytes, imp.release, tensor, out);
+  t4a__hrt_unlock(rt);
+  if (rc == T4A_OK && offset)
+    *offset = imp.below;
+  return rc;
+}
