@@ -60,6 +60,13 @@ extern const bench_case bench_lifecycle_cases[];
 extern const bench_case bench_v11_cases[];
 extern const bench_case bench_graph_cases[];
 extern const bench_case bench_interop_cases[];
+/* The host backend's rows (bench/host_cases.c), run with E naming the host
+ * backend and a runtime of bench_host_threads copy threads, the number the
+ * raw side's reference threads match. */
+extern const bench_case bench_host_cases[];
+extern unsigned bench_host_threads;
+/* `asked` (--copy-threads), else the runtime's default for this machine. */
+unsigned bench_host_copy_threads(unsigned asked);
 
 /* Reports that are not paired cases (bench/reports.c); each appends its
  * JSON member (",\n\"name\":...") to json. */

@@ -1,5 +1,8 @@
 /* bench/t4a_bench.c -- each runtime operation measured against the raw CUDA
- * Driver API doing the same work, in one process and run.
+ * Driver API doing the same work, in one process and run; and first the
+ * host backend's rows (bench/host_cases.c) against the raw CPU, which need
+ * no GPU: without a usable CUDA backend the CUDA rows are skipped, saying
+ * why, and the run still succeeds.
  *
  * The raw side dlopens libcuda.so.1 itself and uses its own stream and pool
  * on the same device. The two sides alternate sample by sample (after a
@@ -9,14 +12,17 @@
  * and the target from the issue with whether it was met.
  *
  *   t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]
+ *             [--backend all|host|cuda] [--machine NAME]
  *             [--reports host,staging,hot,overhead,init,elapsed | --reports none]
  *
  * Without --only, the reports of bench/reports.c follow the cases (all of
  * them unless --reports names some).
  *
- * The plugin is opened through the loader: $T4A_GPU_BACKEND or "cuda" in
- * the plugin path (run from the build tree with T4A_GPU_BACKEND_PATH set, as
- * `make bench` does).
+ * The plugins are opened through the loader by name, "host" and then
+ * "cuda", in the plugin path (run from the build tree with
+ * T4A_GPU_BACKEND_PATH set, as `make bench` and `make bench-host` do).
+ * --machine names the machine in the output and the JSON (default: the
+ * CPU model and count).
  *
  * Exit status, as t4a-gpu's: 0 done, 1 a call failed, 2 usage error, 3 no
  * backend found, 4 the backend or the driver cannot be used here (the reason
@@ -88,10 +94,12 @@ void bench_cu(t4a__CUresult r, const char *what) {
 
 static void usage(FILE *f) {
   fputs("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]\n"
+        "                 [--backend all|host|cuda] [--machine NAME]\n"
         "                 [--reports host,staging,hot,overhead,init,elapsed|none]\n"
         "       t4a_bench --help\n"
-        "Each runtime operation against the raw Driver API doing the same work, on device 0\n"
-        "(make bench runs it on a GPU host; docs/performance.md has the results).\n"
+        "The host backend's operations against the raw CPU (any machine), then each CUDA\n"
+        "runtime operation against the raw Driver API doing the same work, on device 0\n"
+        "(skipped, saying why, without a usable GPU; docs/performance.md has the results).\n"
         "exit status: 0 done, 1 a call failed, 2 usage error, 3 no backend found,\n"
         "             4 the backend or the driver cannot be used here (reason printed)\n",
         f);
@@ -123,7 +131,7 @@ static void open_raw(void) {
 
 /* The plugin side: the backend and the runtime measured. */
 static void setup_ours_only(void) {
-  if (t4a_gpu_open(NULL, &E.backend) != T4A_OK) {
+  if (!E.backend && t4a_gpu_open(NULL, &E.backend) != T4A_OK) {
     fprintf(stderr, "t4a_bench: %s\n", t4a_gpu_last_error());
     exit(3);
   }
@@ -257,50 +265,15 @@ static int child_init(const char *side) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--child-init") == 0)
-    return child_init(argv[2]);
-  const char *json = NULL, *only = NULL, *reports = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-      json = argv[++i];
-    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
-      only = argv[++i];
-    else if (strcmp(argv[i], "--copy-threads") == 0 && i + 1 < argc)
-      g_copy_threads = (unsigned)atoi(argv[++i]);
-    else if (strcmp(argv[i], "--quick") == 0)
-      g_quick = true;
-    else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc)
-      reports = argv[++i];
-    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "t4a_bench: unexpected argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  char cache[] = "/tmp/t4a-bench-cache-XXXXXX"; /* a fresh disk cache, not the user's */
-  if (!mkdtemp(cache))
-    die(1, "cannot create a temporary cache directory");
-  setenv("T4A_CACHE_DIR", cache, 1);
-  setup();
-  time_t now = time(NULL);
-  char date[32];
-  strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  printf("t4a_bench %s: %d x %s, driver CUDA %d.%d, %ld CPUs, %s\n", PACKAGE_VERSION,
-         (int)E.device_count, E.dev.name, E.driver_version / 1000, E.driver_version % 1000 / 10,
-         cpus, date);
+/* ---- the rows -------------------------------------------------------------------- */
+
+static int run_rows(const bench_case *const *tables, size_t count, const char *only, result *res,
+                    int max) {
   printf("%-34s %12s %12s %12s %12s %7s  %-18s %s\n", "case", "t4a median", "t4a p99", "raw median",
          "raw p99", "ratio", "target", "met");
-  result res[96];
   int n = 0;
-  static const bench_case *const tables[] = {bench_cases, bench_v11_cases, bench_graph_cases,
-                                             bench_lifecycle_cases, bench_interop_cases};
-  for (size_t tb = 0; tb < sizeof tables / sizeof tables[0]; tb++)
-    for (const bench_case *c = tables[tb]; c->name && n < 96; c++) {
+  for (size_t tb = 0; tb < count; tb++)
+    for (const bench_case *c = tables[tb]; c->name && n < max; c++) {
       if ((only && !strstr(c->name, only)) || E.device_count < c->min_devices ||
           E.dev.cc_major < c->min_cc_major)
         continue;
@@ -318,14 +291,11 @@ int main(int argc, char **argv) {
       fflush(stdout);
       n++;
     }
-  FILE *f = json ? fopen(json, "w") : fopen("/dev/null", "w");
-  if (!f)
-    die(1, "cannot write the JSON file");
-  fprintf(f,
-          "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"gpu\":\"%s\","
-          "\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cpus\":%ld,\"quick\":%s,\"cases\":[",
-          PACKAGE_VERSION, date, E.dev.name, (int)E.device_count, E.driver_version / 1000,
-          E.driver_version % 1000 / 10, cpus, g_quick ? "true" : "false");
+  return n;
+}
+
+static void json_rows(FILE *f, const result *res, int n) {
+  fputc('[', f);
   for (int i = 0; i < n; i++) {
     char t[48];
     const bench_case *c = res[i].c;
@@ -338,6 +308,167 @@ int main(int argc, char **argv) {
             target_text(c, t, sizeof t), res[i].met ? "true" : "false");
   }
   fprintf(f, "\n]");
+}
+
+/* The CPU model (/proc/cpuinfo) and count: what names this machine. */
+static void machine_name(char *buf, size_t n, long cpus) {
+  char model[160] = "unknown CPU", line[256];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (strncmp(line, "model name", 10) == 0 && colon) {
+      snprintf(model, sizeof model, "%s", colon + 2);
+      model[strcspn(model, "\n")] = 0;
+      break;
+    }
+  }
+  if (f)
+    fclose(f);
+  snprintf(buf, n, "%s, %ld CPUs", model, cpus);
+}
+
+/* Why the CUDA rows cannot run here (NULL: they can; the backend stays
+ * open in E for setup). */
+static const char *cuda_unusable(char *why, size_t n) {
+  if (t4a_gpu_open("cuda", &E.backend) != T4A_OK) {
+    snprintf(why, n, "no CUDA backend: %s", t4a_gpu_last_error());
+    E.backend = NULL;
+    return why;
+  }
+  E.t = t4a_gpu_backend_table(E.backend);
+  int rc = E.t->init();
+  if (rc == T4A_OK)
+    rc = E.t->device_count(&E.device_count);
+  if (rc == T4A_OK && E.device_count > 0)
+    return NULL;
+  t4a_error_info e = {.struct_size = sizeof e};
+  E.t->last_error(&e);
+  if (rc)
+    snprintf(why, n, "the CUDA backend cannot be used here: %s: %s", t4a_status_name(rc),
+             e.message);
+  else
+    snprintf(why, n, "the CUDA backend sees no device");
+  t4a_gpu_close(E.backend);
+  memset(&E, 0, sizeof E);
+  return why;
+}
+
+/* The host rows, in E while they run (the host backend's table and a
+ * runtime with the reference's thread count). false: no host backend. */
+static bool host_rows(const char *only, result *res, int *n, char *why, size_t why_n,
+                      const char *machine, const char *date) {
+  bench_host_threads = bench_host_copy_threads(g_copy_threads);
+  if (t4a_gpu_open("host", &E.backend) != T4A_OK) {
+    snprintf(why, why_n, "no host backend: %s", t4a_gpu_last_error());
+    return false;
+  }
+  E.t = t4a_gpu_backend_table(E.backend);
+  bench_check(E.t->init(), "init (host)");
+  E.dev.struct_size = sizeof E.dev;
+  bench_check(E.t->device_info(0, &E.dev), "device_info (host)");
+  t4a_runtime_options o = {.struct_size = sizeof o, .copy_threads = bench_host_threads};
+  bench_check(E.t->runtime_create(0, &o, &E.rt), "runtime_create (host)");
+  printf("t4a_bench %s: host backend on %s, %u copy threads, %s\n", PACKAGE_VERSION, machine,
+         bench_host_threads, date);
+  static const bench_case *const host_tables[] = {bench_host_cases};
+  *n = run_rows(host_tables, 1, only, res, 16);
+  bench_check(E.t->runtime_destroy(E.rt, T4A_WAIT_FOREVER), "runtime_destroy (host)");
+  t4a_gpu_close(E.backend);
+  memset(&E, 0, sizeof E);
+  return true;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--child-init") == 0)
+    return child_init(argv[2]);
+  const char *json = NULL, *only = NULL, *reports = NULL, *backend = "all", *machine = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json = argv[++i];
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      only = argv[++i];
+    else if (strcmp(argv[i], "--copy-threads") == 0 && i + 1 < argc)
+      g_copy_threads = (unsigned)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--quick") == 0)
+      g_quick = true;
+    else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc)
+      reports = argv[++i];
+    else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+      backend = argv[++i];
+    else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc)
+      machine = argv[++i];
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "t4a_bench: unexpected argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  bool want_host = strcmp(backend, "cuda") != 0, want_cuda = strcmp(backend, "host") != 0;
+  if (strcmp(backend, "all") && strcmp(backend, "host") && strcmp(backend, "cuda")) {
+    fprintf(stderr, "t4a_bench: --backend %s; use all, host or cuda\n", backend);
+    return 2;
+  }
+  time_t now = time(NULL);
+  char date[32], named[256], host_why[512] = "", cuda_why[512] = "";
+  strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  machine_name(named, sizeof named, cpus);
+  if (machine)
+    snprintf(named, sizeof named, "%s", machine);
+  for (char *c = named; *c; c++) /* it goes into a JSON string */
+    if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+      *c = ' ';
+  machine = named;
+  FILE *f = json ? fopen(json, "w") : fopen("/dev/null", "w");
+  if (!f)
+    die(1, "cannot write the JSON file");
+  fprintf(f,
+          "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"machine\":\"%s\","
+          "\"cpus\":%ld,\"quick\":%s",
+          PACKAGE_VERSION, date, machine, cpus, g_quick ? "true" : "false");
+  result hres[16];
+  int hn = 0;
+  if (want_host && host_rows(only, hres, &hn, host_why, sizeof host_why, machine, date)) {
+    fprintf(f,
+            ",\n\"host\":{\"backend\":\"host\",\"copy_threads\":%u,\"cases\":", bench_host_threads);
+    json_rows(f, hres, hn);
+    fputc('}', f);
+  } else if (want_host) {
+    printf("host rows skipped: %s\n", host_why);
+    fprintf(f, ",\n\"host_skipped\":\"%s\"", host_why);
+  }
+  if (want_cuda && cuda_unusable(cuda_why, sizeof cuda_why)) {
+    printf("CUDA rows skipped: %s\n", cuda_why);
+    for (char *c = cuda_why; *c; c++) /* the reason goes into a JSON string */
+      if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+        *c = ' ';
+    fprintf(f, ",\n\"cuda_skipped\":\"%s\"\n}\n", cuda_why);
+    fclose(f);
+    return 0;
+  }
+  if (!want_cuda) {
+    fprintf(f, "\n}\n");
+    fclose(f);
+    return 0;
+  }
+  char cache[] = "/tmp/t4a-bench-cache-XXXXXX"; /* a fresh disk cache, not the user's */
+  if (!mkdtemp(cache))
+    die(1, "cannot create a temporary cache directory");
+  setenv("T4A_CACHE_DIR", cache, 1);
+  setup();
+  printf("t4a_bench %s: %d x %s, driver CUDA %d.%d, %ld CPUs, %s\n", PACKAGE_VERSION,
+         (int)E.device_count, E.dev.name, E.driver_version / 1000, E.driver_version % 1000 / 10,
+         cpus, date);
+  result res[96];
+  static const bench_case *const tables[] = {bench_cases, bench_v11_cases, bench_graph_cases,
+                                             bench_lifecycle_cases, bench_interop_cases};
+  int n = run_rows(tables, sizeof tables / sizeof tables[0], only, res, 96);
+  fprintf(f, ",\n\"gpu\":\"%s\",\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cases\":", E.dev.name,
+          (int)E.device_count, E.driver_version / 1000, E.driver_version % 1000 / 10);
+  json_rows(f, res, n);
   if (!reports && !only)
     reports = "host,staging,hot,overhead,init,elapsed";
   if (reports && strstr(reports, "host"))
