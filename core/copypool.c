@@ -65,12 +65,18 @@ static atomic_bool quit;   /* stopping, likewise */
  * 49 on 16 (docs/performance.md, the staging sweep). On 32 CPUs, 16 (the
  * most) against 8 was 48-49 against 24-42 GB/s. Three quarters of the CPUs,
  * at most 16, is what a large copy may take while it runs. */
+/* Computed once: sysconf(_SC_NPROCESSORS_ONLN) reads /sys (three system
+ * calls), and every runtime_create with the default options asks. */
 unsigned t4a__copy_threads_default(void) {
+  static atomic_uint cached;
+  unsigned c = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (c)
+    return c;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n <= 1)
-    return 1u;
   long small = n < 8 ? n : 8, most = 3 * n / 4 < 16 ? 3 * n / 4 : 16;
-  return (unsigned)(small > most ? small : most);
+  c = n <= 1 ? 1u : (unsigned)(small > most ? small : most);
+  atomic_store_explicit(&cached, c, memory_order_relaxed);
+  return c;
 }
 
 /* `stream` asks for non-temporal stores (the destination is not read again

@@ -117,6 +117,27 @@ void t4a__htable_untake(t4a__htable *t, uint32_t index);
 uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *kind,
                              uint32_t owner);
 
+/* t4a__htable_publish with a generation from `*seq`, a sequence the
+ * owner keeps for good and guards with its lock (a runtime slot's
+ * t4a__rtslot.seq, which outlives the runtimes made in the slot), for a
+ * table whose handles all name that owner and all come from this call: a
+ * value drawn never recurs in the owner's handles until 2^28 more, the
+ * guarantee of the process-wide sequence, without its thread-local block
+ * (a TLS look-up per call in a dlopen()ed plugin; buffer_alloc's hot path). */
+static inline uint64_t t4a__htable_publish_seq(t4a__htable *t, uint32_t index,
+                                               const t4a__hkind *kind, uint32_t owner,
+                                               uint32_t *seq) {
+  t4a__hslot *s = t4a__htable_at(t, index);
+  uint32_t gen = *seq = t4a__gen_next(*seq);
+  if (gen == s->gen) /* only after a wrap */
+    gen = *seq = t4a__gen_next(gen);
+  s->gen = gen;
+  s->live = true;
+  s->next_free = 0;
+  t->live++;
+  return t4a__h_make(kind->tag, owner, index, gen);
+}
+
 /* Ends a live entry: its handles are stale from now on, the entry is free. */
 void t4a__htable_release(t4a__htable *t, uint32_t index);
 

@@ -37,6 +37,10 @@ typedef struct t4a__rtslot {
   uint32_t index, gen;
   bool alive;
   bool reserved; /* taken by a runtime_create in progress */
+  /* Generations for tables of this slot that publish with
+   * t4a__htable_publish_seq: never reset, so a later runtime in the slot
+   * continues the sequence and no dead runtime's handle names its objects. */
+  uint32_t seq;
   /* Calls due at the next unlock, oldest first. In the head, not the
    * backend's state: destroy resets the state before its unlock runs them. */
   t4a__call *due, *due_tail;

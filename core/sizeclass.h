@@ -16,7 +16,9 @@ static inline unsigned t4a__size_class(uint64_t size, uint64_t *cap) {
   }
   unsigned k = 63u - (unsigned)__builtin_clzll(size - 1); /* size in (2^k, 2^(k+1)] */
   uint64_t base = 1ull << k, step = base >> 3;
-  uint64_t j = (size - base + step - 1) / step; /* 1..8 */
+  /* a shift, not a division by step (a power of two): a 64-bit divide is
+   * tens of cycles, and every buffer_alloc and free takes this */
+  uint64_t j = (size - base + step - 1) >> (k - 3); /* 1..8 */
   *cap = base + j * step;
   return 1u + (k - 8u) * 8u + (unsigned)(j - 1);
 }

@@ -15,6 +15,7 @@
  * (default: the physical memory), for tests of T4A_ENOMEM. */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,9 +40,20 @@ int t4a__hbuf_get(t4a__hrt *rt, t4a_buffer h, const char *what, t4a__hbuf **out)
   return rc;
 }
 
+/* T4A_HOST_POOL_LIMIT, read at each runtime_create (tests set it between
+ * runtimes). The secure-mode check of t4a__getenv asks the kernel for four
+ * ids each time; whether the process runs setuid is decided once. */
+static const char *pool_limit_env(void) {
+  static atomic_int secure = -1;
+  int s = atomic_load_explicit(&secure, memory_order_relaxed);
+  if (s < 0)
+    atomic_store_explicit(&secure, s = t4a__env_is_secure(), memory_order_relaxed);
+  return s ? NULL : getenv("T4A_HOST_POOL_LIMIT");
+}
+
 void t4a__hmem_init(t4a__hrt *rt) {
   t4a__htable_init(&rt->mem.bufs, sizeof(t4a__hbuf));
-  const char *env = t4a__getenv("T4A_HOST_POOL_LIMIT");
+  const char *env = pool_limit_env();
   char *end = NULL;
   unsigned long long limit = env && *env ? strtoull(env, &end, 0) : 0;
   rt->mem.limit = limit && end && !*end ? (uint64_t)limit : t4a__host_device.total_memory;
@@ -178,7 +190,8 @@ int t4a__hbuf_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t by
   b->blk.ptr = (char *)(uintptr_t)address;
   b->ext = ext;
   b->ext_released = released;
-  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index);
+  out->bits =
+      t4a__htable_publish_seq(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index, &rt->slot.seq);
   rt->c.live_buffers++;
   return T4A_OK;
 }
@@ -205,22 +218,29 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
                    (unsigned long long)bytes);
     goto out;
   }
-  t4a__hbuf b = {.size = bytes};
+  /* The entry first, filled in place (take zeroes it): the hit path copies
+   * no struct and zeroes nothing twice. Nothing below touches the table. */
+  uint32_t i;
+  if ((rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", &i)))
+    goto out;
+  t4a__hbuf *b = t4a__htable_at(&rt->mem.bufs, i);
+  b->size = bytes;
   if (bytes) {
-    unsigned cls = t4a__size_class(bytes, &b.cap);
+    unsigned cls = t4a__size_class(bytes, &b->cap);
     t4a__hbin *bin = &rt->mem.bins[cls];
     if (bin->count) {
-      b.blk = bin->blocks[--bin->count];
+      b->blk = bin->blocks[--bin->count];
       rt->mem.cache_entries--;
-      rt->mem.cache_bytes -= b.cap;
+      rt->mem.cache_bytes -= b->cap;
       rt->c.cache_hits++;
     } else {
       rt->c.cache_misses++;
-      if (!carve(rt, b.cap, &b.blk)) { /* trim the cache and try once more */
+      if (!carve(rt, b->cap, &b->blk)) { /* trim the cache and try once more */
         evict(rt, 0);
         t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
         unmap_empty(rt);
-        if (!carve(rt, b.cap, &b.blk)) {
+        if (!carve(rt, b->cap, &b->blk)) {
+          t4a__htable_untake(&rt->mem.bufs, i);
           rc = t4a__fail(T4A_ENOMEM,
                          "buffer_alloc: %llu bytes: the pool is out of memory (%llu of at most "
                          "%llu bytes mapped; T4A_HOST_POOL_LIMIT sets the bound); free buffers",
@@ -231,16 +251,8 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
       }
     }
   }
-  uint32_t i;
-  if ((rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", &i))) {
-    if (b.cap)
-      cache_put(rt, &b.blk, b.cap);
-    goto out;
-  }
-  t4a__hbuf *e = t4a__htable_at(&rt->mem.bufs, i);
-  b.h = e->h;
-  *e = b;
-  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index);
+  out->bits =
+      t4a__htable_publish_seq(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index, &rt->slot.seq);
   rt->c.live_buffers++;
 out:
   t4a__hrt_unlock(rt);
@@ -277,7 +289,8 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     cache_put(rt, &b->blk, b->cap);
   t4a__htable_release(&rt->mem.bufs, (uint32_t)(b - (t4a__hbuf *)t4a__htable_at(&rt->mem.bufs, 0)));
   rt->c.live_buffers--;
-  t4a__retire_due(rt);
+  if (rt->retire_count) /* the common case, nothing waiting, costs no call */
+    t4a__retire_due(rt);
 out:
   t4a__hrt_unlock(rt);
   return rc;
@@ -394,7 +407,8 @@ void t4a__hmem_fini(t4a__hrt *rt) {
       ext_retire(rt, b);
   }
   for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
-    free(rt->mem.bins[cls].blocks);
+    if (rt->mem.bins[cls].cap) /* most never grew: no call for them */
+      free(rt->mem.bins[cls].blocks);
   while (rt->mem.chunks)
     unmap(rt, &rt->mem.chunks);
   t4a__htable_fini(&rt->mem.bufs);

@@ -7,8 +7,15 @@
  * another runtime, would take a pool thread from everyone). Large
  * operations are split over the process-wide copy threads (core/copypool),
  * so a runtime is not limited to its one thread. Workers of destroyed
- * runtimes are parked and handed to the next runtime_create, which then
- * costs no thread creation (docs/design.md, "The host backend"). */
+ * runtimes are parked, with their rings, and handed to the next
+ * runtime_create, which then costs no thread creation and no allocation of
+ * a ring (docs/design.md, "The host backend").
+ *
+ * A worker sleeps on its own condition variable, never on its queue's: so
+ * runtime_create attaches a parked worker without waking it (its queue is
+ * marked `sleeping`: the first push wakes it), and runtime_destroy detaches
+ * a sleeping worker without waking it. A create + destroy with no work in
+ * between makes no system call and no thread switch. */
 #include "config.h"
 
 #include <errno.h>
@@ -29,10 +36,12 @@
 
 struct t4a__worker {
   pthread_t th;
-  pthread_mutex_t lock;
-  pthread_cond_t cv;
-  t4a__queue *q; /* the queue it runs, NULL while parked */
+  pthread_mutex_t lock; /* guards q, running, quit; with cv, the worker's sleep */
+  pthread_cond_t cv;    /* the worker waits for work or quit; fini for !running */
+  t4a__queue *q;        /* the queue it serves, NULL while parked */
+  bool running;         /* inside run_queue(q), without the lock */
   bool quit;
+  t4a__op *ring;     /* RING_CAP entries, lent to the queue it serves */
   t4a__worker *next; /* in `parked` */
 };
 
@@ -116,7 +125,8 @@ static bool spin_for_work(const t4a__queue *q) {
   }
 }
 
-/* Runs q until it is stopped and empty. */
+/* Runs q's operations until it is empty and either stopped or idle for
+ * SPIN_NS (then the worker goes to sleep: worker_main). */
 static void run_queue(t4a__queue *q) {
   t4a__timeline *tl = q->tl;
   for (;;) {
@@ -128,34 +138,34 @@ static void run_queue(t4a__queue *q) {
       woke(q);
       continue;
     }
-    if (!atomic_load(&q->stop) && spin_for_work(q))
-      continue;
-    pthread_mutex_lock(&q->lock);
-    atomic_store(&q->sleeping, true); /* seq_cst: pairs with push's look at it */
-    while (empty(q) && !atomic_load(&q->stop))
-      pthread_cond_wait(&q->wake, &q->lock);
-    atomic_store(&q->sleeping, false);
-    bool leave = empty(q) && atomic_load(&q->stop);
-    pthread_mutex_unlock(&q->lock);
-    if (leave)
+    if (atomic_load(&q->stop) || !spin_for_work(q))
       return;
   }
 }
 
+/* Serves w->q while it has work; sleeps on w->cv otherwise. Before it
+ * sleeps it marks the queue `sleeping` (seq_cst) and looks once more:
+ * a producer stores the tail, then reads `sleeping` (t4a__queue_push), so
+ * either the worker sees the new tail or the producer sees the mark and
+ * signals w->cv under w->lock. */
 static void *worker_main(void *arg) {
   t4a__worker *w = arg;
   pthread_mutex_lock(&w->lock);
-  for (;;) {
-    while (!w->q && !w->quit)
-      pthread_cond_wait(&w->cv, &w->lock);
-    if (!w->q)
-      break;
+  while (!w->quit) {
     t4a__queue *q = w->q;
+    if (!q || empty(q)) {
+      pthread_cond_wait(&w->cv, &w->lock);
+      continue;
+    }
+    atomic_store(&q->sleeping, false);
+    w->running = true;
     pthread_mutex_unlock(&w->lock);
     run_queue(q);
     pthread_mutex_lock(&w->lock);
-    w->q = NULL;
-    pthread_cond_broadcast(&w->cv); /* queue_fini waits for it */
+    w->running = false;
+    if (w->q == q)
+      atomic_store(&q->sleeping, true); /* then the loop looks at the tail again */
+    pthread_cond_broadcast(&w->cv);     /* queue_fini and the unload wait for !running */
   }
   pthread_mutex_unlock(&w->lock);
   return NULL;
@@ -182,6 +192,10 @@ static t4a__worker *worker_take(void) {
     all_cap = n;
   }
   w = calloc(1, sizeof *w);
+  if (w && !(w->ring = malloc(RING_CAP * sizeof *w->ring))) {
+    free(w);
+    w = NULL;
+  }
   if (w) {
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -190,6 +204,7 @@ static t4a__worker *worker_take(void) {
     } else {
       pthread_cond_destroy(&w->cv);
       pthread_mutex_destroy(&w->lock);
+      free(w->ring);
       free(w);
       w = NULL;
     }
@@ -198,8 +213,8 @@ static t4a__worker *worker_take(void) {
   return w;
 }
 
-/* Gives a worker that left its queue back: parked, or told to quit when
- * enough are parked (it is joined at the unload). */
+/* Gives a worker that left its queue back: parked (asleep: it is not
+ * woken), or told to quit when enough are parked (joined at the unload). */
 static void worker_give(t4a__worker *w) {
   pthread_mutex_lock(&workers_lock);
   if (parked_count < MAX_PARKED) {
@@ -237,51 +252,47 @@ int t4a__queue_init(t4a__queue *q, uint32_t rt_index, uint32_t rt_gen, bool timi
   memset(q, 0, sizeof *q);
   q->cap = RING_CAP;
   q->copy_threads = copy_threads ? copy_threads : 1;
-  q->ring = malloc(RING_CAP * sizeof *q->ring);
-  q->tl = q->ring ? timeline_new(rt_index, rt_gen, timing) : NULL;
-  if (!q->tl) {
-    free(q->ring);
-    return t4a__fail(T4A_ENOMEM, "runtime_create: out of host memory for the queue; free memory");
-  }
-  pthread_mutex_init(&q->lock, NULL);
-  pthread_cond_init(&q->wake, NULL);
-  pthread_cond_init(&q->room, NULL);
   q->worker = worker_take();
-  if (!q->worker) {
-    t4a__queue_fini(q);
+  if (!q->worker)
     return t4a__fail(T4A_ENOMEM,
                      "runtime_create: no thread could be started for the runtime's queue "
-                     "(pthread_create failed); destroy runtimes or raise the thread limit");
+                     "(pthread_create failed, or out of host memory); destroy runtimes or "
+                     "raise the thread limit");
+  q->tl = timeline_new(rt_index, rt_gen, timing);
+  if (!q->tl) {
+    worker_give(q->worker);
+    q->worker = NULL;
+    return t4a__fail(T4A_ENOMEM, "runtime_create: out of host memory for the queue; free memory");
   }
+  q->ring = q->worker->ring;
+  pthread_mutex_init(&q->lock, NULL);
+  pthread_cond_init(&q->room, NULL);
+  /* Attached asleep: no wake-up now; the first push signals the worker. */
+  atomic_store(&q->sleeping, true);
   pthread_mutex_lock(&q->worker->lock);
   q->worker->q = q;
-  pthread_cond_signal(&q->worker->cv);
   pthread_mutex_unlock(&q->worker->lock);
   return T4A_OK;
 }
 
 void t4a__queue_fini(t4a__queue *q) {
   t4a__worker *w = q->worker;
-  if (w) {
-    pthread_mutex_lock(&q->lock);
-    atomic_store(&q->stop, true);
-    pthread_cond_signal(&q->wake);
-    pthread_mutex_unlock(&q->lock);
+  if (w) { /* the caller waited for the queue to drain: the worker has nothing left to run */
     pthread_mutex_lock(&w->lock);
-    while (w->q == q)
+    atomic_store(&q->stop, true); /* a spinning worker returns at once */
+    while (w->running)
       pthread_cond_wait(&w->cv, &w->lock);
+    w->q = NULL;
     pthread_mutex_unlock(&w->lock);
     worker_give(w);
     q->worker = NULL;
   }
   if (q->tl) {
     pthread_cond_destroy(&q->room);
-    pthread_cond_destroy(&q->wake);
     pthread_mutex_destroy(&q->lock);
     t4a__timeline_release(q->tl);
   }
-  free(q->ring);
-  q->ring = NULL;
+  q->ring = NULL; /* the worker's */
   q->tl = NULL;
 }
 
@@ -301,9 +312,9 @@ uint64_t t4a__queue_push(t4a__queue *q, const t4a__op *op) {
   q->ring[t & (q->cap - 1)] = *op;
   atomic_store(&q->tail, t + 1); /* seq_cst: pairs with the worker's `sleeping` */
   if (atomic_load(&q->sleeping)) {
-    pthread_mutex_lock(&q->lock);
-    pthread_cond_signal(&q->wake);
-    pthread_mutex_unlock(&q->lock);
+    pthread_mutex_lock(&q->worker->lock);
+    pthread_cond_signal(&q->worker->cv);
+    pthread_mutex_unlock(&q->worker->lock);
   }
   return t + 1;
 }
@@ -389,12 +400,11 @@ void t4a__workers_unload(void) {
     pthread_mutex_lock(&w->lock);
     t4a__queue *q = w->q;
     if (q) {
-      pthread_mutex_lock(&q->lock);
       atomic_store(&q->stop, true);
-      pthread_cond_signal(&q->wake);
-      pthread_mutex_unlock(&q->lock);
-      while (w->q)
+      pthread_cond_signal(&w->cv); /* asleep with work just pushed: run it */
+      while (w->running || !empty(q))
         pthread_cond_wait(&w->cv, &w->lock);
+      w->q = NULL;
     }
     w->quit = true;
     pthread_cond_signal(&w->cv);
@@ -402,6 +412,7 @@ void t4a__workers_unload(void) {
     pthread_join(w->th, NULL);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->lock);
+    free(w->ring);
     free(w);
   }
   free(all);

@@ -2,9 +2,9 @@
  * each runtime is one in-order queue of operations, run by a worker thread
  * of its own, off the caller's thread.
  *
- * The queue is a preallocated ring of operations: enqueueing writes one
- * entry and publishes it with one atomic store; the worker is woken (a
- * condition variable) only when it went to sleep. Completion is a counter:
+ * The queue is a preallocated ring of operations (the worker's, reused with
+ * it): enqueueing writes one entry and publishes it with one atomic store;
+ * the worker is woken (its condition variable) only when it went to sleep. Completion is a counter:
  * `done` on the runtime's timeline is how many operations have run, so a
  * position in the queue (the `tail` at some call) is complete once done
  * reaches it. The timeline is reference counted and outlives its runtime:
@@ -82,11 +82,11 @@ typedef struct t4a__queue {
   t4a__op *ring; /* cap entries, cap a power of two */
   uint32_t cap;
   _Atomic uint64_t tail; /* operations enqueued (written by the runtime's lock holder) */
-  atomic_bool sleeping;  /* the worker waits on `wake` */
+  atomic_bool sleeping;  /* the worker is not looking: a push signals it (its own cv) */
   atomic_bool full;      /* a producer waits on `room` */
   atomic_bool stop;      /* the worker leaves once the queue is empty */
-  pthread_mutex_t lock;
-  pthread_cond_t wake, room;
+  pthread_mutex_t lock;  /* with `room`: a producer's wait for room in the ring */
+  pthread_cond_t room;
   t4a__timeline *tl;
   unsigned copy_threads; /* for large operations */
   t4a__worker *worker;
