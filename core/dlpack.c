@@ -215,15 +215,15 @@ void t4a__dl_export_finish(t4a__dl_export *x, uint64_t address, int32_t device_t
   *out = b;
 }
 
-void t4a__dl_export_done(void) {
+int t4a__dl_export_end(t4a__dl_export *x, int rc) {
+  free(x->block); /* NULL once finished: the consumer's */
+  x->block = NULL;
+  if (rc)
+    return rc;
   static atomic_bool pinned;
   if (!atomic_exchange(&pinned, true))
     t4a__plugin_pin(); /* the deleter is our code: stay loaded */
-}
-
-void t4a__dl_export_abort(t4a__dl_export *x) {
-  free(x->block);
-  x->block = NULL;
+  return T4A_OK;
 }
 
 /* ---- import ---------------------------------------------------------------------------- */

@@ -7,7 +7,7 @@
  *
  *   export: t4a__dl_export_prepare, lock, find the buffer,
  *           t4a__dl_export_fits, t4a__dl_export_finish, unlock,
- *           t4a__dl_export_done (t4a__dl_export_abort on failure);
+ *           t4a__dl_export_end;
  *   import: t4a__dl_import_prepare, check the device, t4a__dl_import_locate,
  *           lock, wrap [start, +bytes) releasing through imp.release,
  *           unlock. */
@@ -49,12 +49,10 @@ int t4a__dl_export_fits(const t4a__dl_export *x, uint64_t size);
 void t4a__dl_export_finish(t4a__dl_export *x, uint64_t address, int32_t device_type,
                            int32_t device_id, void **out);
 
-/* After finish: the deleters are this plugin's code, so the first export
- * pins it loaded. */
-void t4a__dl_export_done(void);
-
-/* Before finish, on failure: frees the block (no on_delete). */
-void t4a__dl_export_abort(t4a__dl_export *x);
+/* The end of an export, rc its status so far: on failure frees the block
+ * (no on_delete runs; *out stays NULL) and returns rc; on success (after
+ * finish) pins this plugin loaded, since the deleters are its code. */
+int t4a__dl_export_end(t4a__dl_export *x, int rc);
 
 /* A producer's tensor, checked: where its elements lie and how to let it go. */
 typedef struct t4a__dl_import {

@@ -1,6 +1,5 @@
-/* core/options.c -- runtime_create's options (see options.h). The CUDA
- * plugin's lifecycle.c still has its own copy (normalise_options) until it
- * moves onto core/ with its runtime table. */
+/* core/options.c -- runtime_create's options (see options.h), for both
+ * plugins' lifecycle.c. */
 #include "config.h"
 
 #include <string.h>

@@ -64,6 +64,28 @@ bool t4a__read_only_find(uint64_t start, uint64_t bytes, uint64_t *found_start,
   return found;
 }
 
+int t4a__read_only_refuse_write(bool read_only, const char *what) {
+  if (!read_only)
+    return T4A_OK;
+  return t4a__fail(T4A_EINVAL,
+                   "%s: the host buffer was registered read-only; the device "
+                   "cannot write it (register it without "
+                   "T4A_HOST_REGISTER_READ_ONLY)",
+                   what);
+}
+
+int t4a__read_only_refuse_wrap(const char *what, uint64_t address, uint64_t bytes) {
+  uint64_t ro_start, ro_bytes;
+  if (!bytes || !t4a__read_only_find(address, bytes, &ro_start, &ro_bytes))
+    return T4A_OK;
+  return t4a__fail(T4A_EINVAL,
+                   "%s: [0x%llx, +%llu) overlaps [0x%llx, +%llu), registered read-only "
+                   "(T4A_HOST_REGISTER_READ_ONLY), which the device may not write; register "
+                   "it without the flag to wrap it, or copy from it with copy_h2d_pinned",
+                   what, (unsigned long long)address, (unsigned long long)bytes,
+                   (unsigned long long)ro_start, (unsigned long long)ro_bytes);
+}
+
 void t4a__read_only_unload(void) {
   pthread_mutex_lock(&lock);
   free(spans);

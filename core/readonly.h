@@ -27,6 +27,16 @@ void t4a__read_only_remove(uint64_t start);
 bool t4a__read_only_find(uint64_t start, uint64_t bytes, uint64_t *found_start,
                          uint64_t *found_bytes);
 
+/* T4A_EINVAL naming `what` when a copy would write a host buffer that was
+ * registered read-only (`read_only`), else T4A_OK: the check of every
+ * device-to-host pinned copy, 1D and 2D, on every backend. */
+int t4a__read_only_refuse_write(bool read_only, const char *what);
+
+/* T4A_EINVAL naming `what` when [address, +bytes) overlaps a listed
+ * range: wrapping it (buffer_wrap_external, dlpack_import) would make
+ * memory the device may only read a writable buffer. */
+int t4a__read_only_refuse_wrap(const char *what, uint64_t address, uint64_t bytes);
+
 /* Plugin teardown: frees the list. */
 void t4a__read_only_unload(void);
 

@@ -11,10 +11,6 @@
 
 #include "plugin-cuda/runtime.h"
 
-const t4a__hkind t4a__graph_kind = {
-    T4A__TAG_GRAPH, "graph", "graph_end", "replay it on the runtime that captured it",
-    "the graph was released (or its runtime destroyed); capture it again"};
-
 void t4a__capture_init(t4a__runtime *rt) {
   memset(&rt->cap, 0, sizeof rt->cap);
   t4a__htable_init(&rt->graphs, sizeof(t4a__graph));

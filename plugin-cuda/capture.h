@@ -60,7 +60,7 @@ typedef struct t4a__graph {
   t4a__recorded rec;
 } t4a__graph;
 
-extern const t4a__hkind t4a__graph_kind;
+#include "core/kinds.h" /* t4a__graph_kind */
 
 /* Runtime creation: no capture, no graph. */
 void t4a__capture_init(t4a__runtime *rt);

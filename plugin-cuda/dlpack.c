@@ -21,10 +21,8 @@ int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_expor
     return rc;
   t4a__runtime *rt;
   t4a__buffer *buf;
-  if ((rc = t4a__rt_lock(h, "dlpack_export", &rt))) {
-    t4a__dl_export_abort(&x);
-    return rc;
-  }
+  if ((rc = t4a__rt_lock(h, "dlpack_export", &rt)))
+    return t4a__dl_export_end(&x, rc);
   if (!(rc = t4a__buffer_get(rt, bh, "dlpack_export", &buf)) &&
       !(rc = t4a__dl_export_fits(&x, buf->size))) {
     uint64_t host_address = 0;
@@ -33,12 +31,7 @@ int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_expor
                           host ? 0 : rt->ordinal, out);
   }
   t4a__rt_unlock(rt);
-  if (rc) {
-    t4a__dl_export_abort(&x);
-    return rc;
-  }
-  t4a__dl_export_done();
-  return T4A_OK;
+  return t4a__dl_export_end(&x, rc);
 }
 
 int t4a__slot_dlpack_import(t4a_runtime h, void *tensor, uint32_t flags, t4a_buffer *out,

@@ -213,14 +213,9 @@ static int check_host(t4a__runtime *rt, const char *what, uint64_t address, uint
       at = next_page > at ? next_page : end; /* (the last page of the address space) */
     }
   }
-  uint64_t ro_start, ro_bytes;
-  if (t4a__read_only_find(address, bytes, &ro_start, &ro_bytes))
-    return t4a__fail(T4A_EINVAL,
-                     "%s: [0x%llx, +%llu) overlaps [0x%llx, +%llu), registered read-only "
-                     "(T4A_HOST_REGISTER_READ_ONLY), which the device may not write; register "
-                     "it without the flag to wrap it, or copy from it with copy_h2d_pinned",
-                     what, (unsigned long long)address, (unsigned long long)bytes,
-                     (unsigned long long)ro_start, (unsigned long long)ro_bytes);
+  int rc = t4a__read_only_refuse_wrap(what, address, bytes);
+  if (rc)
+    return rc;
   *device_address = first_device;
   return T4A_OK;
 }

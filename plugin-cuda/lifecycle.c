@@ -19,60 +19,11 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "plugin-cuda/copypool.h"
+#include "core/options.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 #include "plugin-cuda/spare.h"
 #include "plugin-cuda/witness.h"
-
-#define DEFAULT_STAGING (64ull << 20)
-#define MIN_STAGING (64ull << 10)
-#define MAX_STAGING (16ull << 30)
-#define DEFAULT_CACHE_LIMIT (1ull << 30)
-
-static int normalise_options(const t4a_runtime_options *in, t4a_runtime_options *o) {
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  if (in) {
-    int rc = t4a__check_struct(in, T4A_RUNTIME_OPTIONS_V1_0_SIZE, "t4a_runtime_options");
-    if (rc)
-      return rc;
-    if ((in->flags & ~T4A_RUNTIME_TIMING) || in->reserved)
-      return t4a__fail(T4A_EINVAL,
-                       "t4a_runtime_options: unknown flags 0x%x or reserved 0x%x; use "
-                       "T4A_RUNTIME_TIMING or 0, and clear reserved",
-                       in->flags & ~T4A_RUNTIME_TIMING, in->reserved);
-    o->flags = in->flags;
-    o->staging_bytes = in->staging_bytes;
-    o->pool_release_threshold = in->pool_release_threshold;
-    o->cache_limit_bytes = in->cache_limit_bytes;
-    o->copy_threads = in->copy_threads;
-    if (in->struct_size >= T4A_RUNTIME_OPTIONS_V1_1_SIZE) {
-      if (in->reserved_v1_1)
-        return t4a__fail(T4A_EINVAL,
-                         "t4a_runtime_options.reserved_v1_1 = 0x%x; clear it (it must be 0)",
-                         in->reserved_v1_1);
-      o->stream_priority = in->stream_priority; /* checked against the device at creation */
-    }
-  }
-  if (!o->staging_bytes)
-    o->staging_bytes = DEFAULT_STAGING;
-  if (o->staging_bytes < MIN_STAGING || o->staging_bytes > MAX_STAGING)
-    return t4a__fail(T4A_EINVAL,
-                     "t4a_runtime_options.staging_bytes = %llu is outside [64 KiB, 16 GiB]; pick "
-                     "a bound in that range (0 = 64 MiB)",
-                     (unsigned long long)o->staging_bytes);
-  if (!o->pool_release_threshold)
-    o->pool_release_threshold = UINT64_MAX;
-  if (!o->cache_limit_bytes)
-    o->cache_limit_bytes = DEFAULT_CACHE_LIMIT;
-  if (!o->copy_threads)
-    o->copy_threads = t4a__copy_threads_default();
-  if (o->copy_threads > 64)
-    return t4a__fail(T4A_EINVAL, "t4a_runtime_options.copy_threads = %u; use 1..64 (0 = default)",
-                     o->copy_threads);
-  return T4A_OK;
-}
 
 /* Enables peer access, both ways, between a new runtime's device and every
  * device that already has a live runtime (both primary contexts are then
@@ -103,7 +54,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   int rc;
   t4a_runtime_options o;
   if ((rc = t4a__require_init()) || (rc = t4a__check_ordinal(ordinal, "runtime_create")) ||
-      (rc = normalise_options(opts, &o)))
+      (rc = t4a__options_normalise(opts, &o)))
     return rc;
   if (!out)
     return t4a__fail(T4A_EINVAL, "runtime_create: out is NULL; pass a pointer");

@@ -12,13 +12,10 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "core/fill.h"
 #include "common/log.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
-
-const t4a__hkind t4a__buffer_kind = {
-    T4A__TAG_BUFFER, "buffer", "buffer_alloc", "use it with its own runtime (or copy_from_runtime)",
-    "the buffer was freed (or its runtime destroyed); allocate a new one"};
 
 int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out) {
   int rc;
@@ -438,36 +435,15 @@ t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) 
 
 int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pattern,
                      uint32_t element_size, uint64_t count) {
-  if (element_size != 1 && element_size != 2 && element_size != 4)
-    return t4a__fail(T4A_EINVAL, "memset: element_size %u; use 1, 2 or 4", element_size);
-  if (offset % element_size)
-    return t4a__fail(T4A_EINVAL,
-                     "memset: offset %llu is not a multiple of element_size %u; align it",
-                     (unsigned long long)offset, element_size);
-  if (element_size < 4 && (pattern >> (8 * element_size)))
-    return t4a__fail(T4A_EINVAL,
-                     "memset: pattern 0x%x does not fit in %u byte(s); pass the "
-                     "element's value",
-                     pattern, element_size);
   uint64_t bytes;
-  if (!t4a__mul_u64(count, element_size, &bytes))
-    return t4a__fail(T4A_ERANGE, "memset: %llu elements of %u bytes overflow; fill less",
-                     (unsigned long long)count, element_size);
   t4a__runtime *rt;
   t4a__buffer *b;
-  int rc = t4a__rt_lock(h, "memset", &rt);
-  if (rc)
+  int rc = t4a__fill_check(offset, pattern, element_size, count, &bytes);
+  if (rc || (rc = t4a__rt_lock(h, "memset", &rt)))
     return rc;
-  if ((rc = t4a__buffer_get(rt, bh, "memset", &b)))
+  if ((rc = t4a__buffer_get(rt, bh, "memset", &b)) ||
+      (rc = t4a__fill_range(offset, bytes, b->size)))
     goto out;
-  if (!t4a__range_ok(offset, bytes, b->size)) {
-    rc = t4a__fail(T4A_ERANGE,
-                   "memset: range [%llu, +%llu) exceeds the buffer's %llu bytes; check the "
-                   "offset and count",
-                   (unsigned long long)offset, (unsigned long long)bytes,
-                   (unsigned long long)b->size);
-    goto out;
-  }
   if (!count)
     goto out;
   const t4a__cuda_api *cu = &t4a__be.cu;

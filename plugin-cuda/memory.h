@@ -51,7 +51,7 @@ typedef struct t4a__memory {
   uint64_t unproven_blocks; /* device blocks kept because a reader was untracked */
 } t4a__memory;
 
-extern const t4a__hkind t4a__buffer_kind;
+#include "core/kinds.h" /* t4a__buffer_kind */
 
 /* Creates the pool, or adopts `pool` (an empty, trimmed pool of a destroyed
  * runtime on this device, with the devices in pool_access granted), sets

@@ -18,10 +18,6 @@
 
 #define HOST_FLAGS_KNOWN T4A_HOST_WRITE_COMBINED
 
-const t4a__hkind t4a__host_kind = {
-    T4A__TAG_HOST, "host buffer", "host_alloc", "use it with its own runtime",
-    "the host buffer was freed (or its runtime destroyed); allocate a new one"};
-
 int t4a__host_get(t4a__runtime *rt, t4a_host_buffer h, const char *what, t4a__host **out) {
   int rc;
   *out = t4a__htable_find(&rt->pin.hosts, &t4a__host_kind, rt->index, h.bits, what, &rc);
@@ -176,13 +172,8 @@ void t4a__pinned_fini(t4a__runtime *rt, bool idle) {
 /* ---- v1.1: the consumer's memory, registered ---------------------------------- */
 
 int t4a__host_check_writable(const t4a__host *hb, const char *what) {
-  if (hb->registered && (hb->flags & T4A_HOST_REGISTER_READ_ONLY))
-    return t4a__fail(T4A_EINVAL,
-                     "%s: the host buffer was registered read-only; the device "
-                     "cannot write it (register it without "
-                     "T4A_HOST_REGISTER_READ_ONLY)",
-                     what);
-  return T4A_OK;
+  return t4a__read_only_refuse_write(hb->registered && (hb->flags & T4A_HOST_REGISTER_READ_ONLY),
+                                     what);
 }
 
 #define REGISTER_FLAGS_KNOWN T4A_HOST_REGISTER_READ_ONLY

@@ -37,7 +37,7 @@ typedef struct t4a__pinned {
   uint64_t cache_bytes;
 } t4a__pinned;
 
-extern const t4a__hkind t4a__host_kind;
+#include "core/kinds.h" /* t4a__host_kind */
 
 void t4a__pinned_init(t4a__runtime *rt);
 

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "common/checked.h"
+#include "core/readonly.h"
 #include "core/rect.h"
 #include "core/slots.h"
 #include "plugin-host/host.h"
@@ -48,12 +49,8 @@ static int pinned_2d(t4a_runtime h, bool to_device, t4a_buffer bh, t4a_host_buff
       (rc = t4a__rect_check(what, g, to_device ? b->size : hb->bytes,
                             to_device ? hb->bytes : b->size, t4a__host_device.max_pitch, &empty)))
     goto out;
-  if (!to_device && hb->read_only) {
-    rc = t4a__fail(T4A_EINVAL, "copy_2d_d2h_pinned: the host buffer was registered read-only "
-                               "(T4A_HOST_REGISTER_READ_ONLY); copy into memory registered "
-                               "writable");
+  if (!to_device && (rc = t4a__read_only_refuse_write(hb->read_only, what)))
     goto out;
-  }
   if (empty)
     goto out;
   t4a__op op = to_device ? rect_op(g, b->blk.ptr, hb->ptr) : rect_op(g, hb->ptr, b->blk.ptr);

@@ -24,20 +24,13 @@ int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_expor
     return rc;
   t4a__hrt *rt;
   t4a__hbuf *b;
-  if ((rc = t4a__hrt_lock(h, "dlpack_export", &rt))) {
-    t4a__dl_export_abort(&x);
-    return rc;
-  }
+  if ((rc = t4a__hrt_lock(h, "dlpack_export", &rt)))
+    return t4a__dl_export_end(&x, rc);
   if (!(rc = t4a__hbuf_get(rt, bh, "dlpack_export", &b)) &&
       !(rc = t4a__dl_export_fits(&x, b->size)))
     t4a__dl_export_finish(&x, (uint64_t)(uintptr_t)b->blk.ptr, T4A_DL_CPU, 0, out);
   t4a__hrt_unlock(rt);
-  if (rc) {
-    t4a__dl_export_abort(&x);
-    return rc;
-  }
-  t4a__dl_export_done();
-  return T4A_OK;
+  return t4a__dl_export_end(&x, rc);
 }
 
 int t4a__slot_dlpack_import(t4a_runtime h, void *tensor, uint32_t flags, t4a_buffer *out,

@@ -43,26 +43,22 @@ static void ext_retired(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
 
 int t4a__host_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t bytes,
                    void (*release)(void *), void *user, t4a_buffer *out) {
-  uint64_t end, ro_start, ro_bytes;
+  uint64_t end;
   if (bytes && !address)
     return t4a__fail(T4A_EINVAL, "%s: the address is 0 for %llu bytes; pass the memory", what,
                      (unsigned long long)bytes);
   if (!t4a__add_u64(address, bytes, &end))
     return t4a__fail(T4A_ERANGE, "%s: the range wraps around the address space; pass a valid range",
                      what);
-  if (bytes && t4a__read_only_find(address, bytes, &ro_start, &ro_bytes))
-    return t4a__fail(T4A_EINVAL,
-                     "%s: [0x%llx, +%llu) overlaps memory registered read-only "
-                     "(T4A_HOST_REGISTER_READ_ONLY) at 0x%llx; a buffer could be written: copy "
-                     "it, or register it writable",
-                     what, (unsigned long long)address, (unsigned long long)bytes,
-                     (unsigned long long)ro_start);
+  int rc = t4a__read_only_refuse_wrap(what, address, bytes);
+  if (rc)
+    return rc;
   t4a__ext *e = calloc(1, sizeof *e);
   if (!e)
     return t4a__fail(T4A_ENOMEM, "%s: out of host memory; free some and retry", what);
   e->release = release;
   e->user = user;
-  int rc = t4a__hbuf_wrap(rt, what, address, bytes, e, ext_retired, out);
+  rc = t4a__hbuf_wrap(rt, what, address, bytes, e, ext_retired, out);
   if (rc)
     free(e);
   return rc;

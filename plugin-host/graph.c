@@ -16,13 +16,9 @@
 #include "core/structs.h"
 #include "plugin-host/host.h"
 
-static const t4a__hkind graph_kind = {
-    T4A__TAG_GRAPH, "graph", "graph_end", "replay it on the runtime that captured it",
-    "the graph was released (or its runtime destroyed); capture it again"};
-
 static int graph_get(t4a__hrt *rt, t4a_graph h, const char *what, t4a__hgraph **out) {
   int rc;
-  *out = t4a__htable_find(&rt->graphs, &graph_kind, rt->slot.index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->graphs, &t4a__graph_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -71,7 +67,7 @@ int t4a__slot_graph_end(t4a_runtime h, t4a_graph *out) {
   g->ops = ops;
   g->named = c.named;
   g->named_count = c.named_count;
-  out->bits = t4a__htable_publish(&rt->graphs, i, &graph_kind, rt->slot.index);
+  out->bits = t4a__htable_publish(&rt->graphs, i, &t4a__graph_kind, rt->slot.index);
   rt->c.graphs_captured++;
   rt->c.live_graphs++;
 out:

@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "core/handle.h"
+#include "core/kinds.h"
 #include "core/rtable.h"
 #include "core/sizeclass.h"
 #include "plugin-host/queue.h"
@@ -172,7 +173,6 @@ int t4a__hrt_refuse(const t4a__hrt *rt, const char *what, const char *why);
 void t4a__hrt_drain(t4a__hrt *rt, uint64_t seq);
 
 /* memory.c */
-extern const t4a__hkind t4a__hbuf_kind;
 int t4a__hbuf_get(t4a__hrt *rt, t4a_buffer h, const char *what, t4a__hbuf **out);
 void t4a__hmem_init(t4a__hrt *rt);
 void t4a__hmem_fini(t4a__hrt *rt);
@@ -184,7 +184,6 @@ int t4a__hbuf_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t by
 void t4a__hbuf_wait_reader(t4a__hrt *rt, t4a__hbuf *b);
 
 /* pinned.c */
-extern const t4a__hkind t4a__hhost_kind;
 int t4a__hhost_get(t4a__hrt *rt, t4a_host_buffer h, const char *what, t4a__hhost **out);
 void t4a__hhost_fini(t4a__hrt *rt);
 

@@ -22,6 +22,7 @@
 
 #include "common/checked.h"
 #include "common/env.h"
+#include "core/fill.h"
 #include "core/slots.h"
 #include "core/structs.h"
 #include "plugin-host/host.h"
@@ -29,14 +30,9 @@
 #define CHUNK (64ull << 20)
 #define ALIGN 256u
 
-const t4a__hkind t4a__hbuf_kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc",
-                                   "use the buffer with the runtime that allocated it",
-                                   "the buffer was freed (or its runtime destroyed); allocate "
-                                   "a new one"};
-
 int t4a__hbuf_get(t4a__hrt *rt, t4a_buffer h, const char *what, t4a__hbuf **out) {
   int rc;
-  *out = t4a__htable_find(&rt->mem.bufs, &t4a__hbuf_kind, rt->slot.index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->mem.bufs, &t4a__buffer_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -191,7 +187,7 @@ int t4a__hbuf_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t by
   b->ext = ext;
   b->ext_released = released;
   out->bits =
-      t4a__htable_publish_seq(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index, &rt->slot.seq);
+      t4a__htable_publish_seq(&rt->mem.bufs, i, &t4a__buffer_kind, rt->slot.index, &rt->slot.seq);
   rt->c.live_buffers++;
   return T4A_OK;
 }
@@ -252,7 +248,7 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
     }
   }
   out->bits =
-      t4a__htable_publish_seq(&rt->mem.bufs, i, &t4a__hbuf_kind, rt->slot.index, &rt->slot.seq);
+      t4a__htable_publish_seq(&rt->mem.bufs, i, &t4a__buffer_kind, rt->slot.index, &rt->slot.seq);
   rt->c.live_buffers++;
 out:
   t4a__hrt_unlock(rt);
@@ -358,30 +354,14 @@ int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
 
 int t4a__slot_memset(t4a_runtime h, t4a_buffer buf, uint64_t offset, uint32_t pattern,
                      uint32_t element_size, uint64_t count) {
-  if (element_size != 1 && element_size != 2 && element_size != 4)
-    return t4a__fail(T4A_EINVAL, "memset: element_size %u; use 1, 2 or 4", element_size);
-  if (element_size < 4 && pattern >> (8 * element_size))
-    return t4a__fail(T4A_EINVAL, "memset: pattern 0x%x does not fit in %u byte(s); mask it",
-                     pattern, element_size);
-  if (offset % element_size)
-    return t4a__fail(T4A_EINVAL, "memset: offset %llu is not a multiple of element_size %u",
-                     (unsigned long long)offset, element_size);
   t4a__hrt *rt;
   t4a__hbuf *b;
   uint64_t bytes;
-  int rc = t4a__host_require_init();
-  if (rc || (rc = t4a__hrt_lock(h, "memset", &rt)))
+  int rc = t4a__fill_check(offset, pattern, element_size, count, &bytes);
+  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock(h, "memset", &rt)))
     return rc;
-  if ((rc = t4a__hbuf_get(rt, buf, "memset", &b)))
+  if ((rc = t4a__hbuf_get(rt, buf, "memset", &b)) || (rc = t4a__fill_range(offset, bytes, b->size)))
     goto out;
-  if (!t4a__mul_u64(count, element_size, &bytes) || !t4a__range_ok(offset, bytes, b->size)) {
-    rc = t4a__fail(T4A_ERANGE,
-                   "memset: %llu elements of %u bytes at offset %llu run past the buffer's %llu "
-                   "bytes; shorten the range",
-                   (unsigned long long)count, element_size, (unsigned long long)offset,
-                   (unsigned long long)b->size);
-    goto out;
-  }
   if (!count)
     goto out;
   t4a__op op = {.kind = T4A__OP_FILL,

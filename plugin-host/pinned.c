@@ -17,14 +17,9 @@
 #include "core/slots.h"
 #include "plugin-host/host.h"
 
-const t4a__hkind t4a__hhost_kind = {T4A__TAG_HOST, "host buffer", "host_alloc or host_register",
-                                    "use the host buffer with the runtime that made it",
-                                    "the host buffer was freed or unregistered (or its runtime "
-                                    "destroyed); make a new one"};
-
 int t4a__hhost_get(t4a__hrt *rt, t4a_host_buffer h, const char *what, t4a__hhost **out) {
   int rc;
-  *out = t4a__htable_find(&rt->hosts, &t4a__hhost_kind, rt->slot.index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->hosts, &t4a__host_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -51,7 +46,7 @@ static int publish(t4a__hrt *rt, const t4a__hhost *h, const char *what, t4a_host
   t4a__hslot head = e->h;
   *e = *h;
   e->h = head;
-  out->bits = t4a__htable_publish(&rt->hosts, i, &t4a__hhost_kind, rt->slot.index);
+  out->bits = t4a__htable_publish(&rt->hosts, i, &t4a__host_kind, rt->slot.index);
   rt->c.live_host_buffers++;
   return T4A_OK;
 }

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "common/checked.h"
+#include "core/readonly.h"
 #include "core/slots.h"
 #include "plugin-host/host.h"
 
@@ -33,12 +34,8 @@ static int pinned(t4a_runtime h, bool to_device, t4a_buffer bh, uint64_t boff, t
       (rc = range(what, "the buffer's", boff, n, b->size)) ||
       (rc = range(what, "the host buffer's", hoff, n, hb->bytes)))
     goto out;
-  if (!to_device && hb->read_only) {
-    rc = t4a__fail(T4A_EINVAL,
-                   "copy_d2h_pinned: the host buffer was registered read-only "
-                   "(T4A_HOST_REGISTER_READ_ONLY); copy into memory registered writable");
+  if (!to_device && (rc = t4a__read_only_refuse_write(hb->read_only, what)))
     goto out;
-  }
   if (!n)
     goto out;
   t4a__op op = to_device ? copy_op(b->blk.ptr + boff, hb->ptr + hoff, n)

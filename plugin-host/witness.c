@@ -27,10 +27,6 @@ typedef struct wit {
   t4a__mark *mark; /* timing runtimes */
 } wit;
 
-static const t4a__hkind wit_kind = {T4A__TAG_WITNESS, "witness", "seal", NULL,
-                                    "the witness was released; keep a reference "
-                                    "(witness_retain) while you use it"};
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static t4a__htable table = {.item_size = sizeof(wit)};
 
@@ -46,7 +42,7 @@ static int look(t4a_witness w, const char *what, seen *out) {
   if (rc)
     return rc;
   pthread_mutex_lock(&lock);
-  wit *e = t4a__htable_find(&table, &wit_kind, OWNER, w.bits, what, &rc);
+  wit *e = t4a__htable_find(&table, &t4a__witness_kind, OWNER, w.bits, what, &rc);
   if (e) {
     out->tl = e->tl;
     out->seq = e->seq;
@@ -126,7 +122,7 @@ int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
   t4a__timeline_retain(e->tl);
   if (e->mark)
     t4a__mark_retain(e->mark);
-  out->bits = t4a__htable_publish(&table, i, &wit_kind, OWNER);
+  out->bits = t4a__htable_publish(&table, i, &t4a__witness_kind, OWNER);
   pthread_mutex_unlock(&lock);
   t4a__retire_due(rt);
 out:
@@ -172,7 +168,7 @@ int t4a__slot_witness_retain(t4a_witness w) {
   if (rc)
     return rc;
   pthread_mutex_lock(&lock);
-  wit *e = t4a__htable_find(&table, &wit_kind, OWNER, w.bits, "witness_retain", &rc);
+  wit *e = t4a__htable_find(&table, &t4a__witness_kind, OWNER, w.bits, "witness_retain", &rc);
   if (e && !t4a__ref_take(&e->refs))
     rc = t4a__fail(T4A_EINVAL, "witness_retain: the witness has 2^32-1 references; release "
                                "some first");
@@ -187,7 +183,7 @@ int t4a__slot_witness_release(t4a_witness w) {
   if (rc)
     return rc;
   pthread_mutex_lock(&lock);
-  wit *e = t4a__htable_find(&table, &wit_kind, OWNER, w.bits, "witness_release", &rc);
+  wit *e = t4a__htable_find(&table, &t4a__witness_kind, OWNER, w.bits, "witness_release", &rc);
   if (e && --e->refs == 0) {
     tl = e->tl;
     m = e->mark;

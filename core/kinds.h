@@ -1,0 +1,15 @@
+/* core/kinds.h -- what each kind of handle a runtime owns is called in a
+ * rejected handle's message (core/handle.h's t4a__hkind), one entry per
+ * kind for both plugins (kinds.c), so that a stale, foreign or mistyped
+ * handle reads the same on either backend. Runtimes: core/rtable.h. */
+#ifndef T4A_CORE_KINDS_H
+#define T4A_CORE_KINDS_H
+
+#include "core/handle.h"
+
+extern const t4a__hkind t4a__buffer_kind;  /* buffer_alloc, wraps, imports */
+extern const t4a__hkind t4a__host_kind;    /* host_alloc, host_register */
+extern const t4a__hkind t4a__graph_kind;   /* graph_end */
+extern const t4a__hkind t4a__witness_kind; /* seal (process-wide) */
+
+#endif
