@@ -22,7 +22,13 @@
  *     producer knows. Fields are only ever appended (in a new minor); none
  *     is removed, reordered or retyped within a major.
  *   - A reader touches a slot only when struct_size covers it: use
- *     T4A_GPU_BACKEND_V1_HAS(table, slot). A NULL slot means "unsupported".
+ *     T4A_GPU_BACKEND_V1_HAS(table, slot). A NULL slot means "unsupported":
+ *     a backend leaves a slot NULL when what it takes or hands out does
+ *     not exist there (the host backend, "host": the raw seam and the
+ *     slots taking CUDA streams or events), and returns T4A_EUNSUPPORTED
+ *     with the reason from a slot it fills but cannot serve (one device: no
+ *     peer copies; no kernels yet: the code slots). Each slot's comment
+ *     says which, after "A backend without ...".
  *   - Argument and info structs that may grow carry their own struct_size as
  *     their first field, set by the caller to sizeof(the struct it was
  *     compiled with). A callee accepts any struct_size at least as large as
@@ -251,6 +257,15 @@ typedef struct t4a_device_info {
   /* -- v1.1 -- */
   uint64_t max_pitch; /* largest row pitch of a 2D copy, bytes (v1.1) */
 } t4a_device_info;
+/* On the host backend ("host") device 0 is the machine's CPUs: name = the
+ * CPU model (/proc/cpuinfo), total_memory = physical RAM, multiprocessors =
+ * online CPUs, flags = T4A_DEVICE_MEMORY_POOLS | T4A_DEVICE_INTEGRATED |
+ * T4A_DEVICE_UNIFIED_ADDRESSING (its buffers are host memory, and
+ * buffer_device_address is a host address); cc 0.0, uuid all zero,
+ * pci_bus_id "", warp_size 1; the launch limits a CUDA device has (1024
+ * threads per block, blocks 1024 x 1024 x 64, grids 2^31-1 x 65535 x
+ * 65535, 48 KiB shared, opt-in alike), which its kernels will check; and
+ * max_pitch 2^46 (its largest buffer). */
 
 typedef struct t4a_compiler_info {
   uint32_t struct_size;
@@ -814,13 +829,16 @@ struct t4a_gpu_backend_v1 {
   /* copy_from_peer: like copy_from_runtime for runtimes on two different
    * devices, through direct peer access (enabled once per device pair).
    * T4A_EUNSUPPORTED with the reason when peer access is impossible; there
-   * is no silent fallback. */
+   * is no silent fallback. A backend without a second device (host: one
+   * device, every runtime on it): T4A_EUNSUPPORTED saying to use
+   * copy_from_runtime. */
   int (*copy_from_peer)(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset, t4a_runtime src_rt,
                         t4a_buffer src, uint64_t src_offset, uint64_t bytes);
 
   /* copy_from_peer_via_host: the explicit, slower route between devices
    * without peer access: through both runtimes' staging. Returns once the
-   * data has left src (the device write completes in dst_rt's order). */
+   * data has left src (the device write completes in dst_rt's order). A
+   * backend without a second device: T4A_EUNSUPPORTED, as copy_from_peer. */
   int (*copy_from_peer_via_host)(t4a_runtime dst_rt, t4a_buffer dst, uint64_t dst_offset,
                                  t4a_runtime src_rt, t4a_buffer src, uint64_t src_offset,
                                  uint64_t bytes);
@@ -931,13 +949,21 @@ struct t4a_gpu_backend_v1 {
    * kernel's arguments, as cuLaunchKernel takes them (a buffer argument is
    * a pointer to the uint64_t from buffer_device_address). Geometry is
    * checked against the device's limits before the driver sees it
-   * (T4A_EINVAL naming the bad value). */
+   * (T4A_EINVAL naming the bad value). A backend without kernels (host,
+   * until its kernels land): T4A_EUNSUPPORTED with the reason, as
+   * artifact_compile, artifact_from_bytes, launch_ex and the occupancy
+   * slots (module_load and the function slots: T4A_EHANDLE, since no
+   * artifact can exist; compiler_info reports T4A_ENOCOMPILER). */
   int (*launch)(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
 
   /* -- raw seam (v1.0) ---------------------------------------------------
    * raw_runtime: the runtime's CUcontext, CUstream and device. Valid until
    * runtime_destroy. The consumer may enqueue work on the stream but must
    * not destroy it, change its flags, or synchronise other runtimes on it.
+   * A backend without CUDA objects (host) leaves raw_runtime, raw_function,
+   * raw_begin and raw_end NULL: there is no context, stream or CUfunction
+   * to hand out; its buffers' addresses (buffer_device_address) are host
+   * pointers any host code may use.
    */
   int (*raw_runtime)(t4a_runtime rt, t4a_raw_runtime *out);
 
@@ -1036,7 +1062,10 @@ struct t4a_gpu_backend_v1 {
    * reserved != 0 (T4A_EINVAL). A device or driver without clusters,
    * cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
    * occupancy answers are cached per function and configuration, so a
-   * repeated launch asks the driver nothing but the launch. */
+   * repeated launch asks the driver nothing but the launch. A backend
+   * without kernels (host): T4A_EUNSUPPORTED with the reason; its
+   * runtime_info reports exec_flags T4A_EXEC_GRAPHS only (no clusters, no
+   * cooperative launches, one priority). */
   int (*launch_ex)(t4a_runtime rt, t4a_function f, const t4a_launch_ex_config *cfg, void **args);
 
   /* occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
@@ -1150,7 +1179,8 @@ struct t4a_gpu_backend_v1 {
    * context `stream` lives in (its own stream is untouched); w may come
    * from any runtime of this backend. A completed witness enqueues
    * nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing
-   * enqueued). */
+   * enqueued). A backend without CUDA streams (host) leaves it NULL: its
+   * consumers order themselves with witness_wait or runtime_wait_witness. */
   int (*stream_wait_witness)(t4a_runtime rt, void *stream, t4a_witness w);
 
   /* runtime_wait_event: work rt enqueues after this call runs after the
@@ -1158,13 +1188,15 @@ struct t4a_gpu_backend_v1 {
    * this call; never recorded: nothing to wait for), GPU-side. The event
    * may belong to any context; the consumer keeps owning it. During a
    * capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
-   * work outside the capture). */
+   * work outside the capture). A backend without CUDA events (host) leaves
+   * it NULL. */
   int (*runtime_wait_event)(t4a_runtime rt, void *event);
 
   /* runtime_wait_stream: work rt enqueues after this call runs after all
    * work the consumer enqueued on `stream` so far, GPU-side (an event of
    * rt's pool recorded on `stream`, waited on by rt's stream). During a
-   * capture: T4A_EBUSY, as runtime_wait_event. */
+   * capture: T4A_EBUSY, as runtime_wait_event. A backend without CUDA
+   * streams (host) leaves it NULL. */
   int (*runtime_wait_stream)(t4a_runtime rt, void *stream);
 
   /* dlpack_export: *out = a new DLManagedTensor (req->flags without
@@ -1174,10 +1206,12 @@ struct t4a_gpu_backend_v1 {
    * req->dtype, shape and strides (see t4a_dlpack_export; strides are
    * always filled in, row-major when req->strides is NULL). Device
    * T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,
-   * 0). No copy, nothing enqueued: order the consumer's work after rt's
-   * with stream_wait_witness. The tensor borrows the memory: it stays valid
-   * until buf is freed or rt destroyed; the consumer must be done with it
-   * (its GPU work included) by then. The tensor's deleter frees what the
+   * 0); on the host backend T4A_DL_CPU, 0 (what NumPy, PyTorch CPU and JAX
+   * CPU take). No copy, nothing enqueued: order the consumer's work after
+   * rt's with stream_wait_witness (host: seal and witness_wait first).
+   * The tensor borrows the memory: it stays valid until buf is freed or
+   * rt destroyed; the consumer must be done with it (its GPU work
+   * included) by then. The tensor's deleter frees what the
    * export allocated, then calls req->on_delete(req->user); it touches no
    * runtime, so it may run on any thread, at any time, even after rt is
    * destroyed (the plugin stays loaded once it exported a tensor). Bad
@@ -1191,7 +1225,8 @@ struct t4a_gpu_backend_v1 {
    * (buffer_wrap_external) spanning exactly its elements; *offset (may be
    * NULL) = bytes from the buffer's start to element 0 (non-zero only with
    * negative strides). Device T4A_DL_CUDA with rt's ordinal (another
-   * ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a
+   * ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST (on the host backend
+   * T4A_DL_CPU or T4A_DL_CUDA_HOST, both host memory); other devices, a
    * DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
    * T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
    * T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter

@@ -1228,7 +1228,9 @@ class t4a_gpu_backend_v1(Structure):
         # copy_from_peer: like copy_from_runtime for runtimes on two different
         # devices, through direct peer access (enabled once per device pair).
         # T4A_EUNSUPPORTED with the reason when peer access is impossible; there
-        # is no silent fallback.
+        # is no silent fallback. A backend without a second device (host: one
+        # device, every runtime on it): T4A_EUNSUPPORTED saying to use
+        # copy_from_runtime.
         ('copy_from_peer', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1241,7 +1243,8 @@ class t4a_gpu_backend_v1(Structure):
         )),
         # copy_from_peer_via_host: the explicit, slower route between devices
         # without peer access: through both runtimes' staging. Returns once the
-        # data has left src (the device write completes in dst_rt's order).
+        # data has left src (the device write completes in dst_rt's order). A
+        # backend without a second device: T4A_EUNSUPPORTED, as copy_from_peer.
         ('copy_from_peer_via_host', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1377,7 +1380,11 @@ class t4a_gpu_backend_v1(Structure):
         # kernel's arguments, as cuLaunchKernel takes them (a buffer argument is
         # a pointer to the uint64_t from buffer_device_address). Geometry is
         # checked against the device's limits before the driver sees it
-        # (T4A_EINVAL naming the bad value).
+        # (T4A_EINVAL naming the bad value). A backend without kernels (host,
+        # until its kernels land): T4A_EUNSUPPORTED with the reason, as
+        # artifact_compile, artifact_from_bytes, launch_ex and the occupancy
+        # slots (module_load and the function slots: T4A_EHANDLE, since no
+        # artifact can exist; compiler_info reports T4A_ENOCOMPILER).
         ('launch', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1389,6 +1396,10 @@ class t4a_gpu_backend_v1(Structure):
         # raw_runtime: the runtime's CUcontext, CUstream and device. Valid until
         # runtime_destroy. The consumer may enqueue work on the stream but must
         # not destroy it, change its flags, or synchronise other runtimes on it.
+        # A backend without CUDA objects (host) leaves raw_runtime, raw_function,
+        # raw_begin and raw_end NULL: there is no context, stream or CUfunction
+        # to hand out; its buffers' addresses (buffer_device_address) are host
+        # pointers any host code may use.
         ('raw_runtime', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_raw_runtime))),
         # buffer_device_address: the buffer's CUdeviceptr; valid until the
         # buffer is freed (then only for work already enqueued).
@@ -1558,7 +1569,10 @@ class t4a_gpu_backend_v1(Structure):
         # reserved != 0 (T4A_EINVAL). A device or driver without clusters,
         # cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
         # occupancy answers are cached per function and configuration, so a
-        # repeated launch asks the driver nothing but the launch.
+        # repeated launch asks the driver nothing but the launch. A backend
+        # without kernels (host): T4A_EUNSUPPORTED with the reason; its
+        # runtime_info reports exec_flags T4A_EXEC_GRAPHS only (no clusters, no
+        # cooperative launches, one priority).
         ('launch_ex', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1695,19 +1709,22 @@ class t4a_gpu_backend_v1(Structure):
         # context `stream` lives in (its own stream is untouched); w may come
         # from any runtime of this backend. A completed witness enqueues
         # nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing
-        # enqueued).
+        # enqueued). A backend without CUDA streams (host) leaves it NULL: its
+        # consumers order themselves with witness_wait or runtime_wait_witness.
         ('stream_wait_witness', CFUNCTYPE(c_int, t4a_runtime, c_void_p, t4a_witness)),
         # runtime_wait_event: work rt enqueues after this call runs after the
         # consumer's CUevent `event` (its most recent cuEventRecord at the time of
         # this call; never recorded: nothing to wait for), GPU-side. The event
         # may belong to any context; the consumer keeps owning it. During a
         # capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
-        # work outside the capture).
+        # work outside the capture). A backend without CUDA events (host) leaves
+        # it NULL.
         ('runtime_wait_event', CFUNCTYPE(c_int, t4a_runtime, c_void_p)),
         # runtime_wait_stream: work rt enqueues after this call runs after all
         # work the consumer enqueued on `stream` so far, GPU-side (an event of
         # rt's pool recorded on `stream`, waited on by rt's stream). During a
-        # capture: T4A_EBUSY, as runtime_wait_event.
+        # capture: T4A_EBUSY, as runtime_wait_event. A backend without CUDA
+        # streams (host) leaves it NULL.
         ('runtime_wait_stream', CFUNCTYPE(c_int, t4a_runtime, c_void_p)),
         # dlpack_export: *out = a new DLManagedTensor (req->flags without
         # T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or
@@ -1716,10 +1733,12 @@ class t4a_gpu_backend_v1(Structure):
         # req->dtype, shape and strides (see t4a_dlpack_export; strides are
         # always filled in, row-major when req->strides is NULL). Device
         # T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,
-        # 0). No copy, nothing enqueued: order the consumer's work after rt's
-        # with stream_wait_witness. The tensor borrows the memory: it stays valid
-        # until buf is freed or rt destroyed; the consumer must be done with it
-        # (its GPU work included) by then. The tensor's deleter frees what the
+        # 0); on the host backend T4A_DL_CPU, 0 (what NumPy, PyTorch CPU and JAX
+        # CPU take). No copy, nothing enqueued: order the consumer's work after
+        # rt's with stream_wait_witness (host: seal and witness_wait first).
+        # The tensor borrows the memory: it stays valid until buf is freed or
+        # rt destroyed; the consumer must be done with it (its GPU work
+        # included) by then. The tensor's deleter frees what the
         # export allocated, then calls req->on_delete(req->user); it touches no
         # runtime, so it may run on any thread, at any time, even after rt is
         # destroyed (the plugin stays loaded once it exported a tensor). Bad
@@ -1738,7 +1757,8 @@ class t4a_gpu_backend_v1(Structure):
         # (buffer_wrap_external) spanning exactly its elements; *offset (may be
         # NULL) = bytes from the buffer's start to element 0 (non-zero only with
         # negative strides). Device T4A_DL_CUDA with rt's ordinal (another
-        # ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a
+        # ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST (on the host backend
+        # T4A_DL_CPU or T4A_DL_CUDA_HOST, both host memory); other devices, a
         # DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
         # T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
         # T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
@@ -2059,11 +2079,14 @@ SLOT_DOCS = {
         'copy_from_peer: like copy_from_runtime for runtimes on two different\n'
         'devices, through direct peer access (enabled once per device pair).\n'
         'T4A_EUNSUPPORTED with the reason when peer access is impossible; there\n'
-        'is no silent fallback.'),
+        'is no silent fallback. A backend without a second device (host: one\n'
+        'device, every runtime on it): T4A_EUNSUPPORTED saying to use\n'
+        'copy_from_runtime.'),
     'copy_from_peer_via_host': (
         'copy_from_peer_via_host: the explicit, slower route between devices\n'
         "without peer access: through both runtimes' staging. Returns once the\n"
-        "data has left src (the device write completes in dst_rt's order)."),
+        "data has left src (the device write completes in dst_rt's order). A\n"
+        'backend without a second device: T4A_EUNSUPPORTED, as copy_from_peer.'),
     'seal': (
         'seal: returns a witness covering all work enqueued on the runtime so\n'
         'far. Records at most one completion event; when nothing was enqueued\n'
@@ -2159,11 +2182,19 @@ SLOT_DOCS = {
         "kernel's arguments, as cuLaunchKernel takes them (a buffer argument is\n"
         'a pointer to the uint64_t from buffer_device_address). Geometry is\n'
         "checked against the device's limits before the driver sees it\n"
-        '(T4A_EINVAL naming the bad value).'),
+        '(T4A_EINVAL naming the bad value). A backend without kernels (host,\n'
+        'until its kernels land): T4A_EUNSUPPORTED with the reason, as\n'
+        'artifact_compile, artifact_from_bytes, launch_ex and the occupancy\n'
+        'slots (module_load and the function slots: T4A_EHANDLE, since no\n'
+        'artifact can exist; compiler_info reports T4A_ENOCOMPILER).'),
     'raw_runtime': (
         "raw_runtime: the runtime's CUcontext, CUstream and device. Valid until\n"
         'runtime_destroy. The consumer may enqueue work on the stream but must\n'
-        'not destroy it, change its flags, or synchronise other runtimes on it.'),
+        'not destroy it, change its flags, or synchronise other runtimes on it.\n'
+        'A backend without CUDA objects (host) leaves raw_runtime, raw_function,\n'
+        'raw_begin and raw_end NULL: there is no context, stream or CUfunction\n'
+        "to hand out; its buffers' addresses (buffer_device_address) are host\n"
+        'pointers any host code may use.'),
     'buffer_device_address': (
         "buffer_device_address: the buffer's CUdeviceptr; valid until the\n"
         'buffer is freed (then only for work already enqueued).'),
@@ -2296,7 +2327,10 @@ SLOT_DOCS = {
         'reserved != 0 (T4A_EINVAL). A device or driver without clusters,\n'
         'cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The\n'
         'occupancy answers are cached per function and configuration, so a\n'
-        'repeated launch asks the driver nothing but the launch.'),
+        'repeated launch asks the driver nothing but the launch. A backend\n'
+        'without kernels (host): T4A_EUNSUPPORTED with the reason; its\n'
+        'runtime_info reports exec_flags T4A_EXEC_GRAPHS only (no clusters, no\n'
+        'cooperative launches, one priority).'),
     'occupancy_max_active_blocks': (
         'occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f\n'
         'with block_threads threads and shared_bytes of dynamic shared memory\n'
@@ -2393,19 +2427,22 @@ SLOT_DOCS = {
         'context `stream` lives in (its own stream is untouched); w may come\n'
         'from any runtime of this backend. A completed witness enqueues\n'
         'nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing\n'
-        'enqueued).'),
+        'enqueued). A backend without CUDA streams (host) leaves it NULL: its\n'
+        'consumers order themselves with witness_wait or runtime_wait_witness.'),
     'runtime_wait_event': (
         'runtime_wait_event: work rt enqueues after this call runs after the\n'
         "consumer's CUevent `event` (its most recent cuEventRecord at the time of\n"
         'this call; never recorded: nothing to wait for), GPU-side. The event\n'
         'may belong to any context; the consumer keeps owning it. During a\n'
         'capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for\n'
-        'work outside the capture).'),
+        'work outside the capture). A backend without CUDA events (host) leaves\n'
+        'it NULL.'),
     'runtime_wait_stream': (
         'runtime_wait_stream: work rt enqueues after this call runs after all\n'
         'work the consumer enqueued on `stream` so far, GPU-side (an event of\n'
         "rt's pool recorded on `stream`, waited on by rt's stream). During a\n"
-        'capture: T4A_EBUSY, as runtime_wait_event.'),
+        'capture: T4A_EBUSY, as runtime_wait_event. A backend without CUDA\n'
+        'streams (host) leaves it NULL.'),
     'dlpack_export': (
         'dlpack_export: *out = a new DLManagedTensor (req->flags without\n'
         'T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or\n'
@@ -2414,10 +2451,12 @@ SLOT_DOCS = {
         'req->dtype, shape and strides (see t4a_dlpack_export; strides are\n'
         'always filled in, row-major when req->strides is NULL). Device\n'
         "T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,\n"
-        "0). No copy, nothing enqueued: order the consumer's work after rt's\n"
-        'with stream_wait_witness. The tensor borrows the memory: it stays valid\n'
-        'until buf is freed or rt destroyed; the consumer must be done with it\n'
-        "(its GPU work included) by then. The tensor's deleter frees what the\n"
+        '0); on the host backend T4A_DL_CPU, 0 (what NumPy, PyTorch CPU and JAX\n'
+        "CPU take). No copy, nothing enqueued: order the consumer's work after\n"
+        "rt's with stream_wait_witness (host: seal and witness_wait first).\n"
+        'The tensor borrows the memory: it stays valid until buf is freed or\n'
+        'rt destroyed; the consumer must be done with it (its GPU work\n'
+        "included) by then. The tensor's deleter frees what the\n"
         'export allocated, then calls req->on_delete(req->user); it touches no\n'
         'runtime, so it may run on any thread, at any time, even after rt is\n'
         'destroyed (the plugin stays loaded once it exported a tensor). Bad\n'
@@ -2430,7 +2469,8 @@ SLOT_DOCS = {
         '(buffer_wrap_external) spanning exactly its elements; *offset (may be\n'
         "NULL) = bytes from the buffer's start to element 0 (non-zero only with\n"
         "negative strides). Device T4A_DL_CUDA with rt's ordinal (another\n"
-        'ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a\n'
+        'ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST (on the host backend\n'
+        'T4A_DL_CPU or T4A_DL_CUDA_HOST, both host memory); other devices, a\n'
         'DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are\n'
         'T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has\n'
         'T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter\n'

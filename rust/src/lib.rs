@@ -457,7 +457,9 @@ impl Backend {
             sys::T4A_EUNSUPPORTED,
             slot,
             format!(
-                "the backend {} (ABI {}.{}) does not provide {slot}; use a newer plugin",
+                "the backend {} (ABI {}.{}) does not provide {slot} (its slot is NULL: the \
+                 header's comment on {slot} says what a backend without it does; a plugin \
+                 older than the slot lacks it too)",
                 self.path, self.abi.0, self.abi.1
             ),
         )

@@ -38,7 +38,13 @@
 //!     producer knows. Fields are only ever appended (in a new minor); none
 //!     is removed, reordered or retyped within a major.
 //!   - A reader touches a slot only when struct_size covers it: use
-//!     T4A_GPU_BACKEND_V1_HAS(table, slot). A NULL slot means "unsupported".
+//!     T4A_GPU_BACKEND_V1_HAS(table, slot). A NULL slot means "unsupported":
+//!     a backend leaves a slot NULL when what it takes or hands out does
+//!     not exist there (the host backend, "host": the raw seam and the
+//!     slots taking CUDA streams or events), and returns T4A_EUNSUPPORTED
+//!     with the reason from a slot it fills but cannot serve (one device: no
+//!     peer copies; no kernels yet: the code slots). Each slot's comment
+//!     says which, after "A backend without ...".
 //!   - Argument and info structs that may grow carry their own struct_size as
 //!     their first field, set by the caller to sizeof(the struct it was
 //!     compiled with). A callee accepts any struct_size at least as large as
@@ -1761,11 +1767,14 @@ pub struct t4a_gpu_backend_v1 {
     /// copy_from_peer: like copy_from_runtime for runtimes on two different
     /// devices, through direct peer access (enabled once per device pair).
     /// T4A_EUNSUPPORTED with the reason when peer access is impossible; there
-    /// is no silent fallback.
+    /// is no silent fallback. A backend without a second device (host: one
+    /// device, every runtime on it): T4A_EUNSUPPORTED saying to use
+    /// copy_from_runtime.
     pub copy_from_peer: Option<unsafe extern "C" fn(dst_rt: t4a_runtime, dst: t4a_buffer, dst_offset: u64, src_rt: t4a_runtime, src: t4a_buffer, src_offset: u64, bytes: u64) -> c_int>,
     /// copy_from_peer_via_host: the explicit, slower route between devices
     /// without peer access: through both runtimes' staging. Returns once the
-    /// data has left src (the device write completes in dst_rt's order).
+    /// data has left src (the device write completes in dst_rt's order). A
+    /// backend without a second device: T4A_EUNSUPPORTED, as copy_from_peer.
     pub copy_from_peer_via_host: Option<unsafe extern "C" fn(dst_rt: t4a_runtime, dst: t4a_buffer, dst_offset: u64, src_rt: t4a_runtime, src: t4a_buffer, src_offset: u64, bytes: u64) -> c_int>,
     // -- completion (v1.0)
     /// seal: returns a witness covering all work enqueued on the runtime so
@@ -1864,12 +1873,20 @@ pub struct t4a_gpu_backend_v1 {
     /// kernel's arguments, as cuLaunchKernel takes them (a buffer argument is
     /// a pointer to the uint64_t from buffer_device_address). Geometry is
     /// checked against the device's limits before the driver sees it
-    /// (T4A_EINVAL naming the bad value).
+    /// (T4A_EINVAL naming the bad value). A backend without kernels (host,
+    /// until its kernels land): T4A_EUNSUPPORTED with the reason, as
+    /// artifact_compile, artifact_from_bytes, launch_ex and the occupancy
+    /// slots (module_load and the function slots: T4A_EHANDLE, since no
+    /// artifact can exist; compiler_info reports T4A_ENOCOMPILER).
     pub launch: Option<unsafe extern "C" fn(rt: t4a_runtime, f: t4a_function, cfg: *const t4a_launch_config, args: *mut *mut c_void) -> c_int>,
     // -- raw seam (v1.0)
     /// raw_runtime: the runtime's CUcontext, CUstream and device. Valid until
     /// runtime_destroy. The consumer may enqueue work on the stream but must
     /// not destroy it, change its flags, or synchronise other runtimes on it.
+    /// A backend without CUDA objects (host) leaves raw_runtime, raw_function,
+    /// raw_begin and raw_end NULL: there is no context, stream or CUfunction
+    /// to hand out; its buffers' addresses (buffer_device_address) are host
+    /// pointers any host code may use.
     pub raw_runtime: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_raw_runtime) -> c_int>,
     /// buffer_device_address: the buffer's CUdeviceptr; valid until the
     /// buffer is freed (then only for work already enqueued).
@@ -2006,7 +2023,10 @@ pub struct t4a_gpu_backend_v1 {
     /// reserved != 0 (T4A_EINVAL). A device or driver without clusters,
     /// cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
     /// occupancy answers are cached per function and configuration, so a
-    /// repeated launch asks the driver nothing but the launch.
+    /// repeated launch asks the driver nothing but the launch. A backend
+    /// without kernels (host): T4A_EUNSUPPORTED with the reason; its
+    /// runtime_info reports exec_flags T4A_EXEC_GRAPHS only (no clusters, no
+    /// cooperative launches, one priority).
     pub launch_ex: Option<unsafe extern "C" fn(rt: t4a_runtime, f: t4a_function, cfg: *const t4a_launch_ex_config, args: *mut *mut c_void) -> c_int>,
     /// occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
     /// with block_threads threads and shared_bytes of dynamic shared memory
@@ -2105,19 +2125,22 @@ pub struct t4a_gpu_backend_v1 {
     /// context `stream` lives in (its own stream is untouched); w may come
     /// from any runtime of this backend. A completed witness enqueues
     /// nothing; one whose device faulted is T4A_EDEVICEFAULT (nothing
-    /// enqueued).
+    /// enqueued). A backend without CUDA streams (host) leaves it NULL: its
+    /// consumers order themselves with witness_wait or runtime_wait_witness.
     pub stream_wait_witness: Option<unsafe extern "C" fn(rt: t4a_runtime, stream: *mut c_void, w: t4a_witness) -> c_int>,
     /// runtime_wait_event: work rt enqueues after this call runs after the
     /// consumer's CUevent `event` (its most recent cuEventRecord at the time of
     /// this call; never recorded: nothing to wait for), GPU-side. The event
     /// may belong to any context; the consumer keeps owning it. During a
     /// capture (graph_begin): T4A_EBUSY, as runtime_wait_witness (a wait for
-    /// work outside the capture).
+    /// work outside the capture). A backend without CUDA events (host) leaves
+    /// it NULL.
     pub runtime_wait_event: Option<unsafe extern "C" fn(rt: t4a_runtime, event: *mut c_void) -> c_int>,
     /// runtime_wait_stream: work rt enqueues after this call runs after all
     /// work the consumer enqueued on `stream` so far, GPU-side (an event of
     /// rt's pool recorded on `stream`, waited on by rt's stream). During a
-    /// capture: T4A_EBUSY, as runtime_wait_event.
+    /// capture: T4A_EBUSY, as runtime_wait_event. A backend without CUDA
+    /// streams (host) leaves it NULL.
     pub runtime_wait_stream: Option<unsafe extern "C" fn(rt: t4a_runtime, stream: *mut c_void) -> c_int>,
     /// dlpack_export: *out = a new DLManagedTensor (req->flags without
     /// T4A_DLPACK_VERSIONED: t4a_dl_managed_tensor *) or
@@ -2126,10 +2149,12 @@ pub struct t4a_gpu_backend_v1 {
     /// req->dtype, shape and strides (see t4a_dlpack_export; strides are
     /// always filled in, row-major when req->strides is NULL). Device
     /// T4A_DL_CUDA and rt's ordinal (an external host buffer: T4A_DL_CUDA_HOST,
-    /// 0). No copy, nothing enqueued: order the consumer's work after rt's
-    /// with stream_wait_witness. The tensor borrows the memory: it stays valid
-    /// until buf is freed or rt destroyed; the consumer must be done with it
-    /// (its GPU work included) by then. The tensor's deleter frees what the
+    /// 0); on the host backend T4A_DL_CPU, 0 (what NumPy, PyTorch CPU and JAX
+    /// CPU take). No copy, nothing enqueued: order the consumer's work after
+    /// rt's with stream_wait_witness (host: seal and witness_wait first).
+    /// The tensor borrows the memory: it stays valid until buf is freed or
+    /// rt destroyed; the consumer must be done with it (its GPU work
+    /// included) by then. The tensor's deleter frees what the
     /// export allocated, then calls req->on_delete(req->user); it touches no
     /// runtime, so it may run on any thread, at any time, even after rt is
     /// destroyed (the plugin stays loaded once it exported a tensor). Bad
@@ -2142,7 +2167,8 @@ pub struct t4a_gpu_backend_v1 {
     /// (buffer_wrap_external) spanning exactly its elements; *offset (may be
     /// NULL) = bytes from the buffer's start to element 0 (non-zero only with
     /// negative strides). Device T4A_DL_CUDA with rt's ordinal (another
-    /// ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST; other devices, a
+    /// ordinal: T4A_EFOREIGNDEVICE) or T4A_DL_CUDA_HOST (on the host backend
+    /// T4A_DL_CPU or T4A_DL_CUDA_HOST, both host memory); other devices, a
     /// DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
     /// T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
     /// T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
