@@ -86,10 +86,15 @@ void t4a__events_wait_unpinned(t4a__runtime *rt) {
       pinned |= rt->done.events[i]->pins != 0;
     if (!pinned)
       return;
-    pthread_mutex_unlock(&rt->lock); /* not t4a__rt_unlock: due calls wait for destroy's end */
+    /* not t4a__rt_unlock: the calls due (release callbacks of what the
+     * drained stream retired) wait for destroy's end, and stay destroy's:
+     * the waiter's unlock, as it lets its pin go, must not run them in the
+     * middle of the destroy (one may destroy this runtime) */
+    t4a__calls kept;
+    t4a__rt_unlock_keep(rt, &kept);
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
-    pthread_mutex_lock(&rt->lock);
+    t4a__rt_relock(rt, &kept);
   }
 }
 
