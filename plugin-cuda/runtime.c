@@ -199,7 +199,7 @@ void t4a__keep(const void *handle) {
   pthread_mutex_lock(&kept_lock);
   if (kept_count < KEPT_STATIC) {
     kept_first[kept_count++] = handle;
-  } else {
+  } else if (kept_count < UINT32_MAX) { /* the count never wraps (then: leaked, not listed) */
     const void **list = realloc(kept_more, (kept_count - KEPT_STATIC + 1) * sizeof *list);
     if (list) {
       kept_more = list;
@@ -213,7 +213,9 @@ void t4a__keep(const void *handle) {
 void t4a__rt_quarantine(const t4a__runtime *rt) {
   t4a__runtime *copy = malloc(sizeof *copy);
   pthread_mutex_lock(&kept_lock);
-  t4a__runtime **list = copy ? realloc(quarantine, (quarantine_count + 1) * sizeof(void *)) : NULL;
+  t4a__runtime **list = copy && quarantine_count < UINT32_MAX
+                            ? realloc(quarantine, (quarantine_count + 1) * sizeof(void *))
+                            : NULL;
   if (list) {
     memcpy(copy, rt, sizeof *copy);
     quarantine = list;

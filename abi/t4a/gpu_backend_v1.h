@@ -1076,7 +1076,12 @@ struct t4a_gpu_backend_v1 {
    * is a graph of rt (rt owns it). The recorded work has not run. When a
    * captured call failed, or instantiation fails, the capture ends all
    * the same, nothing is returned, and the status says why; capture
-   * again. Not capturing: T4A_EINVAL. */
+   * again. A capture records at most 16,777,216 (2^24) launches, and as
+   * many distinct buffers, host buffers and functions that its copies and
+   * launches name: the call that would exceed that still succeeds (its
+   * work is in the driver's capture), but the capture has failed and
+   * graph_end returns T4A_ENOMEM, saying so; capture the work as several
+   * smaller graphs. Not capturing: T4A_EINVAL. */
   int (*graph_end)(t4a_runtime rt, t4a_graph *out);
 
   /* graph_launch: replays g on rt's stream, in call order with everything

@@ -1612,7 +1612,12 @@ class t4a_gpu_backend_v1(Structure):
         # is a graph of rt (rt owns it). The recorded work has not run. When a
         # captured call failed, or instantiation fails, the capture ends all
         # the same, nothing is returned, and the status says why; capture
-        # again. Not capturing: T4A_EINVAL.
+        # again. A capture records at most 16,777,216 (2^24) launches, and as
+        # many distinct buffers, host buffers and functions that its copies and
+        # launches name: the call that would exceed that still succeeds (its
+        # work is in the driver's capture), but the capture has failed and
+        # graph_end returns T4A_ENOMEM, saying so; capture the work as several
+        # smaller graphs. Not capturing: T4A_EINVAL.
         ('graph_end', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_graph))),
         # graph_launch: replays g on rt's stream, in call order with everything
         # else rt enqueues (the next seal covers it: one event). Arguments and
@@ -2315,7 +2320,12 @@ SLOT_DOCS = {
         'is a graph of rt (rt owns it). The recorded work has not run. When a\n'
         'captured call failed, or instantiation fails, the capture ends all\n'
         'the same, nothing is returned, and the status says why; capture\n'
-        'again. Not capturing: T4A_EINVAL.'),
+        'again. A capture records at most 16,777,216 (2^24) launches, and as\n'
+        'many distinct buffers, host buffers and functions that its copies and\n'
+        'launches name: the call that would exceed that still succeeds (its\n'
+        "work is in the driver's capture), but the capture has failed and\n"
+        'graph_end returns T4A_ENOMEM, saying so; capture the work as several\n'
+        'smaller graphs. Not capturing: T4A_EINVAL.'),
     'graph_launch': (
         "graph_launch: replays g on rt's stream, in call order with everything\n"
         'else rt enqueues (the next seal covers it: one event). Arguments and\n'

@@ -2033,7 +2033,12 @@ pub struct t4a_gpu_backend_v1 {
     /// is a graph of rt (rt owns it). The recorded work has not run. When a
     /// captured call failed, or instantiation fails, the capture ends all
     /// the same, nothing is returned, and the status says why; capture
-    /// again. Not capturing: T4A_EINVAL.
+    /// again. A capture records at most 16,777,216 (2^24) launches, and as
+    /// many distinct buffers, host buffers and functions that its copies and
+    /// launches name: the call that would exceed that still succeeds (its
+    /// work is in the driver's capture), but the capture has failed and
+    /// graph_end returns T4A_ENOMEM, saying so; capture the work as several
+    /// smaller graphs. Not capturing: T4A_EINVAL.
     pub graph_end: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_graph) -> c_int>,
     /// graph_launch: replays g on rt's stream, in call order with everything
     /// else rt enqueues (the next seal covers it: one event). Arguments and
