@@ -121,12 +121,15 @@ static bool cache_put(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
     return false;
   t4a__bin *bin = &rt->mem.bins[cls];
   if (bin->count == bin->cap) {
-    uint32_t n = bin->cap ? bin->cap * 2 : 8;
-    t4a__CUdeviceptr *p = realloc(bin->ptrs, n * sizeof *p);
+    uint64_t n;
+    size_t bytes;
+    if (!t4a__grow(bin->cap, 8, UINT32_MAX, sizeof *bin->ptrs, &n, &bytes))
+      return false; /* the bin is full: freed to the pool */
+    t4a__CUdeviceptr *p = realloc(bin->ptrs, bytes);
     if (!p)
       return false;
     bin->ptrs = p;
-    bin->cap = n;
+    bin->cap = (uint32_t)n;
   }
   bin->ptrs[bin->count++] = ptr;
   rt->mem.cache_entries++;

@@ -73,6 +73,23 @@ void t4a__rt_defer(t4a__runtime *rt, t4a__call *c) {
   rt->due_tail = c;
 }
 
+void t4a__rt_unlock_keep(t4a__runtime *rt, t4a__calls *kept) {
+  kept->head = rt->due;
+  kept->tail = rt->due_tail;
+  rt->due = rt->due_tail = NULL;
+  pthread_mutex_unlock(&rt->lock);
+}
+
+void t4a__rt_relock(t4a__runtime *rt, const t4a__calls *kept) {
+  pthread_mutex_lock(&rt->lock);
+  if (!kept->head)
+    return;
+  kept->tail->next = rt->due; /* none, unless queued meanwhile: after the kept ones */
+  if (!rt->due)
+    rt->due_tail = kept->tail;
+  rt->due = kept->head;
+}
+
 void t4a__rt_unlock_due(t4a__runtime *rt) {
   t4a__call *c = rt->due;
   rt->due = rt->due_tail = NULL;

@@ -30,13 +30,28 @@
 #include "plugin-cuda/staging.h"
 
 /* A call due once the runtime's lock is let go (t4a__rt_defer): consumer
- * code (external memory's release callbacks) never runs under our lock, so
- * it may call back into the runtime. The node is its owner's memory. */
+ * code (external memory's release callbacks, DLPack deleters) never runs
+ * under our lock, so it may call back into the runtime. The node is its
+ * owner's memory.
+ *
+ * The calls run with nothing of ours held: no runtime lock and no pinned
+ * event (a callback may destroy the runtime, which waits for every pin).
+ * So a thread that queued calls lets the lock go with t4a__rt_unlock only
+ * when it holds nothing else; one that must keep something (a pin) runs
+ * them first and looks again (witness.c), and one that lets the lock go
+ * for a moment keeps them its own (t4a__rt_unlock_keep). Hence the calls
+ * due on a runtime are always those of the thread holding its lock:
+ * another thread's unlock never runs them. */
 typedef struct t4a__call {
   void (*fn)(void *arg);
   void *arg;
   struct t4a__call *next;
 } t4a__call;
+
+/* Calls taken off a runtime while its lock is let go for a moment. */
+typedef struct t4a__calls {
+  t4a__call *head, *tail;
+} t4a__calls;
 
 struct t4a__runtime {
   /* Identity: kept across the slot's reuse. */
@@ -93,6 +108,13 @@ static inline void t4a__rt_unlock(t4a__runtime *rt) {
 
 /* Queues c to run once rt's lock is let go (rt locked). */
 void t4a__rt_defer(t4a__runtime *rt, t4a__call *c);
+
+/* Lets rt's lock go for a moment without running the calls due: they go
+ * to *kept, and t4a__rt_relock takes the lock again and queues them again,
+ * first. For a holder that waits unlocked in the middle of its work
+ * (destroy waiting for pins), whose calls must wait for its end. */
+void t4a__rt_unlock_keep(t4a__runtime *rt, t4a__calls *kept);
+void t4a__rt_relock(t4a__runtime *rt, const t4a__calls *kept);
 
 /* The runtime struct of a slot index (never freed), or NULL. */
 t4a__runtime *t4a__rt_slot(uint32_t index);

@@ -209,10 +209,18 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
       t4a__rt_unlock(rt);
       continue;
     }
+    if (rt->due) {
+      /* release callbacks became due: they run now, before anything is
+       * pinned (one may destroy the runtime, which waits for pins), then
+       * look again */
+      t4a__rt_unlock(rt);
+      continue;
+    }
     t4a__event *e = t4a__epoch_event(rt, ref.seq);
     if (deadline == UINT64_MAX && e) {
       /* block in the driver without holding the runtime; the pin keeps ev
-       * alive, even through a destroy after a fault */
+       * alive, even through a destroy after a fault (nothing is due: the
+       * unlock runs no callback while the pin is held) */
       t4a__CUevent ev = e->ev;
       e->pins++;
       t4a__rt_unlock(rt);
@@ -267,25 +275,33 @@ int t4a__slot_witness_release(t4a_witness w) {
 
 int t4a__witness_pin(t4a_witness w, const char *what, t4a__wpin *p) {
   memset(p, 0, sizeof *p);
-  wref ref;
-  t4a__runtime *src;
-  int rc = wlock_runtime(w, what, &ref, &src);
-  if (!src)
-    return rc; /* the witness's runtime is gone: completed (OK) or failed */
-  rc = t4a__epoch_state(src, ref.seq);
-  if (rc == T4A_ENOTREADY) {
-    /* The pin keeps the event and its record for seq until the wait is
-     * enqueued: destroy waits for pins, or after a fault keeps pinned
-     * events for good. Only ev is used once src is unlocked. */
-    t4a__event *e = t4a__epoch_event(src, ref.seq);
-    if (e) {
-      e->pins++;
-      *p = (t4a__wpin){src, ref.rt_gen, e, e->ev, src->ordinal};
+  for (;;) {
+    wref ref;
+    t4a__runtime *src;
+    int rc = wlock_runtime(w, what, &ref, &src);
+    if (!src)
+      return rc; /* the witness's runtime is gone: completed (OK) or failed */
+    rc = t4a__epoch_state(src, ref.seq);
+    if (rc == T4A_ENOTREADY && src->due) {
+      /* release callbacks became due: they run now, with nothing pinned
+       * (one may destroy src, which waits for pins), then look again */
+      t4a__rt_unlock(src);
+      continue;
     }
-    rc = T4A_OK;
+    if (rc == T4A_ENOTREADY) {
+      /* The pin keeps the event and its record for seq until the wait is
+       * enqueued: destroy waits for pins, or after a fault keeps pinned
+       * events for good. Only ev is used once src is unlocked. */
+      t4a__event *e = t4a__epoch_event(src, ref.seq);
+      if (e) {
+        e->pins++;
+        *p = (t4a__wpin){src, ref.rt_gen, e, e->ev, src->ordinal};
+      }
+      rc = T4A_OK;
+    }
+    t4a__rt_unlock(src); /* nothing due when a pin was taken */
+    return rc;
   }
-  t4a__rt_unlock(src);
-  return rc;
 }
 
 int t4a__witness_pin_check(const t4a__wpin *p, const char *what) {
