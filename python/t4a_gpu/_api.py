@@ -225,18 +225,26 @@ class _Node:
     """
 
 
-    def __init__(self, kind, parent, release, owns_children=False):
+    def __init__(self, kind, parent, release, owns_children=False, owner=False):
         self.kind, self.release, self.owns_children = kind, release, owns_children
-        self.children, self.parent, self.alive, self.views = None, parent, True, None
+        self.children = {} if owner else None  # owner: a node that has children
+        self.parent, self.alive, self.views = parent, True, None
         if parent is not None:
-            with _lock:
-                if not parent.alive:
-                    raise error_class(_abi.T4A_EHANDLE)(
-                        _abi.T4A_EHANDLE, kind, "its %s is closed" % parent.kind)
-                kids = parent.children
-                if kids is None:
-                    kids = parent.children = {}
-                kids[id(self)] = self
+            # Without the lock (an allocation's hot path): the insertion comes first and
+            # the parent's liveness is read after it. A parent's close sets alive = False
+            # before it takes its children, so either this node is among them or this
+            # check sees the parent closed (the GIL orders the two threads' steps).
+            kids = parent.children
+            if kids is None:
+                with _lock:
+                    kids = parent.children
+                    if kids is None:
+                        kids = parent.children = {}
+            kids[id(self)] = self
+            if not parent.alive:
+                kids.pop(id(self), None)
+                raise error_class(_abi.T4A_EHANDLE)(
+                    _abi.T4A_EHANDLE, kind, "its %s is closed" % parent.kind)
 
     def _invalidate(self):
         self.alive = False
@@ -286,6 +294,18 @@ class _Node:
                     "objects whose __cuda_array_interface__ was read: a TensorView, or a "
                     "Buffer itself, which its consumer keeps); release them first "
                     "(view.release(); del the arrays, and those objects)" % self.kind)
+            if self.children is None and not self.views:  # a leaf (a buffer): the short way
+                try:
+                    self._release()
+                except T4AError:
+                    self.alive = False
+                    self._unlink()
+                    if not quiet:
+                        raise
+                    return
+                self.alive = False
+                self._unlink()
+                return
             err = None
             if not self.owns_children and self.children:  # the backend: children first
                 for k in reversed(list(self.children.values())):
@@ -293,19 +313,66 @@ class _Node:
                         k.close(quiet)
                     except T4AError as e:
                         err = err or e
-            if self.release is not None:
-                try:
-                    self.release()
-                except T4AError as e:
-                    if e.status == _abi.T4A_ETIMEOUT and err is None:
-                        raise  # nothing released: the object stays usable
-                    err = err or e
+            try:
+                self._release()
+            except T4AError as e:
+                if e.status == _abi.T4A_ETIMEOUT and err is None:
+                    raise  # nothing released: the object stays usable
+                err = err or e
             self._invalidate()
-            parent = self.parent
-            if parent is not None and parent.children:
-                parent.children.pop(id(self), None)
+            self._unlink()
             if err is not None and not quiet:
                 raise err
+
+    def _release(self):
+        if self.release is not None:
+            self.release()
+
+    def _unlink(self):
+        parent = self.parent
+        if parent is not None:
+            kids = parent.children
+            if kids:
+                kids.pop(id(self), None)
+
+
+class _BufferNode(_Node):
+    """A buffer's node: its release is buffer_free through the fast slot
+    (no closure per buffer)."""
+
+    __slots__ = ("rt_handle", "handle", "free", "backend")
+
+    def __init__(self, runtime, handle):  # _Node.__init__, inlined (the alloc's hot path)
+        self.rt_handle, self.handle = runtime.handle, handle
+        self.free, self.backend = runtime._f_free, runtime.backend
+        self.kind, self.release, self.owns_children, self.children = "buffer", None, False, None
+        parent = self.parent = runtime._node
+        self.alive, self.views = True, None
+        kids = parent.children  # a runtime's: never None (see _Node.__init__ for the order)
+        kids[id(self)] = self
+        if not parent.alive:
+            kids.pop(id(self), None)
+            raise _dead(parent, "buffer_alloc")
+
+    def _release(self):
+        rc = self.free(self.rt_handle, self.handle)
+        if rc:
+            raise self.backend.error(rc, "buffer_free")
+
+    def close(self, quiet=False):
+        """_Node.close, the leaf's short way inlined when nothing is exported."""
+        if self.views:
+            return _Node.close(self, quiet)
+        with _lock:
+            if not self.alive:
+                return
+            self.alive = False
+            kids = self.parent.children
+            if kids:
+                kids.pop(id(self), None)
+            rc = self.free(self.rt_handle, self.handle)
+        if rc and not quiet:
+            raise self.backend.error(rc, "buffer_free")
 
 
 def _finalizer(obj, node):
@@ -505,7 +572,7 @@ class Backend:
         def release(lib=lib, handle=handle):
             _loader_check(lib, lib.t4a_gpu_close(handle), "t4a_gpu_close")
 
-        self._node = _Node("backend", None, release)
+        self._node = _Node("backend", None, release, owner=True)
         self._finalizer = _finalizer(self, self._node)
         if init:
             try:
@@ -898,7 +965,7 @@ class Runtime:
             if me is not None:
                 me._deferred = []  # destroy waited for every use of that memory
 
-        self._node = _Node("runtime", backend._node, release, owns_children=True)
+        self._node = _Node("runtime", backend._node, release, owns_children=True, owner=True)
         self._finalizer = _finalizer(self, self._node)
 
     def _call(self, slot, *args, ok=()):
@@ -1197,19 +1264,15 @@ class Buffer(_Owned):
         runtime._call("buffer_alloc", nbytes, byref(handle))
         self._setup(runtime, handle, nbytes, False)
 
+    __slots__ = ("_runtime", "handle", "nbytes", "_host", "_addr", "_interface_read", "_node",
+                 "__dict__", "__weakref__")  # __dict__: from_dlpack's dtype, shape, ...
+
     def _setup(self, runtime, handle, nbytes, host):
         self._runtime, self.handle, self.nbytes, self._host = runtime, handle, nbytes, host
         self._addr, self._interface_read = None, False
-        rt_handle, free, backend = runtime.handle, runtime._f_free, runtime.backend
-
-        def release():
-            rc = free(rt_handle, handle)
-            if rc:
-                raise backend.error(rc, "buffer_free")
-
-        # Exports still held by a consumer (weak refs, _Node.hold): DLPack tensors' marks,
+        # Its views (exports still held by a consumer, _Node.hold): DLPack tensors' marks,
         # objects whose __cuda_array_interface__ was read.
-        self._node = _Node("buffer", runtime._node, release)
+        self._node = _BufferNode(runtime, handle)
 
     @classmethod
     def _adopt(cls, runtime, handle, host=False):
@@ -1646,7 +1709,7 @@ class Module(_Owned):
         rt_handle, backend = runtime.handle, runtime.backend
         self._node = _Node("module", runtime._node,
                            lambda: backend.call("module_unload", rt_handle, handle),
-                           owns_children=True)
+                           owns_children=True, owner=True)
 
     @property
     def runtime(self) -> Runtime:
@@ -1689,7 +1752,8 @@ class Function(_Owned):
         self.module, self.name, self.handle = module, name, handle
         self._runtime = module._runtime
         self.signature = parse_signature(signature) if signature is not None else None
-        self._plan = Plan(self.signature, True) if self.signature is not None else None
+        self._plan = Plan(self.signature, True, Buffer) if self.signature is not None \
+            else None
         self._plans, self._cfg, self._cfg_ex = {}, ConfigCache(), ConfigCache()
         self._node = _Node("function", module._node, None)
 
@@ -1774,45 +1838,14 @@ class Function(_Owned):
                     plans[key] = _PLAN_SIZED
         return plan
 
-    def _values(self, plan, args, rt):
-        """The packer's values of `args` (fast for ints, floats, typed values
-        and Buffers of `rt`; everything else through _launch._value_of)."""
-        n = plan.n
-        if len(args) != n:
-            raise TypeError("launch of %s: %d arguments, the signature has %d"
-                            % (self.name, len(args), n))
-        vals = list(args)
-        specs, ptr_ok = plan.specs, plan.ptr_ok
-        for i in range(n):
-            v = vals[i]
-            t = type(v)
-            if t is int or t is float:
-                if plan.typed:
-                    continue
-            elif t is Buffer:
-                if ptr_ok[i] and v._runtime is rt:
-                    a = v._addr
-                    if a is not None and v._node.alive:
-                        vals[i] = a
-                        continue
-            elif t is specs[i]:  # a typed value of the signature's type (u64(n), ...)
-                x = v.value
-                tx = type(x)
-                if tx is int or tx is float:
-                    vals[i] = x
-                    continue
-            vals[i] = _launch._value_of(i, v, specs[i], rt, Buffer)
-        return vals
-
     def _pack(self, plan, args, rt):
         """A block of the plan's pool holding `args` (give it back after)."""
-        vals = self._values(plan, args, rt)
         try:
             st = plan.pool.pop()
         except IndexError:
             st = plan.block()
         try:
-            plan.packer.pack_into(st[0], 0, *vals)
+            plan.fill(args, rt, st[0])
         except (struct.error, OverflowError, TypeError, ValueError):
             plan.pool.append(st)
             _launch.values(plan, args, rt, Buffer)  # raises the precise error

@@ -250,10 +250,10 @@ class Plan:
     """The packing of one argument list: specs (an _Arg class or ByValue
     per argument), the struct.Struct writing them, and a pool of blocks."""
 
-    __slots__ = ("specs", "n", "packer", "offsets", "size", "pool", "ptr_ok", "typed",
+    __slots__ = ("specs", "n", "packer", "offsets", "size", "pool", "ptr_ok", "typed", "fill",
                  "__weakref__")
 
-    def __init__(self, specs, typed):
+    def __init__(self, specs, typed, buffer_type):
         self.specs, self.n, self.typed = tuple(specs), len(specs), typed
         fmt, off, offsets = ["<"], 0, []
         for s in self.specs:
@@ -267,6 +267,42 @@ class Plan:
         self.offsets, self.size = tuple(offsets), off
         self.pool = []
         self.ptr_ok = tuple(s is ptr for s in self.specs)
+        self.fill = self.compile(buffer_type)
+
+    def compile(self, buffer_type):
+        """fill(args, runtime, storage): packs `args` into storage, a
+        function generated for this plan (one straight line per argument,
+        no loop, no list: the launch's hot path). Fast for what needs no
+        conversion (ints and floats under a signature, a live Buffer of the
+        runtime for a pointer, a typed value of the parameter's type);
+        everything else goes through _value_of, which checks and converts
+        with precise errors. Wrong counts raise ValueError (see values())."""
+        names = ["a%d" % i for i in range(self.n)]
+        lines = ["def fill(args, rt, storage):"]
+        if self.n:
+            lines.append("    %s, = args" % ", ".join(names))
+        else:
+            lines.append("    if args: raise ValueError('arguments given')")
+        for i, (a, s) in enumerate(zip(names, self.specs)):
+            slow = "%s = _slow(%d, %s, _specs[%d], rt, _Buffer)" % (a, i, a, i)
+            if isinstance(s, ByValue):
+                lines.append("    " + slow)
+                continue
+            nums = "int" if s.kind in ("int", "ptr") else "int or _t is float"
+            fast = "_t is %s" % nums if self.typed else "False"
+            lines += ["    _t = type(%s)" % a,
+                      "    if %s: pass" % fast]
+            if s is ptr:
+                lines += ["    elif _t is _Buffer and %s._runtime is rt and %s._addr is not None "
+                          "and %s._node.alive: %s = %s._addr" % (a, a, a, a, a)]
+            lines += ["    elif _t is _specs[%d] and type(%s.value) is %s: %s = %s.value"
+                      % (i, a, "int" if s.kind != "float" else "float", a, a),
+                      "    else: " + slow]
+        lines.append("    _pack_into(storage, 0%s)" % "".join(", " + a for a in names))
+        env = {"_slow": _value_of, "_specs": self.specs, "_Buffer": buffer_type,
+               "_pack_into": self.packer.pack_into}
+        exec("\n".join(lines), env)  # noqa: S102 -- our own code, from the plan's types
+        return env["fill"]
 
     def block(self):
         """A new (storage, pointer array)."""
@@ -387,7 +423,8 @@ def untyped_key(args):
 
 
 def untyped_plan(args, buffer_type):
-    return Plan([_untyped_spec(i, v, buffer_type) for i, v in enumerate(args)], False)
+    return Plan([_untyped_spec(i, v, buffer_type) for i, v in enumerate(args)], False,
+                buffer_type)
 
 
 def values(plan, args, runtime, buffer_type):
