@@ -1475,8 +1475,8 @@ class Buffer(_Owned):
         try:
             raw = struct.pack("<" + code, value)
         except (struct.error, OverflowError, TypeError) as e:
-            raise (OverflowError if isinstance(e, OverflowError) or
-                   "range" in str(e) else TypeError)(
+            raise (OverflowError if isinstance(e, OverflowError) or "range" in str(e) or
+                   "<=" in str(e) else TypeError)(
                 "fill: %r is not a %s value (%s)" % (value, name, e)) from None
         if count is not None:
             count = _size(count, "fill: count")

@@ -101,7 +101,7 @@ class ByValue:
             raise ValueError("a by-value kernel argument of %d bytes aligned to %d: sizes 1 "
                              "to %d, alignments 1, 2, 4, 8 or 16" % (size, align, _SLACK))
 
-    code = property(lambda self: "%ds" % self.size)
+    code = property(lambda self: "%ds" % self.size, doc="its struct format ('16s')")
     __name__ = property(lambda self: self.type.__name__ if isinstance(self.type, type) else
                         "bytes%d" % self.size)
 
