@@ -42,7 +42,8 @@ import struct
 import threading
 import weakref
 from collections import namedtuple
-from ctypes import byref, c_bool, c_char_p, c_int, c_int32, c_uint16, c_uint32, c_uint64, c_void_p
+from ctypes import (byref, c_bool, c_char, c_char_p, c_int, c_int32, c_uint16, c_uint32, c_uint64,
+                    c_void_p)
 
 from . import _abi, _interop, _launch
 from ._hostmem import borrow, host_range, host_rows
@@ -1236,6 +1237,22 @@ def _copy_2d(dst_offset, dst_pitch, src_offset, src_pitch, width, rows, what):
     return g
 
 
+def _writable_view(obj):
+    """memoryview(obj) when it is writable, C-contiguous and not empty (the
+    short way of write and read_into), else None (host_range then checks
+    and explains)."""
+    if type(obj) is str:
+        return None
+    try:
+        m = memoryview(obj)
+    except TypeError:
+        return None
+    if m.readonly or not m.c_contiguous or not m.nbytes:
+        m.release()
+        return None
+    return m
+
+
 # fill(): dtype name -> (struct code, bytes)
 _FILL = {"uint8": ("B", 1), "int8": ("b", 1), "bool": ("?", 1), "uint16": ("H", 2),
          "int16": ("h", 2), "float16": ("e", 2), "uint32": ("I", 4), "int32": ("i", 4),
@@ -1392,12 +1409,22 @@ class Buffer(_Owned):
             n = len(data)
             rc = rt._f_h2d(rt.handle, self.handle, _c64(offset), data if n else None, _c64(n))
         else:
-            src, n, holder = host_range(data, False, "Buffer.write")
-            try:
-                rc = rt._f_h2d(rt.handle, self.handle, _c64(offset), src, _c64(n))
-            finally:
-                if holder is not None:
-                    holder.release()
+            m = _writable_view(data)
+            if m is not None:  # the common case (numpy, bytearray): no holder object
+                try:
+                    arr = c_char.from_buffer(m)  # exports m until deleted
+                    rc = rt._f_h2d(rt.handle, self.handle, _c64(offset), byref(arr),
+                                   _c64(m.nbytes))
+                    del arr
+                finally:
+                    m.release()
+            else:
+                src, n, holder = host_range(data, False, "Buffer.write")
+                try:
+                    rc = rt._f_h2d(rt.handle, self.handle, _c64(offset), src, _c64(n))
+                finally:
+                    if holder is not None:
+                        holder.release()
         if rc:
             raise rt.backend.error(rc, "copy_h2d")
 
@@ -1410,12 +1437,21 @@ class Buffer(_Owned):
         if type(offset) is not int or not 0 <= offset < _TWO64:
             offset = _size(offset, "Buffer.read_into: offset")
         rt = self._runtime
-        dst, n, holder = host_range(out, True, "Buffer.read_into")
-        try:
-            rc = rt._f_d2h(rt.handle, dst, self.handle, _c64(offset), _c64(n))
-        finally:
-            if holder is not None:
-                holder.release()
+        m = _writable_view(out)
+        if m is not None:
+            try:
+                arr = c_char.from_buffer(m)
+                rc = rt._f_d2h(rt.handle, byref(arr), self.handle, _c64(offset), _c64(m.nbytes))
+                del arr
+            finally:
+                m.release()
+        else:
+            dst, n, holder = host_range(out, True, "Buffer.read_into")
+            try:
+                rc = rt._f_d2h(rt.handle, dst, self.handle, _c64(offset), _c64(n))
+            finally:
+                if holder is not None:
+                    holder.release()
         if rc:
             raise rt.backend.error(rc, "copy_d2h")
         return out
