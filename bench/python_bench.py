@@ -236,7 +236,6 @@ def bench_cupy(b, np):
             lambda: dbig.set(hbig), a.transfer_calls, drain, warm=1), "GB/s", big)
         b.add("pageable D2H %d MiB" % (big >> 20), "CuPy", b.time_calls(
             lambda: dbig.get(out=back), a.transfer_calls, drain, warm=1), "GB/s", big)
-        del dbig
 
 
 def bench_torch(b, np):

@@ -1970,6 +1970,8 @@ class Graph(_Owned):
         try:
             rt._call("graph_end", byref(h))
         except T4AError:
+            self._node = _Node("graph", None, None)  # nothing came back: closed, no handle
+            self._node.alive = False
             if exc_type is None:
                 raise
             return False
