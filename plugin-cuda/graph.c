@@ -20,7 +20,7 @@
 
 static int graph_get(t4a__runtime *rt, t4a_graph h, const char *what, t4a__graph **out) {
   int rc;
-  *out = t4a__htable_find(&rt->graphs, &t4a__graph_kind, rt->index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->graphs, &t4a__graph_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -99,7 +99,7 @@ static int publish(t4a__runtime *rt, t4a__CUgraph g, t4a__recorded *rec, t4a_gra
   gr->exec = exec;
   gr->nodes = nodes;
   gr->rec = *rec;
-  out->bits = t4a__htable_publish(&rt->graphs, i, &t4a__graph_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->graphs, i, &t4a__graph_kind, rt->slot.index);
   rt->c.graphs_captured++;
   rt->c.live_graphs++;
   return T4A_OK;

@@ -22,7 +22,7 @@ const t4a__hkind t4a__buffer_kind = {
 
 int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out) {
   int rc;
-  *out = t4a__htable_find(&rt->mem.bufs, &t4a__buffer_kind, rt->index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->mem.bufs, &t4a__buffer_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -250,7 +250,7 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   b->cap = cap;
   b->ptr = ptr;
   rt->c.live_buffers++;
-  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->slot.index);
 out:
   t4a__rt_unlock(rt);
   return rc;
