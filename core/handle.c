@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "common/error.h"
 #include "core/handle.h"
 #include "t4a/gpu_backend_v1.h"
@@ -25,16 +26,17 @@ int t4a__htable_take(t4a__htable *t, const char *what, uint32_t *index) {
     t->free_head = s->next_free;
   } else {
     if (t->count == t->cap) {
-      uint32_t cap = t->cap ? t->cap * 2 : FIRST_CAP;
-      if (cap > T4A__MAX_INDEX)
+      uint64_t cap;
+      size_t bytes;
+      if (!t4a__grow(t->cap, FIRST_CAP, T4A__MAX_INDEX, t->item_size, &cap, &bytes))
         return t4a__fail(T4A_ENOMEM, "%s: %u live objects of this kind; release some", what,
                          T4A__MAX_INDEX);
-      char *p = realloc(t->items, (size_t)cap * t->item_size);
+      char *p = realloc(t->items, bytes);
       if (!p)
         return t4a__fail(T4A_ENOMEM, "%s: out of host memory for the handle table; free memory",
                          what);
       t->items = p;
-      t->cap = cap;
+      t->cap = (uint32_t)cap;
     }
     *index = t->count++;
     s = t4a__htable_at(t, *index);

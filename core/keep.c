@@ -34,7 +34,7 @@ void t4a__keep(const void *handle) {
   pthread_mutex_lock(&kept_lock);
   if (kept_count < KEPT_STATIC) {
     kept_first[kept_count++] = handle;
-  } else {
+  } else if (kept_count < UINT32_MAX) { /* the count never wraps (then: leaked, not listed) */
     const void **list = realloc(kept_more, (kept_count - KEPT_STATIC + 1) * sizeof *list);
     if (list) {
       kept_more = list;
@@ -48,7 +48,9 @@ void t4a__keep(const void *handle) {
 void t4a__quarantine(const void *state, size_t size) {
   void *copy = malloc(size);
   pthread_mutex_lock(&kept_lock);
-  void **list = copy ? realloc(quarantine, (quarantine_count + 1) * sizeof *list) : NULL;
+  void **list = copy && quarantine_count < UINT32_MAX
+                    ? realloc(quarantine, (quarantine_count + 1) * sizeof *list)
+                    : NULL;
   if (list) {
     memcpy(copy, state, size);
     quarantine = list;

@@ -24,14 +24,16 @@ int t4a__read_only_add(uint64_t start, uint64_t bytes) {
   int rc = T4A_OK;
   pthread_mutex_lock(&lock);
   if (count == cap) {
-    uint32_t want = cap ? cap * 2 : 8; /* registrations are few: far below 2^31 */
-    span *grown = want > cap ? realloc(spans, (size_t)want * sizeof *spans) : NULL;
+    uint64_t want;
+    size_t size;
+    span *grown =
+        t4a__grow(cap, 8, UINT32_MAX, sizeof *spans, &want, &size) ? realloc(spans, size) : NULL;
     if (!grown)
       rc = t4a__fail(T4A_ENOMEM, "host_register: out of host memory listing a read-only "
                                  "range; free some and retry");
     else {
       spans = grown;
-      cap = want;
+      cap = (uint32_t)want;
     }
   }
   if (!rc)

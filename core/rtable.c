@@ -84,6 +84,23 @@ void t4a__rtable_unlock_due(t4a__rtslot *s) {
   }
 }
 
+void t4a__rtable_unlock_keep(t4a__rtslot *s, t4a__calls *kept) {
+  kept->head = s->due;
+  kept->tail = s->due_tail;
+  s->due = s->due_tail = NULL;
+  pthread_mutex_unlock(&s->lock);
+}
+
+void t4a__rtable_relock(t4a__rtslot *s, const t4a__calls *kept) {
+  pthread_mutex_lock(&s->lock);
+  if (!kept->head)
+    return;
+  kept->tail->next = s->due; /* none, unless queued meanwhile: after the kept ones */
+  if (!s->due)
+    s->due_tail = kept->tail;
+  s->due = kept->head;
+}
+
 void t4a__rtable_unload(void) {
   pthread_mutex_lock(&slots_lock);
   for (uint32_t i = 0; i < slots_used; i++) {

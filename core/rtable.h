@@ -22,14 +22,29 @@
 #include "core/handle.h"
 #include "t4a/gpu_backend_v1.h"
 
-/* A call due once the runtime's lock is let go (t4a__rt_defer): consumer
- * code (release callbacks) never runs under our lock, so it may call back
- * into the runtime. The node is its owner's memory. */
+/* A call due once the runtime's lock is let go (t4a__rtable_defer):
+ * consumer code (external memory's release callbacks, DLPack deleters)
+ * never runs under our lock, so it may call back into the runtime. The
+ * node is its owner's memory.
+ *
+ * The calls run with nothing of the backend held: no runtime lock and no
+ * pinned completion record (a callback may destroy the runtime, which waits
+ * for every pin). So a thread that queued calls lets the lock go with
+ * t4a__rtable_unlock only when it holds nothing else; one that must keep
+ * something (a pin) runs them first and looks again, and one that lets the
+ * lock go for a moment keeps them its own (t4a__rtable_unlock_keep). Hence
+ * the calls due on a runtime are always those of the thread holding its
+ * lock: another thread's unlock never runs them. */
 typedef struct t4a__call {
   void (*fn)(void *arg);
   void *arg;
   struct t4a__call *next;
 } t4a__call;
+
+/* Calls taken off a runtime while its lock is let go for a moment. */
+typedef struct t4a__calls {
+  t4a__call *head, *tail;
+} t4a__calls;
 
 /* The head of every backend's runtime struct. */
 typedef struct t4a__rtslot {
@@ -76,6 +91,13 @@ static inline void t4a__rtable_unlock(t4a__rtslot *s) {
   else
     pthread_mutex_unlock(&s->lock);
 }
+
+/* Lets s's lock go for a moment without running the calls due: they go to
+ * *kept, and t4a__rtable_relock takes the lock again and queues them again,
+ * first. For a holder that waits unlocked in the middle of its work
+ * (destroy waiting for pins), whose calls must wait for its end. */
+void t4a__rtable_unlock_keep(t4a__rtslot *s, t4a__calls *kept);
+void t4a__rtable_relock(t4a__rtslot *s, const t4a__calls *kept);
 
 /* Plugin teardown: frees the structs of destroyed runtimes (live ones are
  * left: what they own cannot be released safely from a destructor). */

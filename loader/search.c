@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/checked.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -183,14 +184,16 @@ static int list_in(const char *dir, void *vctx) {
     if (w < 0 || (size_t)w >= sizeof e.path || !is_regular_file(e.path))
       continue;
     if (c->count == c->cap) {
-      size_t cap = c->cap ? c->cap * 2 : 8;
-      t4a_gpu_backend_entry *p = realloc(c->items, cap * sizeof *p);
+      uint64_t cap;
+      size_t bytes;
+      t4a_gpu_backend_entry *p =
+          t4a__grow(c->cap, 8, SIZE_MAX, sizeof *p, &cap, &bytes) ? realloc(c->items, bytes) : NULL;
       if (!p) {
         c->oom = 1;
         break;
       }
       c->items = p;
-      c->cap = cap;
+      c->cap = (size_t)cap;
     }
     c->items[c->count++] = e;
   }

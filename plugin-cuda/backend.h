@@ -68,7 +68,6 @@ bool t4a__cu_is_fault(t4a__CUresult r);
 /* The driver's name for r ("CUDA_ERROR_OUT_OF_MEMORY"), or "CUDA_ERROR_<n>". */
 const char *t4a__cu_name(t4a__CUresult r, char *buf, size_t size);
 
-
 /* Plugin teardown: frees the devices' bookkeeping (backend.c). */
 void t4a__backend_unload(void);
 

@@ -6,10 +6,17 @@
  * capture info) marks the capture failed and graph_end discards it. */
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "plugin-cuda/runtime.h"
+
+/* The most entries each list of a capture holds (capture.h); a test copy
+ * of the plugin lowers it (entry.c, T4A_TEST_CAPTURE_MAX). */
+uint32_t t4a__capture_max = T4A__CAPTURE_MAX;
 
 void t4a__capture_init(t4a__runtime *rt) {
   memset(&rt->cap, 0, sizeof rt->cap);
@@ -23,24 +30,56 @@ int t4a__capture_refused(const char *what, const char *why) {
                    what, what, why);
 }
 
-static void failed(t4a__runtime *rt, int status) {
-  if (!rt->cap.error)
-    rt->cap.error = status;
+/* The first failure to record: its status, what failed and what to do
+ * (graph_end reports them). */
+static void failed(t4a__runtime *rt, int status, const char *todo, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void failed(t4a__runtime *rt, int status, const char *todo, const char *fmt, ...) {
+  if (rt->cap.error)
+    return;
+  rt->cap.error = status;
+  rt->cap.error_todo = todo;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rt->cap.error_detail, sizeof rt->cap.error_detail, fmt, ap);
+  va_end(ap);
 }
 
-/* Adds bits to l unless present; false when out of memory. */
-static bool hlist_add(t4a__hlist *l, uint64_t bits) {
+/* Room for one more of a capture's `count` entries of `size` bytes
+ * (*items, *cap): false, with the failure recorded, when the list holds
+ * t4a__capture_max entries (a 32-bit capacity never doubles past it) or
+ * host memory ran out. `what` names the entries. */
+static bool room_for_one(t4a__runtime *rt, void **items, uint32_t *cap, uint32_t count,
+                         uint32_t first, size_t size, const char *what) {
+  if (count < *cap)
+    return true;
+  uint64_t n;
+  size_t bytes;
+  if (!t4a__grow(*cap, first, t4a__capture_max, size, &n, &bytes)) {
+    failed(rt, T4A_ENOMEM, "capture the work as several smaller graphs",
+           "the capture holds %u %s, the most one graph records", count, what);
+    return false;
+  }
+  void *p = realloc(*items, bytes);
+  if (!p) {
+    failed(rt, T4A_ENOMEM, "free host memory and capture again",
+           "out of host memory for the record of %u %s", count + 1, what);
+    return false;
+  }
+  *items = p;
+  *cap = (uint32_t)n;
+  return true;
+}
+
+/* Adds bits to l unless present; false (recorded) when l cannot grow. */
+static bool hlist_add(t4a__runtime *rt, t4a__hlist *l, uint64_t bits, const char *what) {
   for (uint32_t i = 0; i < l->count; i++)
     if (l->bits[i] == bits)
       return true;
-  if (l->count == l->cap) {
-    uint32_t n = l->cap ? l->cap * 2 : 8;
-    uint64_t *p = realloc(l->bits, n * sizeof *p);
-    if (!p)
-      return false;
-    l->bits = p;
-    l->cap = n;
-  }
+  void *items = l->bits;
+  if (!room_for_one(rt, &items, &l->cap, l->count, 8, sizeof *l->bits, what))
+    return false;
+  l->bits = items;
   l->bits[l->count++] = bits;
   return true;
 }
@@ -58,31 +97,25 @@ void t4a__capture_kernel(t4a__runtime *rt, uint64_t function, t4a__CUfunction fn
   size_t ndeps = 0;
   t4a__CUresult res =
       t4a__be.cu.cuStreamGetCaptureInfo(rt->stream, &status, &id, &graph, &deps, &ndeps);
-  if (res != T4A__CUDA_SUCCESS || status != T4A__CU_STREAM_CAPTURE_STATUS_ACTIVE || ndeps != 1) {
-    failed(rt, res != T4A__CUDA_SUCCESS
-                   ? t4a__rt_cu_fail(rt, res,
-                                     "recording a captured launch: "
-                                     "cuStreamGetCaptureInfo failed")
-                   : t4a__fail(T4A_EINTERNAL,
-                               "recording a captured launch: the stream's capture has %zu "
-                               "frontier nodes (status %u), not the launch alone",
-                               ndeps, status));
+  if (res != T4A__CUDA_SUCCESS) {
+    failed(
+        rt, t4a__rt_cu_fail(rt, res, "recording a captured launch: cuStreamGetCaptureInfo failed"),
+        "capture again", "asking the driver for the captured launch's node failed (%d)", (int)res);
     return;
   }
-  if (r->kernel_count == r->kernel_cap) {
-    uint32_t n = r->kernel_cap ? r->kernel_cap * 2 : 16;
-    t4a__gkernel *p = realloc(r->kernels, n * sizeof *p);
-    if (!p) {
-      failed(rt, t4a__fail(T4A_ENOMEM, "recording a captured launch: out of host memory"));
-      return;
-    }
-    r->kernels = p;
-    r->kernel_cap = n;
-  }
-  if (!hlist_add(&r->functions, function)) {
-    failed(rt, t4a__fail(T4A_ENOMEM, "recording a captured launch: out of host memory"));
+  if (status != T4A__CU_STREAM_CAPTURE_STATUS_ACTIVE || ndeps != 1) {
+    failed(rt, T4A_EINTERNAL, "capture again",
+           "the stream's capture has %zu frontier nodes (status %u), not the launch alone", ndeps,
+           status);
     return;
   }
+  void *items = r->kernels;
+  if (!room_for_one(rt, &items, &r->kernel_cap, r->kernel_count, 16, sizeof *r->kernels,
+                    "launches"))
+    return;
+  r->kernels = items;
+  if (!hlist_add(rt, &r->functions, function, "distinct functions"))
+    return;
   t4a__gkernel *k = &r->kernels[r->kernel_count++];
   k->node = deps[0];
   k->fn = fn;
@@ -95,11 +128,10 @@ void t4a__capture_copy(t4a__runtime *rt, uint64_t buffer_a, uint64_t buffer_b, u
   t4a__recorded *r = &rt->cap.rec;
   if (rt->cap.error)
     return;
-  if ((buffer_a && !hlist_add(&r->buffers, buffer_a)) ||
-      (buffer_b && !hlist_add(&r->buffers, buffer_b)) || (host && !hlist_add(&r->hosts, host))) {
-    failed(rt, t4a__fail(T4A_ENOMEM, "recording a captured copy: out of host memory"));
+  if ((buffer_a && !hlist_add(rt, &r->buffers, buffer_a, "distinct buffers")) ||
+      (buffer_b && !hlist_add(rt, &r->buffers, buffer_b, "distinct buffers")) ||
+      (host && !hlist_add(rt, &r->hosts, host, "distinct host buffers")))
     return;
-  }
   r->copies++;
 }
 

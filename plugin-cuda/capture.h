@@ -41,11 +41,23 @@ typedef struct t4a__recorded {
   uint64_t copies; /* copies and memsets */
 } t4a__recorded;
 
+/* The most entries each list of a capture records: launches, and the
+ * distinct functions, buffers and host buffers the captured work names
+ * (2^24: a graph of 16,777,216 launches). The next is not recorded: the
+ * capture fails and graph_end says so (T4A_ENOMEM). The 32-bit
+ * capacities stay far from wrapping. */
+#define T4A__CAPTURE_MAX (1u << 24)
+
+/* T4A__CAPTURE_MAX, or less in a test copy of the plugin (entry.c). */
+extern uint32_t t4a__capture_max;
+
 typedef struct t4a__capture {
   bool active;
-  bool dirty_before; /* the epoch's dirty flag at graph_begin: captured work does not run */
-  int error;         /* the first failure to record (T4A_ENOMEM, a driver status): the
-                        capture is discarded at graph_end */
+  bool dirty_before;      /* the epoch's dirty flag at graph_begin: captured work does not run */
+  int error;              /* the first failure to record (T4A_ENOMEM, a driver status): the
+                             capture is discarded at graph_end */
+  const char *error_todo; /* what to do about it (static), and what failed: */
+  char error_detail[128];
   t4a__recorded rec;
 } t4a__capture;
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "plugin-cuda/runtime.h"
 
 int t4a__completion_init(t4a__runtime *rt, bool timing) {
@@ -62,15 +63,21 @@ static t4a__seal *pending_at(t4a__completion *d, uint32_t i) {
 
 static int pending_push(t4a__completion *d, uint64_t seq, t4a__event *e) {
   if (d->pending_count == d->pending_cap) {
-    uint32_t cap = d->pending_cap ? d->pending_cap * 2 : 16;
-    t4a__seal *p = malloc(cap * sizeof *p);
+    uint64_t cap;
+    size_t bytes;
+    if (!t4a__grow(d->pending_cap, 16, UINT32_MAX, sizeof(t4a__seal), &cap, &bytes))
+      return t4a__fail(T4A_ENOMEM,
+                       "seal: %u seals are pending, the most a runtime tracks; wait "
+                       "for some (witness_wait) before sealing again",
+                       d->pending_count);
+    t4a__seal *p = malloc(bytes);
     if (!p)
       return t4a__fail(T4A_ENOMEM, "seal: out of host memory for pending seals");
     for (uint32_t i = 0; i < d->pending_count; i++)
       p[i] = *pending_at(d, i);
     free(d->pending);
     d->pending = p;
-    d->pending_cap = cap;
+    d->pending_cap = (uint32_t)cap;
     d->pending_head = 0;
   }
   *pending_at(d, d->pending_count++) = (t4a__seal){seq, e};
@@ -90,12 +97,18 @@ t4a__event *t4a__epoch_event(t4a__runtime *rt, uint64_t seq) {
 int t4a__retire_push(t4a__runtime *rt, const t4a__retire *r) {
   t4a__completion *d = &rt->done;
   if (d->retire_count == d->retire_cap) {
-    uint32_t n = d->retire_cap ? d->retire_cap * 2 : 16;
-    t4a__retire *p = realloc(d->retire, n * sizeof *p);
+    uint64_t n;
+    size_t bytes;
+    if (!t4a__grow(d->retire_cap, 16, UINT32_MAX, sizeof *d->retire, &n, &bytes))
+      return t4a__fail(T4A_ENOMEM,
+                       "%u releases wait for the GPU, the most a runtime queues; seal "
+                       "and wait for the work, then free again",
+                       d->retire_count);
+    t4a__retire *p = realloc(d->retire, bytes);
     if (!p)
       return t4a__fail(T4A_ENOMEM, "out of host memory for the retirement queue");
     d->retire = p;
-    d->retire_cap = n;
+    d->retire_cap = (uint32_t)n;
   }
   d->retire[d->retire_count++] = *r;
   return T4A_OK;

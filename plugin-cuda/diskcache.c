@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/checked.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -325,11 +326,14 @@ static size_t list_entries(const char *dir, fent **out, uint64_t *total, bool sw
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
       continue;
     if (n == cap) {
-      cap = cap ? cap * 2 : 64;
-      fent *p = realloc(*out, cap * sizeof *p);
+      uint64_t next;
+      size_t bytes;
+      fent *p =
+          t4a__grow(cap, 64, SIZE_MAX, sizeof *p, &next, &bytes) ? realloc(*out, bytes) : NULL;
       if (!p)
-        break;
+        break; /* the entries so far */
       *out = p;
+      cap = (size_t)next;
     }
     fent *e = &(*out)[n++];
     memcpy(e->name, de->d_name, len + 1); /* len is fixed above, below sizeof e->name */

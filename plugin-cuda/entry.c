@@ -21,6 +21,16 @@
 #define TABLE_MINOR T4A_GPU_BACKEND_ABI_MINOR
 #endif
 
+/* T4A_TEST_CAPTURE_MAX builds a test copy whose captures hold at most that
+ * many entries per list instead of T4A__CAPTURE_MAX (capture.h), so that
+ * the fake lane reaches the bound in a few calls
+ * (tests/cpu/libt4a_cudacap.la, tests/runtime/test_graph.c). */
+#ifdef T4A_TEST_CAPTURE_MAX
+__attribute__((constructor)) static void t4a__test_capture_max(void) {
+  t4a__capture_max = T4A_TEST_CAPTURE_MAX;
+}
+#endif
+
 static const t4a_gpu_backend_v1 table = {
     .struct_size = TABLE_SIZE,
     .abi_major = T4A_GPU_BACKEND_ABI_MAJOR,

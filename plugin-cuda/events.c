@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/checked.h"
 #include "plugin-cuda/runtime.h"
 
 int t4a__event_get(t4a__runtime *rt, int32_t dev, t4a__event **out) {
@@ -24,12 +25,18 @@ int t4a__event_get(t4a__runtime *rt, int32_t dev, t4a__event **out) {
     return T4A_OK;
   }
   if (d->event_count == d->event_cap) {
-    uint32_t cap = d->event_cap ? d->event_cap * 2 : 8;
-    t4a__event **p = realloc(d->events, cap * sizeof(void *));
+    uint64_t cap;
+    size_t bytes;
+    if (!t4a__grow(d->event_cap, 8, UINT32_MAX, sizeof(void *), &cap, &bytes))
+      return t4a__fail(T4A_ENOMEM,
+                       "the runtime holds %u events, the most it can list; seal less "
+                       "often, or wait for witnesses and release them",
+                       d->event_count);
+    t4a__event **p = realloc(d->events, bytes);
     if (!p)
       return t4a__fail(T4A_ENOMEM, "out of host memory for events");
     d->events = p;
-    d->event_cap = cap;
+    d->event_cap = (uint32_t)cap;
   }
   const t4a__cuda_api *cu = &t4a__be.cu;
   t4a__CUcontext ctx = rt->ctx;
@@ -86,10 +93,15 @@ void t4a__events_wait_unpinned(t4a__runtime *rt) {
       pinned |= rt->done.events[i]->pins != 0;
     if (!pinned)
       return;
-    pthread_mutex_unlock(&rt->lock); /* not t4a__rt_unlock: due calls wait for destroy's end */
+    /* not t4a__rt_unlock: the calls due (release callbacks of what the
+     * drained stream retired) wait for destroy's end, and stay destroy's:
+     * the waiter's unlock, as it lets its pin go, must not run them in the
+     * middle of the destroy (one may destroy this runtime) */
+    t4a__calls kept;
+    t4a__rt_unlock_keep(rt, &kept);
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
-    pthread_mutex_lock(&rt->lock);
+    t4a__rt_relock(rt, &kept);
   }
 }
 

@@ -260,7 +260,7 @@ int t4a__external_wrap(t4a__runtime *rt, const char *what, uint64_t address, uin
   b->ext_release = ext_retired;
   b->ext = e;
   rt->c.live_buffers++;
-  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->slot.index);
   return T4A_OK;
 }
 

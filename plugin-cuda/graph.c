@@ -13,12 +13,14 @@
  * pinned memory. */
 #include "config.h"
 
+#include <string.h>
+
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
 static int graph_get(t4a__runtime *rt, t4a_graph h, const char *what, t4a__graph **out) {
   int rc;
-  *out = t4a__htable_find(&rt->graphs, &t4a__graph_kind, rt->index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->graphs, &t4a__graph_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -97,7 +99,7 @@ static int publish(t4a__runtime *rt, t4a__CUgraph g, t4a__recorded *rec, t4a_gra
   gr->exec = exec;
   gr->nodes = nodes;
   gr->rec = *rec;
-  out->bits = t4a__htable_publish(&rt->graphs, i, &t4a__graph_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->graphs, i, &t4a__graph_kind, rt->slot.index);
   rt->c.graphs_captured++;
   rt->c.live_graphs++;
   return T4A_OK;
@@ -136,6 +138,9 @@ int t4a__slot_graph_end(t4a_runtime h, t4a_graph *out) {
   /* the capture has ended: whatever happens next, the runtime is not capturing */
   t4a__recorded rec = rt->cap.rec;
   int error = rt->cap.error;
+  const char *todo = rt->cap.error_todo;
+  char detail[sizeof rt->cap.error_detail];
+  memcpy(detail, rt->cap.error_detail, sizeof detail);
   rt->done.dirty = rt->cap.dirty_before; /* nothing captured has run */
   rt->cap = (t4a__capture){0};
   if (r != T4A__CUDA_SUCCESS || error) {
@@ -148,9 +153,9 @@ int t4a__slot_graph_end(t4a_runtime h, t4a_graph *out) {
                                "call, or work on the raw stream, failed or could not be "
                                "captured); the capture is discarded, capture again")
              : t4a__fail(error,
-                         "graph_end: recording the captured work failed (%s); the capture is "
-                         "discarded, capture again",
-                         t4a_status_name(error));
+                         "graph_end: recording the captured work failed: %s; the capture "
+                         "is discarded, %s",
+                         detail, todo);
   } else {
     rc = publish(rt, g, &rec, out);
   }

@@ -38,11 +38,11 @@ static void enable_peers(int32_t ordinal, t4a__CUcontext ctx) {
     t4a__runtime *o = t4a__rt_slot(i);
     if (!o)
       break;
-    pthread_mutex_lock(&o->lock);
-    bool peer = o->alive && o->ordinal != ordinal;
+    pthread_mutex_lock(&o->slot.lock);
+    bool peer = o->slot.alive && o->ordinal != ordinal;
     int32_t dev = o->ordinal;
     t4a__CUcontext octx = o->ctx;
-    pthread_mutex_unlock(&o->lock);
+    pthread_mutex_unlock(&o->slot.lock);
     if (peer) {
       t4a__peer_enable(ordinal, dev, ctx, octx);
       t4a__peer_enable(dev, ordinal, octx, ctx);
@@ -127,16 +127,16 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   if ((rc = t4a__staging_init(rt, warm ? &sp.stage : NULL)))
     goto fail_memory;
   t4a__ctx_leave(rt, saved);
-  rt->gen = t4a__gen_next(rt->gen);
-  rt->alive = true;
-  rt->reserved = false;
+  rt->slot.gen = t4a__gen_next(rt->slot.gen);
+  rt->slot.alive = true;
+  rt->slot.reserved = false;
   *out = t4a__rt_handle(rt);
   t4a__CUcontext ctx = rt->ctx;
   t4a__rt_unlock(rt);
   if (t4a__be.device_count > 1)
     enable_peers(ordinal, ctx);
-  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u created on device %d%s", rt->index, (int)ordinal,
-           warm ? " (from a destroyed runtime's parts)" : "");
+  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u created on device %d%s", rt->slot.index,
+           (int)ordinal, warm ? " (from a destroyed runtime's parts)" : "");
   return T4A_OK;
 
 fail_memory: /* nothing was enqueued: everything is idle */
@@ -151,7 +151,7 @@ fail_stream:
     t4a__release_or_keep(cu->cuStreamDestroy(rt->stream), rt->stream);
   t4a__release_or_keep(cu->cuDevicePrimaryCtxRelease(rt->dev), rt->ctx);
 fail_slot:
-  rt->reserved = false;
+  rt->slot.reserved = false;
   t4a__rt_unlock(rt);
   return rc;
 }
@@ -263,13 +263,13 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   if (!idle) {
     t4a__rt_quarantine(rt);
     t4a__log(T4A__LOG_WARN, "cuda", "runtime %u destroyed after a fault: its memory is quarantined",
-             rt->index);
+             rt->slot.index);
   }
-  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u on device %d destroyed%s", rt->index,
+  t4a__log(T4A__LOG_DEBUG, "cuda", "runtime %u on device %d destroyed%s", rt->slot.index,
            (int)rt->ordinal, idle ? "" : " (memory quarantined)");
   t4a__rt_reset(rt);
-  rt->gen = t4a__gen_next(rt->gen); /* every handle of the old runtime is now stale */
-  rt->alive = false;
+  rt->slot.gen = t4a__gen_next(rt->slot.gen); /* every handle of the old runtime is now stale */
+  rt->slot.alive = false;
   t4a__rt_unlock(rt);
   if (idle && release_r)
     return t4a__cu_fail(release_r,

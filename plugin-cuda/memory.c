@@ -19,7 +19,7 @@
 
 int t4a__buffer_get(t4a__runtime *rt, t4a_buffer h, const char *what, t4a__buffer **out) {
   int rc;
-  *out = t4a__htable_find(&rt->mem.bufs, &t4a__buffer_kind, rt->index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->mem.bufs, &t4a__buffer_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -118,12 +118,15 @@ static bool cache_put(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
     return false;
   t4a__bin *bin = &rt->mem.bins[cls];
   if (bin->count == bin->cap) {
-    uint32_t n = bin->cap ? bin->cap * 2 : 8;
-    t4a__CUdeviceptr *p = realloc(bin->ptrs, n * sizeof *p);
+    uint64_t n;
+    size_t bytes;
+    if (!t4a__grow(bin->cap, 8, UINT32_MAX, sizeof *bin->ptrs, &n, &bytes))
+      return false; /* the bin is full: freed to the pool */
+    t4a__CUdeviceptr *p = realloc(bin->ptrs, bytes);
     if (!p)
       return false;
     bin->ptrs = p;
-    bin->cap = n;
+    bin->cap = (uint32_t)n;
   }
   bin->ptrs[bin->count++] = ptr;
   rt->mem.cache_entries++;
@@ -244,7 +247,7 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   b->cap = cap;
   b->ptr = ptr;
   rt->c.live_buffers++;
-  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->slot.index);
 out:
   t4a__rt_unlock(rt);
   return rc;

@@ -26,13 +26,13 @@ static const t4a__hkind function_kind = {
 
 static int module_of(t4a__runtime *rt, t4a_module h, const char *what, t4a__module **out) {
   int rc;
-  *out = t4a__htable_find(&rt->code.mods, &module_kind, rt->index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->code.mods, &module_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
 int t4a__function_get(t4a__runtime *rt, t4a_function h, const char *what, t4a__function **out) {
   int rc;
-  *out = t4a__htable_find(&rt->code.funcs, &function_kind, rt->index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->code.funcs, &function_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -121,7 +121,7 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
   t4a__module *m = t4a__htable_at(&rt->code.mods, i);
   m->mod = mod;
   t4a__strcopy(m->name, sizeof m->name, code.name);
-  out->bits = t4a__htable_publish(&rt->code.mods, i, &module_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->code.mods, i, &module_kind, rt->slot.index);
 out:
   t4a__rt_unlock(rt);
   t4a__artifact_put(&code);
@@ -214,7 +214,7 @@ int t4a__slot_function_get(t4a_runtime h, t4a_module mh, const char *name, t4a_f
   f->static_shared = shared;
   f->max_dynamic = dynamic;
   t4a__strcopy(f->name, sizeof f->name, name);
-  out->bits = t4a__htable_publish(&rt->code.funcs, i, &function_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->code.funcs, i, &function_kind, rt->slot.index);
 out:
   t4a__rt_unlock(rt);
   return rc;

@@ -20,7 +20,7 @@
 
 int t4a__host_get(t4a__runtime *rt, t4a_host_buffer h, const char *what, t4a__host **out) {
   int rc;
-  *out = t4a__htable_find(&rt->pin.hosts, &t4a__host_kind, rt->index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->pin.hosts, &t4a__host_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -112,7 +112,7 @@ int t4a__slot_host_alloc(t4a_runtime h, uint64_t bytes, uint32_t flags, t4a_host
   hb->cap = cap;
   hb->ptr = p;
   rt->c.live_host_buffers++;
-  out->bits = t4a__htable_publish(&rt->pin.hosts, i, &t4a__host_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->pin.hosts, i, &t4a__host_kind, rt->slot.index);
   *ptr = p;
 out:
   t4a__rt_unlock(rt);
@@ -264,7 +264,7 @@ int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t f
   hb->size = bytes;
   hb->ptr = ptr;
   rt->c.live_host_buffers++;
-  out->bits = t4a__htable_publish(&rt->pin.hosts, i, &t4a__host_kind, rt->index);
+  out->bits = t4a__htable_publish(&rt->pin.hosts, i, &t4a__host_kind, rt->slot.index);
 out:
   t4a__rt_unlock(rt);
   return rc;

@@ -7,11 +7,11 @@
  * subsystem alone reads and writes it. Creating and destroying a runtime
  * (lifecycle.c) calls each subsystem's init and fini in one order.
  *
- * Locking: every field of a runtime is guarded by its `lock`, taken by
- * t4a__rt_lock() from a handle and released by t4a__rt_unlock(). Runtime
- * structs are never freed while the plugin is loaded (a destroyed
- * runtime's slot is reused with a new generation), so a stale handle can
- * always be checked safely. */
+ * Locking: every field of a runtime is guarded by its `slot.lock` (the
+ * head core/rtable.h keeps for every backend), taken by t4a__rt_lock() from
+ * a handle and released by t4a__rt_unlock(). Runtime structs are never
+ * freed while the plugin is loaded (a destroyed runtime's slot is reused
+ * with a new generation), so a stale handle can always be checked safely. */
 #ifndef T4A_PLUGIN_CUDA_RUNTIME_H
 #define T4A_PLUGIN_CUDA_RUNTIME_H
 
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/keep.h"
+#include "core/rtable.h"
 #include "plugin-cuda/backend.h"
 #include "plugin-cuda/capture.h"
 #include "plugin-cuda/completion.h"
@@ -29,24 +30,10 @@
 #include "plugin-cuda/pinned.h"
 #include "plugin-cuda/staging.h"
 
-/* A call due once the runtime's lock is let go (t4a__rt_defer): consumer
- * code (external memory's release callbacks) never runs under our lock, so
- * it may call back into the runtime. The node is its owner's memory. */
-typedef struct t4a__call {
-  void (*fn)(void *arg);
-  void *arg;
-  struct t4a__call *next;
-} t4a__call;
-
 struct t4a__runtime {
-  /* Identity: kept across the slot's reuse. */
-  pthread_mutex_t lock;
-  uint32_t index, gen;
-  bool alive;
-  bool reserved; /* taken by a runtime_create in progress */
-  /* Calls due at the next unlock, oldest first. Here, not in the state:
-   * destroy resets the state before its unlock runs them. */
-  t4a__call *due, *due_tail;
+  /* Identity and lock (core/rtable.h), kept across the slot's reuse; first,
+   * so that the table's head is the runtime. */
+  t4a__rtslot slot;
 
   /* State: everything from here on is zeroed when the slot is reused. */
   int fault; /* sticky cause (a CUresult), or 0 */
@@ -82,24 +69,30 @@ int t4a__rt_lock(t4a_runtime h, const char *what, t4a__runtime **out);
  * queries that report the fault themselves). */
 int t4a__rt_lock_any(t4a_runtime h, const char *what, t4a__runtime **out);
 
-/* Unlocks rt, then runs the calls that became due meanwhile. */
-void t4a__rt_unlock_due(t4a__runtime *rt);
-static inline void t4a__rt_unlock(t4a__runtime *rt) {
-  if (rt->due)
-    t4a__rt_unlock_due(rt);
-  else
-    pthread_mutex_unlock(&rt->lock);
-}
+/* Unlocks rt, then runs the calls that became due meanwhile (core/rtable.h
+ * says when a thread may). */
+static inline void t4a__rt_unlock(t4a__runtime *rt) { t4a__rtable_unlock(&rt->slot); }
 
 /* Queues c to run once rt's lock is let go (rt locked). */
-void t4a__rt_defer(t4a__runtime *rt, t4a__call *c);
+static inline void t4a__rt_defer(t4a__runtime *rt, t4a__call *c) {
+  t4a__rtable_defer(&rt->slot, c);
+}
+
+/* Lets rt's lock go for a moment, keeping its due calls (core/rtable.h). */
+static inline void t4a__rt_unlock_keep(t4a__runtime *rt, t4a__calls *kept) {
+  t4a__rtable_unlock_keep(&rt->slot, kept);
+}
+static inline void t4a__rt_relock(t4a__runtime *rt, const t4a__calls *kept) {
+  t4a__rtable_relock(&rt->slot, kept);
+}
 
 /* The runtime struct of a slot index (never freed), or NULL. */
-t4a__runtime *t4a__rt_slot(uint32_t index);
+static inline t4a__runtime *t4a__rt_slot(uint32_t index) {
+  return (t4a__runtime *)t4a__rtable_slot(index); /* the head is the first member */
+}
 
 static inline t4a_runtime t4a__rt_handle(const t4a__runtime *rt) {
-  t4a_runtime h = {t4a__h_make(T4A__TAG_RUNTIME, rt->index, 0, rt->gen)};
-  return h;
+  return t4a__rtable_handle(&rt->slot);
 }
 
 /* Takes a dead slot (or a new one) for a runtime being created, locked,
@@ -124,7 +117,6 @@ int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...)
 /* Marks work as enqueued since the last seal. */
 static inline void t4a__rt_dirty(t4a__runtime *rt) { rt->done.dirty = true; }
 
-
 /* The result of a release call that has no status to report it (an undo
  * path, the spare parts): on failure the handle is kept. True if released. */
 static inline bool t4a__release_or_keep(t4a__CUresult r, const void *handle) {
@@ -132,7 +124,6 @@ static inline bool t4a__release_or_keep(t4a__CUresult r, const void *handle) {
     t4a__keep(handle);
   return r == T4A__CUDA_SUCCESS;
 }
-
 
 /* Notes the result of a release call made by destroy: on failure the handle
  * is kept (t4a__keep) and the first failure is what runtime_destroy
@@ -155,7 +146,7 @@ void t4a__rt_quarantine(const t4a__runtime *rt);
 
 /* Plugin teardown: frees the structs of destroyed runtimes (live ones are
  * left: their driver objects cannot be released from a destructor). */
-void t4a__runtimes_unload(void);
+static inline void t4a__runtimes_unload(void) { t4a__rtable_unload(); }
 
 /* ---- priority.c (v1.1): stream priority, with rt's context current ---- */
 

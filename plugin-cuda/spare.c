@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "plugin-cuda/runtime.h"
@@ -97,13 +98,15 @@ bool t4a__spare_give(const t4a__spare *s) {
     same += spares[i].ordinal == s->ordinal;
   bool keep = enabled() && same < T4A__SPARES_PER_DEVICE &&
               staging_bytes + s->stage.bytes <= T4A__SPARE_STAGING_BYTES;
+  uint64_t n;
+  size_t bytes;
   if (keep && count == cap) {
-    uint32_t n = cap ? cap * 2 : 8;
-    t4a__spare *p = realloc(spares, n * sizeof *p);
+    t4a__spare *p =
+        t4a__grow(cap, 8, UINT32_MAX, sizeof *spares, &n, &bytes) ? realloc(spares, bytes) : NULL;
     keep = p != NULL;
     if (p) {
       spares = p;
-      cap = n;
+      cap = (uint32_t)n;
     }
   }
   if (keep && !handler)

@@ -50,8 +50,8 @@ static int wnew(t4a__runtime *rt, uint64_t seq, t4a_witness *out) {
   if (rc == T4A_OK) {
     wslot *s = t4a__htable_at(&wtable, i);
     s->refs = 1;
-    s->rt_index = rt->index;
-    s->rt_gen = rt->gen;
+    s->rt_index = rt->slot.index;
+    s->rt_gen = rt->slot.gen;
     s->seq = seq;
     s->final = 1;
     s->timed = rt->done.timing;
@@ -71,7 +71,7 @@ void t4a__witness_finalise(t4a__runtime *rt, int status) {
   pthread_mutex_lock(&wlock);
   for (uint32_t i = 0; i < wtable.count; i++) {
     wslot *s = t4a__htable_at(&wtable, i);
-    if (s->h.live && s->final == 1 && s->rt_index == rt->index && s->rt_gen == rt->gen)
+    if (s->h.live && s->final == 1 && s->rt_index == rt->slot.index && s->rt_gen == rt->slot.gen)
       s->final = s->seq <= rt->done.completed_seq ? T4A_OK : status;
   }
   pthread_mutex_unlock(&wlock);
@@ -81,7 +81,7 @@ void t4a__witness_time(t4a__runtime *rt, uint64_t seq, uint64_t ns) {
   pthread_mutex_lock(&wlock);
   for (uint32_t i = 0; i < wtable.count; i++) {
     wslot *s = t4a__htable_at(&wtable, i);
-    if (s->h.live && s->seq == seq && s->rt_index == rt->index && s->rt_gen == rt->gen) {
+    if (s->h.live && s->seq == seq && s->rt_index == rt->slot.index && s->rt_gen == rt->slot.gen) {
       s->time_known = true;
       s->time_ns = ns;
     }
@@ -120,12 +120,12 @@ static int wlock_runtime(t4a_witness w, const char *what, wref *ref, t4a__runtim
   if (ref->final != 1)
     return ref->final;
   t4a__runtime *rt = t4a__rt_slot(ref->rt_index);
-  pthread_mutex_lock(&rt->lock);
-  if (rt->alive && rt->gen == ref->rt_gen) {
+  pthread_mutex_lock(&rt->slot.lock);
+  if (rt->slot.alive && rt->slot.gen == ref->rt_gen) {
     *out = rt;
     return T4A_OK;
   }
-  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_unlock(&rt->slot.lock);
   /* destroyed after wread: destroy stored the final status first */
   rc = wread(w, what, ref);
   return rc ? rc : ref->final;
@@ -209,16 +209,24 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
       t4a__rt_unlock(rt);
       continue;
     }
+    if (rt->slot.due) {
+      /* release callbacks became due: they run now, before anything is
+       * pinned (one may destroy the runtime, which waits for pins), then
+       * look again */
+      t4a__rt_unlock(rt);
+      continue;
+    }
     t4a__event *e = t4a__epoch_event(rt, ref.seq);
     if (deadline == UINT64_MAX && e) {
       /* block in the driver without holding the runtime; the pin keeps ev
-       * alive, even through a destroy after a fault */
+       * alive, even through a destroy after a fault (nothing is due: the
+       * unlock runs no callback while the pin is held) */
       t4a__CUevent ev = e->ev;
       e->pins++;
       t4a__rt_unlock(rt);
       t4a__CUresult r = t4a__be.cu.cuEventSynchronize(ev);
-      pthread_mutex_lock(&rt->lock);
-      if (rt->alive && rt->gen == ref.rt_gen) { /* else destroyed after a fault */
+      pthread_mutex_lock(&rt->slot.lock);
+      if (rt->slot.alive && rt->slot.gen == ref.rt_gen) { /* else destroyed after a fault */
         t4a__event_unpin(rt, e);
         if (r != T4A__CUDA_SUCCESS && r != T4A__CUDA_ERROR_NOT_READY)
           t4a__rt_cu_fail(rt, r, "witness_wait: the runtime's work failed");
@@ -267,25 +275,33 @@ int t4a__slot_witness_release(t4a_witness w) {
 
 int t4a__witness_pin(t4a_witness w, const char *what, t4a__wpin *p) {
   memset(p, 0, sizeof *p);
-  wref ref;
-  t4a__runtime *src;
-  int rc = wlock_runtime(w, what, &ref, &src);
-  if (!src)
-    return rc; /* the witness's runtime is gone: completed (OK) or failed */
-  rc = t4a__epoch_state(src, ref.seq);
-  if (rc == T4A_ENOTREADY) {
-    /* The pin keeps the event and its record for seq until the wait is
-     * enqueued: destroy waits for pins, or after a fault keeps pinned
-     * events for good. Only ev is used once src is unlocked. */
-    t4a__event *e = t4a__epoch_event(src, ref.seq);
-    if (e) {
-      e->pins++;
-      *p = (t4a__wpin){src, ref.rt_gen, e, e->ev, src->ordinal};
+  for (;;) {
+    wref ref;
+    t4a__runtime *src;
+    int rc = wlock_runtime(w, what, &ref, &src);
+    if (!src)
+      return rc; /* the witness's runtime is gone: completed (OK) or failed */
+    rc = t4a__epoch_state(src, ref.seq);
+    if (rc == T4A_ENOTREADY && src->slot.due) {
+      /* release callbacks became due: they run now, with nothing pinned
+       * (one may destroy src, which waits for pins), then look again */
+      t4a__rt_unlock(src);
+      continue;
     }
-    rc = T4A_OK;
+    if (rc == T4A_ENOTREADY) {
+      /* The pin keeps the event and its record for seq until the wait is
+       * enqueued: destroy waits for pins, or after a fault keeps pinned
+       * events for good. Only ev is used once src is unlocked. */
+      t4a__event *e = t4a__epoch_event(src, ref.seq);
+      if (e) {
+        e->pins++;
+        *p = (t4a__wpin){src, ref.rt_gen, e, e->ev, src->ordinal};
+      }
+      rc = T4A_OK;
+    }
+    t4a__rt_unlock(src); /* nothing due when a pin was taken */
+    return rc;
   }
-  t4a__rt_unlock(src);
-  return rc;
 }
 
 int t4a__witness_pin_check(const t4a__wpin *p, const char *what) {
@@ -305,8 +321,8 @@ int t4a__witness_pin_check(const t4a__wpin *p, const char *what) {
 void t4a__witness_unpin(t4a__wpin *p) {
   if (!p->e)
     return;
-  pthread_mutex_lock(&p->src->lock);
-  if (p->src->alive && p->src->gen == p->gen)
+  pthread_mutex_lock(&p->src->slot.lock);
+  if (p->src->slot.alive && p->src->slot.gen == p->gen)
     t4a__event_unpin(p->src, p->e);
   t4a__rt_unlock(p->src);
   p->e = NULL;

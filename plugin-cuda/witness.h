@@ -29,7 +29,10 @@ typedef struct t4a__wpin {
 
 /* Pins the event w's work completes with (p->e NULL when it completed);
  * T4A_EDEVICEFAULT when it failed, T4A_EHANDLE for a bad witness. No lock
- * is held on return. */
+ * is held on return. Release callbacks that become due on the way run
+ * before the pin is taken (they may destroy w's runtime). While the pin
+ * is held the caller may lock a runtime (w's too) as long as it queues no
+ * call there: only the lock's holder has calls due (runtime.h). */
 int t4a__witness_pin(t4a_witness w, const char *what, t4a__wpin *p);
 
 /* T4A_EDEVICEFAULT (with the detail) when the pinned event's device

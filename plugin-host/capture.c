@@ -8,17 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "plugin-host/host.h"
 
 static bool grow(void **p, uint32_t *cap, uint32_t count, size_t item) {
   if (count < *cap)
     return true;
-  uint32_t n = *cap ? *cap * 2 : 16;
-  void *q = realloc(*p, n * item);
+  uint64_t n;
+  size_t bytes;
+  void *q = t4a__grow(*cap, 16, UINT32_MAX, item, &n, &bytes) ? realloc(*p, bytes) : NULL;
   if (!q)
     return false;
   *p = q;
-  *cap = n;
+  *cap = (uint32_t)n;
   return true;
 }
 

@@ -161,14 +161,17 @@ static void cache_put(t4a__hrt *rt, const t4a__block *b, uint64_t cap) {
     return;
   }
   if (bin->count == bin->cap) {
-    uint32_t n = bin->cap ? bin->cap * 2 : 8;
-    t4a__block *p = realloc(bin->blocks, n * sizeof *p);
+    uint64_t n;
+    size_t bytes;
+    t4a__block *p = t4a__grow(bin->cap, 8, UINT32_MAX, sizeof *p, &n, &bytes)
+                        ? realloc(bin->blocks, bytes)
+                        : NULL;
     if (!p) {
       give(rt, b, cap);
       return;
     }
     bin->blocks = p;
-    bin->cap = n;
+    bin->cap = (uint32_t)n;
   }
   bin->blocks[bin->count++] = *b;
   rt->mem.cache_entries++;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/checked.h"
 #include "common/error.h"
 #include "core/copypool.h"
 #include "plugin-host/queue.h"
@@ -182,14 +183,16 @@ static t4a__worker *worker_take(void) {
     return w;
   }
   if (all_count == all_cap) {
-    unsigned n = all_cap ? all_cap * 2 : 16;
-    t4a__worker **p = realloc(all, n * sizeof *p);
+    uint64_t n;
+    size_t bytes;
+    t4a__worker **p =
+        t4a__grow(all_cap, 16, UINT32_MAX, sizeof *p, &n, &bytes) ? realloc(all, bytes) : NULL;
     if (!p) {
       pthread_mutex_unlock(&workers_lock);
       return NULL;
     }
     all = p;
-    all_cap = n;
+    all_cap = (unsigned)n;
   }
   w = calloc(1, sizeof *w);
   if (w && !(w->ring = malloc(RING_CAP * sizeof *w->ring))) {

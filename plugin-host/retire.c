@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include "common/checked.h"
 #include "plugin-host/host.h"
 
 int t4a__retire_add(t4a__hrt *rt, const t4a__hretire *r) {
@@ -15,15 +16,18 @@ int t4a__retire_add(t4a__hrt *rt, const t4a__hretire *r) {
     return T4A_OK;
   }
   if (rt->retire_count == rt->retire_cap) {
-    uint32_t n = rt->retire_cap ? rt->retire_cap * 2 : 16;
-    t4a__hretire *p = realloc(rt->retire, n * sizeof *p);
+    uint64_t n;
+    size_t bytes;
+    t4a__hretire *p = t4a__grow(rt->retire_cap, 16, UINT32_MAX, sizeof *p, &n, &bytes)
+                          ? realloc(rt->retire, bytes)
+                          : NULL;
     if (!p) { /* wait for the work instead of failing a free */
       t4a__hrt_drain(rt, r->seq);
       r->release(rt, r->ptr, r->bytes, false);
       return T4A_OK;
     }
     rt->retire = p;
-    rt->retire_cap = n;
+    rt->retire_cap = (uint32_t)n;
   }
   rt->retire[rt->retire_count++] = *r;
   atomic_store(&rt->q.tl->retiring, true);

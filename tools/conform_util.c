@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/checked.h"
 #include "tools/conform.h"
 
 #define WAIT_NS (60ull * 1000 * 1000 * 1000) /* a witness or destroy that takes longer hangs */
@@ -165,15 +166,18 @@ static bool gate_open(t4a__cf_gate *g, bool forced);
 bool t4a__cf_track(t4a__cf *c, int kind, uint64_t rt, uint64_t h, void *p) {
   t4a__cf_obj o = {kind, rt, h, p};
   if (c->nobjs == c->capobjs) {
-    size_t cap = c->capobjs ? c->capobjs * 2 : 32;
-    t4a__cf_obj *n = realloc(c->objs, cap * sizeof *n);
+    uint64_t cap;
+    size_t bytes;
+    t4a__cf_obj *n = t4a__grow(c->capobjs, 32, SIZE_MAX, sizeof *n, &cap, &bytes)
+                         ? realloc(c->objs, bytes)
+                         : NULL;
     if (!n) { /* release it now rather than lose it */
       t4a__cf_fail(c, "out of host memory for the list of objects to release");
       release_one(c, &o);
       return false;
     }
     c->objs = n;
-    c->capobjs = cap;
+    c->capobjs = (size_t)cap;
   }
   c->objs[c->nobjs++] = o;
   return true;

@@ -541,7 +541,9 @@ typedef struct t4a_external_memory {
   int32_t device_ordinal; /* the runtime's device; -1 with T4A_EXTERNAL_HOST */
   uint32_t reserved;      /* must be 0 */
   /* Called once when the runtime lets go of the memory; NULL: nothing to
-   * call. Never called under a lock of the runtime: it may call into it. */
+   * call. Called while the backend holds nothing (no lock, no pinned
+   * event): it may call any slot, runtime_destroy of its own runtime
+   * included (see buffer_wrap_external for when and where). */
   void (*release)(void *user);
   void *user; /* passed to release */
 } t4a_external_memory;
@@ -1109,7 +1111,12 @@ struct t4a_gpu_backend_v1 {
    * is a graph of rt (rt owns it). The recorded work has not run. When a
    * captured call failed, or instantiation fails, the capture ends all
    * the same, nothing is returned, and the status says why; capture
-   * again. Not capturing: T4A_EINVAL. */
+   * again. A capture records at most 16,777,216 (2^24) launches, and as
+   * many distinct buffers, host buffers and functions that its copies and
+   * launches name: the call that would exceed that still succeeds (its
+   * work is in the driver's capture), but the capture has failed and
+   * graph_end returns T4A_ENOMEM, saying so; capture the work as several
+   * smaller graphs. Not capturing: T4A_EINVAL. */
   int (*graph_end)(t4a_runtime rt, t4a_graph *out);
 
   /* graph_launch: replays g on rt's stream, in call order with everything
@@ -1164,10 +1171,18 @@ struct t4a_gpu_backend_v1 {
    * frees the memory. mem->release(mem->user) is called exactly once: after
    * buffer_free (or runtime_destroy) and the completion of every use
    * enqueued before it (work on rt's stream, and other runtimes' copies
-   * from it), observed at a later natural point (seal, witness_query/_wait,
-   * buffer_free, host_free, module_unload, destroy; at once when that work
-   * had completed), on the thread of that call, after rt's lock was let go
-   * (so it may call into rt). Like host_free, it
+   * from it), observed at a later natural point of rt: seal, witness_query,
+   * witness_wait, witness_elapsed, stream_wait_witness and
+   * runtime_wait_witness (for a witness of rt), buffer_free of an external
+   * buffer, host_free, host_unregister, module_unload, graph_release and
+   * runtime_destroy (at its end, once rt is gone); at once (in buffer_free)
+   * when that work had completed. It runs on the thread of that call,
+   * before the call returns, while the backend holds nothing (no lock of
+   * any runtime, no pinned event), so it may call any slot on any runtime,
+   * rt included, and may destroy rt: the call that ran it still returns
+   * its own status (a wait goes on as for any destroyed runtime: its
+   * witness's final status). A release that runtime_destroy runs finds
+   * rt gone already (destroying it again: T4A_EHANDLE). Like host_free, it
    * waits for a seal covering the work: the library never seals behind the
    * caller's back. After a device fault the memory is quarantined with the
    * runtime's own (the GPU may still touch it) and release is never called.
@@ -1230,8 +1245,10 @@ struct t4a_gpu_backend_v1 {
    * DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
    * T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
    * T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
-   * is the buffer's release (called once, after the buffer's last use
-   * completed); on failure the caller still owns it (call its deleter). */
+   * is the buffer's release, called as buffer_wrap_external's release is
+   * (once, after the buffer's last use completed, at a later natural point,
+   * with nothing of the backend held: it may call any slot, and destroy
+   * rt); on failure the caller still owns it (call its deleter). */
   int (*dlpack_import)(t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
                        uint64_t *offset);
 };

@@ -764,7 +764,9 @@ class t4a_external_memory(Structure):
         # must be 0
         ('reserved', c_uint32),
         # Called once when the runtime lets go of the memory; NULL: nothing to
-        # call. Never called under a lock of the runtime: it may call into it.
+        # call. Called while the backend holds nothing (no lock, no pinned
+        # event): it may call any slot, runtime_destroy of its own runtime
+        # included (see buffer_wrap_external for when and where).
         ('release', CFUNCTYPE(None, c_void_p)),
         # passed to release
         ('user', c_void_p),
@@ -1634,7 +1636,12 @@ class t4a_gpu_backend_v1(Structure):
         # is a graph of rt (rt owns it). The recorded work has not run. When a
         # captured call failed, or instantiation fails, the capture ends all
         # the same, nothing is returned, and the status says why; capture
-        # again. Not capturing: T4A_EINVAL.
+        # again. A capture records at most 16,777,216 (2^24) launches, and as
+        # many distinct buffers, host buffers and functions that its copies and
+        # launches name: the call that would exceed that still succeeds (its
+        # work is in the driver's capture), but the capture has failed and
+        # graph_end returns T4A_ENOMEM, saying so; capture the work as several
+        # smaller graphs. Not capturing: T4A_EINVAL.
         ('graph_end', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_graph))),
         # graph_launch: replays g on rt's stream, in call order with everything
         # else rt enqueues (the next seal covers it: one event). Arguments and
@@ -1690,10 +1697,18 @@ class t4a_gpu_backend_v1(Structure):
         # frees the memory. mem->release(mem->user) is called exactly once: after
         # buffer_free (or runtime_destroy) and the completion of every use
         # enqueued before it (work on rt's stream, and other runtimes' copies
-        # from it), observed at a later natural point (seal, witness_query/_wait,
-        # buffer_free, host_free, module_unload, destroy; at once when that work
-        # had completed), on the thread of that call, after rt's lock was let go
-        # (so it may call into rt). Like host_free, it
+        # from it), observed at a later natural point of rt: seal, witness_query,
+        # witness_wait, witness_elapsed, stream_wait_witness and
+        # runtime_wait_witness (for a witness of rt), buffer_free of an external
+        # buffer, host_free, host_unregister, module_unload, graph_release and
+        # runtime_destroy (at its end, once rt is gone); at once (in buffer_free)
+        # when that work had completed. It runs on the thread of that call,
+        # before the call returns, while the backend holds nothing (no lock of
+        # any runtime, no pinned event), so it may call any slot on any runtime,
+        # rt included, and may destroy rt: the call that ran it still returns
+        # its own status (a wait goes on as for any destroyed runtime: its
+        # witness's final status). A release that runtime_destroy runs finds
+        # rt gone already (destroying it again: T4A_EHANDLE). Like host_free, it
         # waits for a seal covering the work: the library never seals behind the
         # caller's back. After a device fault the memory is quarantined with the
         # runtime's own (the GPU may still touch it) and release is never called.
@@ -1762,8 +1777,10 @@ class t4a_gpu_backend_v1(Structure):
         # DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
         # T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
         # T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
-        # is the buffer's release (called once, after the buffer's last use
-        # completed); on failure the caller still owns it (call its deleter).
+        # is the buffer's release, called as buffer_wrap_external's release is
+        # (once, after the buffer's last use completed, at a later natural point,
+        # with nothing of the backend held: it may call any slot, and destroy
+        # rt); on failure the caller still owns it (call its deleter).
         ('dlpack_import', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -2365,7 +2382,12 @@ SLOT_DOCS = {
         'is a graph of rt (rt owns it). The recorded work has not run. When a\n'
         'captured call failed, or instantiation fails, the capture ends all\n'
         'the same, nothing is returned, and the status says why; capture\n'
-        'again. Not capturing: T4A_EINVAL.'),
+        'again. A capture records at most 16,777,216 (2^24) launches, and as\n'
+        'many distinct buffers, host buffers and functions that its copies and\n'
+        'launches name: the call that would exceed that still succeeds (its\n'
+        "work is in the driver's capture), but the capture has failed and\n"
+        'graph_end returns T4A_ENOMEM, saying so; capture the work as several\n'
+        'smaller graphs. Not capturing: T4A_EINVAL.'),
     'graph_launch': (
         "graph_launch: replays g on rt's stream, in call order with everything\n"
         'else rt enqueues (the next seal covers it: one event). Arguments and\n'
@@ -2413,10 +2435,18 @@ SLOT_DOCS = {
         'frees the memory. mem->release(mem->user) is called exactly once: after\n'
         'buffer_free (or runtime_destroy) and the completion of every use\n'
         "enqueued before it (work on rt's stream, and other runtimes' copies\n"
-        'from it), observed at a later natural point (seal, witness_query/_wait,\n'
-        'buffer_free, host_free, module_unload, destroy; at once when that work\n'
-        "had completed), on the thread of that call, after rt's lock was let go\n"
-        '(so it may call into rt). Like host_free, it\n'
+        'from it), observed at a later natural point of rt: seal, witness_query,\n'
+        'witness_wait, witness_elapsed, stream_wait_witness and\n'
+        'runtime_wait_witness (for a witness of rt), buffer_free of an external\n'
+        'buffer, host_free, host_unregister, module_unload, graph_release and\n'
+        'runtime_destroy (at its end, once rt is gone); at once (in buffer_free)\n'
+        'when that work had completed. It runs on the thread of that call,\n'
+        'before the call returns, while the backend holds nothing (no lock of\n'
+        'any runtime, no pinned event), so it may call any slot on any runtime,\n'
+        'rt included, and may destroy rt: the call that ran it still returns\n'
+        'its own status (a wait goes on as for any destroyed runtime: its\n'
+        "witness's final status). A release that runtime_destroy runs finds\n"
+        'rt gone already (destroying it again: T4A_EHANDLE). Like host_free, it\n'
         'waits for a seal covering the work: the library never seals behind the\n'
         "caller's back. After a device fault the memory is quarantined with the\n"
         "runtime's own (the GPU may still touch it) and release is never called.\n"
@@ -2474,7 +2504,9 @@ SLOT_DOCS = {
         'DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are\n'
         'T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has\n'
         'T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter\n'
-        "is the buffer's release (called once, after the buffer's last use\n"
-        'completed); on failure the caller still owns it (call its deleter).'),
+        "is the buffer's release, called as buffer_wrap_external's release is\n"
+        "(once, after the buffer's last use completed, at a later natural point,\n"
+        'with nothing of the backend held: it may call any slot, and destroy\n'
+        'rt); on failure the caller still owns it (call its deleter).'),
 }
 _export('SLOT_DOCS')

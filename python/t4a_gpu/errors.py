@@ -10,13 +10,23 @@ do>") and the native (driver/compiler) code and name when there is one::
     except t4a_gpu.errors.ERANGE as e:
         print(e.status, e.message)
 
-The classes are made from the generated status list (t4a_gpu._abi.STATUSES),
+The statuses that mean "this backend cannot be used on this machine" (no
+driver, a stub driver, no device, a driver too old, a mismatched driver:
+ENODRIVER, ESTUBDRIVER, ENODEVICE, EDRIVEROLD, EDRIVERMISMATCH) share one
+base class, Unavailable, so a consumer falls back with one except clause::
+
+    try:
+        backend = t4a_gpu.Backend()
+    except t4a_gpu.errors.Unavailable as e:
+        print("no GPU here:", e.message)   # use the CPU path
+
+The classes are made from the generated status list (t4a_gpu.abi.STATUSES),
 so a status appended to the header gets its class with no edit here. A
 status this module does not know (a newer plugin's) raises T4AError itself.
 """
 from . import _abi
 
-__all__ = ["T4AError", "error_class"]
+__all__ = ["T4AError", "Unavailable", "error_class", "UNAVAILABLE_STATUSES"]
 
 
 class T4AError(Exception):
@@ -49,6 +59,17 @@ class T4AError(Exception):
                              self.native_name, self.log))
 
 
+class Unavailable(T4AError):
+    """The backend cannot be used on this machine (no driver, a stub driver,
+    no device, a driver too old or mismatched): the base of ENODRIVER,
+    ESTUBDRIVER, ENODEVICE, EDRIVEROLD and EDRIVERMISMATCH. Not a bug in
+    the caller: fall back, or install what the message names."""
+
+
+# The statuses of Unavailable (the README's exit code 4 of t4a-gpu).
+UNAVAILABLE_STATUSES = frozenset(getattr(_abi, "T4A_" + n) for n in (
+    "ENODRIVER", "ESTUBDRIVER", "ENODEVICE", "EDRIVEROLD", "EDRIVERMISMATCH"))
+
 _NAMES = {value: name for name, value, _ in _abi.STATUSES}
 _MESSAGES = {value: message for _, value, message in _abi.STATUSES}
 _BY_STATUS = {}
@@ -56,7 +77,8 @@ _BY_STATUS = {}
 for _name, _value, _message in _abi.STATUSES:
     if _value == _abi.T4A_OK:
         continue
-    _cls = type(_name[len("T4A_"):], (T4AError,), {
+    _base = Unavailable if _value in UNAVAILABLE_STATUSES else T4AError
+    _cls = type(_name[len("T4A_"):], (_base,), {
         "status": _value,
         "__doc__": "%s (%d): %s." % (_name, _value, _message),
         "__module__": __name__,
@@ -66,6 +88,6 @@ for _name, _value, _message in _abi.STATUSES:
     _BY_STATUS[_value] = _cls
 
 
-def error_class(status):
+def error_class(status: int) -> type:
     """The exception class of `status` (T4AError for one not in the header)."""
     return _BY_STATUS.get(status, T4AError)

@@ -376,7 +376,10 @@ class Lifetime(Fixture):
         self.assertEqual(self.live(), 0)
         with self.assertRaises(errors.EHANDLE):
             b.read()
-        self.assertFalse(b._finalizer.alive)
+        self.assertTrue(b.closed)
+        del b
+        gc.collect()  # the safety net of a closed buffer calls nothing
+        self.assertEqual(self.live(), 0)
 
     def test_finalizer_frees_a_dropped_buffer(self):
         for _ in range(5):
@@ -385,7 +388,9 @@ class Lifetime(Fixture):
         kept = self.rt.alloc(128)
         gc.collect()
         self.assertEqual(self.live(), 1)  # a live object is never released early
-        self.assertTrue(kept._finalizer.alive)
+        self.assertFalse(kept.closed)
+        del kept
+        self.assertEqual(self.live(), 0)  # its last reference went: freed
 
     def test_runtime_close_invalidates_children_without_calls(self):
         buf = self.rt.alloc(64)

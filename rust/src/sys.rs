@@ -1313,7 +1313,9 @@ pub struct t4a_external_memory {
     /// must be 0
     pub reserved: u32,
     /// Called once when the runtime lets go of the memory; NULL: nothing to
-    /// call. Never called under a lock of the runtime: it may call into it.
+    /// call. Called while the backend holds nothing (no lock, no pinned
+    /// event): it may call any slot, runtime_destroy of its own runtime
+    /// included (see buffer_wrap_external for when and where).
     pub release: Option<unsafe extern "C" fn(user: *mut c_void)>,
     /// passed to release
     pub user: *mut c_void,
@@ -2061,7 +2063,12 @@ pub struct t4a_gpu_backend_v1 {
     /// is a graph of rt (rt owns it). The recorded work has not run. When a
     /// captured call failed, or instantiation fails, the capture ends all
     /// the same, nothing is returned, and the status says why; capture
-    /// again. Not capturing: T4A_EINVAL.
+    /// again. A capture records at most 16,777,216 (2^24) launches, and as
+    /// many distinct buffers, host buffers and functions that its copies and
+    /// launches name: the call that would exceed that still succeeds (its
+    /// work is in the driver's capture), but the capture has failed and
+    /// graph_end returns T4A_ENOMEM, saying so; capture the work as several
+    /// smaller graphs. Not capturing: T4A_EINVAL.
     pub graph_end: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_graph) -> c_int>,
     /// graph_launch: replays g on rt's stream, in call order with everything
     /// else rt enqueues (the next seal covers it: one event). Arguments and
@@ -2111,10 +2118,18 @@ pub struct t4a_gpu_backend_v1 {
     /// frees the memory. mem->release(mem->user) is called exactly once: after
     /// buffer_free (or runtime_destroy) and the completion of every use
     /// enqueued before it (work on rt's stream, and other runtimes' copies
-    /// from it), observed at a later natural point (seal, witness_query/_wait,
-    /// buffer_free, host_free, module_unload, destroy; at once when that work
-    /// had completed), on the thread of that call, after rt's lock was let go
-    /// (so it may call into rt). Like host_free, it
+    /// from it), observed at a later natural point of rt: seal, witness_query,
+    /// witness_wait, witness_elapsed, stream_wait_witness and
+    /// runtime_wait_witness (for a witness of rt), buffer_free of an external
+    /// buffer, host_free, host_unregister, module_unload, graph_release and
+    /// runtime_destroy (at its end, once rt is gone); at once (in buffer_free)
+    /// when that work had completed. It runs on the thread of that call,
+    /// before the call returns, while the backend holds nothing (no lock of
+    /// any runtime, no pinned event), so it may call any slot on any runtime,
+    /// rt included, and may destroy rt: the call that ran it still returns
+    /// its own status (a wait goes on as for any destroyed runtime: its
+    /// witness's final status). A release that runtime_destroy runs finds
+    /// rt gone already (destroying it again: T4A_EHANDLE). Like host_free, it
     /// waits for a seal covering the work: the library never seals behind the
     /// caller's back. After a device fault the memory is quarantined with the
     /// runtime's own (the GPU may still touch it) and release is never called.
@@ -2172,8 +2187,10 @@ pub struct t4a_gpu_backend_v1 {
     /// DLPack major other than T4A_DLPACK_MAJOR and sub-byte types are
     /// T4A_EUNSUPPORTED; a read-only tensor is T4A_EINVAL unless flags has
     /// T4A_DLPACK_ALLOW_READ_ONLY. On success rt owns the tensor: its deleter
-    /// is the buffer's release (called once, after the buffer's last use
-    /// completed); on failure the caller still owns it (call its deleter).
+    /// is the buffer's release, called as buffer_wrap_external's release is
+    /// (once, after the buffer's last use completed, at a later natural point,
+    /// with nothing of the backend held: it may call any slot, and destroy
+    /// rt); on failure the caller still owns it (call its deleter).
     pub dlpack_import: Option<unsafe extern "C" fn(rt: t4a_runtime, tensor: *mut c_void, flags: u32, out: *mut t4a_buffer, offset: *mut u64) -> c_int>,
 }
 

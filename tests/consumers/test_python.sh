@@ -11,6 +11,8 @@
 #      and fake NVRTC;
 #   1. without a driver, axpy exits 4 naming the driver problem;
 #   2. on the fake driver (2 devices) axpy lists both devices and verifies;
+#      bench/python_bench.py --smoke runs every row (a few calls; nothing is
+#      timed against anything: the bench reports, it asserts nothing);
 #   3. the offline install: `pip install --no-index --no-build-isolation`
 #      of a copy of python/ into a fresh venv (--system-site-packages, for
 #      Debian's setuptools and wheel), then the suite and axpy against the
@@ -44,7 +46,10 @@ fi
 T4A_GPU_LIBRARY=$b/loader/.libs/libt4a_gpu.so
 T4A_GPU_BACKEND_PATH=${T4A_GPU_BACKEND_PATH:-$b/plugin-cuda/.libs}
 PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the (possibly read-only) source tree
-export T4A_GPU_LIBRARY T4A_GPU_BACKEND_PATH PYTHONDONTWRITEBYTECODE
+# Every fast call of the package (slots bound without argtypes) is checked
+# against the generated prototype while the suite runs.
+T4A_PY_CHECK_CALLS=1
+export T4A_GPU_LIBRARY T4A_GPU_BACKEND_PATH PYTHONDONTWRITEBYTECODE T4A_PY_CHECK_CALLS
 unset T4A_GPU_BACKEND FAKE_CUDA_VERSION FAKE_CUDA_MODE FAKE_CUDA_DEVICES PYTHONPATH
 
 tmp=$(mktemp -d) || exit 99
@@ -82,7 +87,7 @@ has() { grep -F -q -e "$1" "$out"; }
 # regular expression; the GPU lane allows a host without two peer devices).
 suite_ok() {
   [ "$rc" -eq 0 ] || fail "$1: the unittest suite failed"
-  grep -q "^ *Ran 41 tests" "$out" || fail "$1: not all 41 tests ran"
+  grep -q "^ *Ran 65 tests" "$out" || fail "$1: not all 65 tests ran"
   allowed="numpy is not installed${2:+|$2}"
   if grep "\.\.\. skipped '" "$out" | grep -Ev "skipped '($allowed)'" | grep -q .; then
     fail "$1: a test skipped for a reason not allowed here (allowed: $allowed)"
@@ -108,6 +113,16 @@ has "devices: 2" || fail "the fake driver's 2 devices are not listed"
 [ "$(grep -c 'device [01]: Fake GPU [01]' "$out")" -eq 2 ] || fail "device lines missing"
 [ $rc -eq 0 ] || fail "axpy on the fake driver exited $rc"
 has "python example: axpy of 100003 floats verified on Fake GPU 0" || fail "no verified line"
+
+# shellcheck disable=SC2086
+run "2b. bench/python_bench.py --smoke on the fake driver (it runs; its numbers mean nothing)" \
+  env $fake_env PYTHONPATH="$src/python" python3 "$src/bench/python_bench.py" --smoke \
+  --json "$tmp/bench.json"
+[ $rc -eq 0 ] || fail "the Python bench failed on the fake driver"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); rows = d["summary"]
+assert len(rows) == 6 and all(r["t4a"] > 0 for r in rows.values()), rows
+assert all(rows[r]["floor"] for r in rows if not r.startswith("pageable H2D") and not r.startswith("pageable D2H"))' \
+  "$tmp/bench.json" || fail "the bench JSON lacks a row"
 
 # ---------------------------------------------------------------------------
 # 3. Offline install. Debian's Python (with python3-venv, -pip, -setuptools,

@@ -159,6 +159,26 @@ static void k_bounded(const unsigned char *a, kctx *k) {
       out[b * ntid + t] = (uint32_t)(b * ntid + ntid - 1 - t);
 }
 
+/* t4a_pair(struct { double x; unsigned n; } p, uint32_t *out): a struct
+ * passed by value (16 bytes, at parameter offset 0). Thread 0 stores
+ * out[0] = (unsigned)(p.x * p.n), out[1] = p.n, and p.x's bits in out[2]
+ * (low word) and out[3] (high word). */
+static void k_pair(const unsigned char *a, kctx *k) {
+  double x;
+  uint32_t n, *out;
+  uint64_t bits;
+  memcpy(&x, a, 8);
+  memcpy(&n, a + 8, 4);
+  memcpy(&bits, a, 8);
+  memcpy(&out, a + 16, 8);
+  if (!fake_touch(k, out, 16))
+    return;
+  out[0] = (uint32_t)(x * n);
+  out[1] = n;
+  out[2] = (uint32_t)bits;
+  out[3] = (uint32_t)(bits >> 32);
+}
+
 /* t4a_fault(): an illegal address: a sticky fault of the device. */
 static void k_fault(const unsigned char *a, kctx *k) {
   (void)a;
@@ -180,5 +200,6 @@ const kdesc fake_kernels[] = {
     {"t4a_reverse_u32", k_reverse, 3, {0, 8, 16}, {8, 8, 4}, 0x3, 0, 0, false},
     {"t4a_index3d", k_index3d, 1, {0}, {8}, 0x1, 0, 0, false},
     {"t4a_bounded", k_bounded, 1, {0}, {8}, 0x1, 128, 512, false},
+    {"t4a_pair", k_pair, 2, {0, 16}, {16, 8}, 0x2, 0, 0, false},
 };
 const unsigned fake_kernel_count = sizeof fake_kernels / sizeof fake_kernels[0];

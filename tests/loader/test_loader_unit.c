@@ -150,6 +150,34 @@ START_TEST(checked_arithmetic) {
 }
 END_TEST
 
+/* t4a__grow, which every doubling array grows through (issue #26, item 10:
+ * a uint32 capacity doubled from 2^31 wrapped to 0, and realloc(p, 0)
+ * freed the array). */
+START_TEST(growth_never_wraps) {
+  uint64_t n = 7;
+  size_t bytes = 7;
+  ck_assert(t4a__grow(0, 16, UINT32_MAX, 8, &n, &bytes) && n == 16 && bytes == 128);
+  ck_assert(t4a__grow(16, 16, UINT32_MAX, 8, &n, &bytes) && n == 32 && bytes == 256);
+  /* a 32-bit capacity at 2^31: the next is the most it holds, never 0 */
+  ck_assert(t4a__grow(1u << 31, 16, UINT32_MAX, 1, &n, &bytes) && n == UINT32_MAX);
+  ck_assert_uint_eq(bytes, UINT32_MAX);
+  n = bytes = 7;
+  ck_assert(!t4a__grow(UINT32_MAX, 16, UINT32_MAX, 1, &n, &bytes)); /* full */
+  ck_assert(n == 7 && bytes == 7);                                  /* untouched */
+  /* a bound below the doubling: up to it, then full */
+  ck_assert(t4a__grow(4, 4, 6, 40, &n, &bytes) && n == 6 && bytes == 240);
+  ck_assert(!t4a__grow(6, 4, 6, 40, &n, &bytes));
+  ck_assert(!t4a__grow(0, 4, 0, 40, &n, &bytes)); /* a bound of 0: never any room */
+  /* a 64-bit capacity: doubling and the bytes overflow-checked */
+#if SIZE_MAX == UINT64_MAX
+  ck_assert(t4a__grow(UINT64_MAX / 2 + 1, 8, UINT64_MAX, 1, &n, &bytes) && n == UINT64_MAX);
+#endif
+  ck_assert(!t4a__grow(UINT64_MAX / 2 + 1, 8, UINT64_MAX, 2, &n, &bytes));
+  ck_assert(!t4a__grow(1ull << 62, 8, UINT64_MAX, 8, &n, &bytes));
+  ck_assert(!t4a__grow(UINT64_MAX, 8, UINT64_MAX, 1, &n, &bytes));
+}
+END_TEST
+
 static void hex(const uint8_t d[32], char out[65]) {
   for (size_t i = 0; i < 32; i++)
     snprintf(out + 2 * i, 3, "%02x", d[i]);
@@ -195,6 +223,7 @@ int main(void) {
   tcase_add_test(tc, backend_names);
   tcase_add_test(tc, log_levels);
   tcase_add_test(tc, checked_arithmetic);
+  tcase_add_test(tc, growth_never_wraps);
   tcase_add_test(tc, sha256_matches_fips_vectors);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);

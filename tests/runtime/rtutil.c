@@ -37,9 +37,9 @@ uint64_t rt_scaled(uint64_t n) {
 static bool under_initcheck(void) { return strcmp(sanitizer(), "initcheck") == 0; }
 
 /* The tests that close a gate (rt_gate_close, t4a_spin, interop's consumer
- * gate), directly or through a helper, in the order of their files (code,
- * completion, cross, graph, interop, runtime, staging, transfer, v1_1): see
- * rtutil.h. */
+ * gate, reentry's gates), directly or through a helper, in the order of
+ * their files (code, completion, cross, graph, interop, reentry, runtime,
+ * staging, transfer, v1_1): see rtutil.h. */
 static const char *const initcheck_left_out[] = {
     "module_unload_is_deferred_behind_queued_kernels",
     "witness_query_wait_and_timeout",
@@ -63,6 +63,16 @@ static const char *const initcheck_left_out[] = {
     "runtime_waits_for_a_consumer_stream_and_event",
     "failed_driver_calls_are_typed_and_undone",
     "after_a_fault_external_memory_is_never_released",
+    "release_destroys_its_runtime_in_seal",
+    "release_destroys_its_runtime_in_witness_query",
+    "release_destroys_its_runtime_in_witness_elapsed",
+    "release_destroys_its_runtime_in_stream_wait_witness",
+    "release_destroys_its_runtime_in_runtime_wait_witness",
+    "release_destroys_its_runtime_in_host_free",
+    "release_destroys_its_runtime_in_host_unregister",
+    "release_destroys_its_runtime_in_module_unload",
+    "release_destroys_its_runtime_in_graph_release",
+    "release_destroys_its_runtime_in_runtime_destroy",
     "destroy_waits_for_outstanding_work",
     "destroy_returns_after_the_work_ran",
     "filled_chunks_wait_for_their_dmas",

@@ -652,6 +652,96 @@ START_TEST(graph_driver_failures_are_typed_and_leave_the_runtime_usable) {
 }
 END_TEST
 
+/* ---- the bound on a capture (fake driver, a test copy of the plugin) --------------------- */
+
+/* tests/cpu/libt4a_cudacap.so is the plugin built with captures of at most
+ * CAP_MAX entries per list (entry.c, T4A_TEST_CAPTURE_MAX) instead of 2^24,
+ * so that the bound is reached in a few calls: the test's table becomes
+ * that plugin's (rt_teardown closes it). */
+#define CAP_MAX 4
+
+static void use_the_capped_plugin(void) {
+  t4a_gpu_close(B);
+  B = NULL;
+  ck_assert_int_eq(t4a_gpu_open_path(t4a_test_build_path("tests/cpu/.libs/libt4a_cudacap.so"), &B),
+                   T4A_OK);
+  T = t4a_gpu_backend_table(B);
+  RT_OK(T->init());
+}
+
+/* Up to the bound a capture is a graph; one more launch, distinct buffer
+ * or distinct host buffer is not recorded, every call still succeeds (the
+ * work is in the driver's capture), and graph_end says why nothing is
+ * returned (T4A_ENOMEM, "<what failed>; <what to do>"); the runtime stays
+ * usable, and so does capturing. Before the bound a 32-bit capacity
+ * doubled from 2^31 wrapped to 0 (issue #26, item 10). */
+START_TEST(a_capture_records_at_most_its_bound) {
+  use_the_capped_plugin();
+  kit k = kit_make();
+  t4a_buffer y[CAP_MAX + 1];
+  t4a_host_buffer hb[CAP_MAX + 1];
+  for (int i = 0; i <= CAP_MAX; i++) {
+    void *p;
+    RT_OK(T->buffer_alloc(k.rt, 4096, &y[i]));
+    RT_OK(T->host_alloc(k.rt, 4096, 0, &hb[i], &p));
+    memset(p, i, 4096);
+  }
+  uint64_t py = addr(k.rt, y[0]);
+  t4a_graph g = {0};
+  /* launches */
+  RT_OK(T->graph_begin(k.rt));
+  for (int i = 0; i < CAP_MAX; i++)
+    launch_mix(&k, py, py, (uint32_t)i, 1024);
+  RT_OK(T->graph_end(k.rt, &g));
+  ck_assert_uint_eq(graph_info(k.rt, g).kernels, CAP_MAX);
+  RT_OK(T->graph_launch(k.rt, g));
+  rt_sync(k.rt);
+  RT_OK(T->graph_release(k.rt, g));
+  RT_OK(T->graph_begin(k.rt));
+  for (int i = 0; i <= CAP_MAX; i++)
+    launch_mix(&k, py, py, (uint32_t)i, 1024);
+  RT_EXPECT(T->graph_end(k.rt, &g), T4A_ENOMEM);
+  RT_DETAIL("recording the captured work failed: the capture holds 4 launches, the most one "
+            "graph records; the capture is discarded, capture the work as several smaller graphs");
+  ck_assert(g.bits == 0);
+  ck_assert_uint_eq(runtime_info(k.rt).capturing, 0);
+  ck_assert_uint_eq(fake_graph_stat("graph"), 0);
+  /* distinct buffers (memsets): a buffer named again is not another */
+  RT_OK(T->graph_begin(k.rt));
+  for (int i = 0; i < CAP_MAX; i++)
+    RT_OK(T->memset(k.rt, y[i], 0, 0x5a, 1, 4096));
+  RT_OK(T->memset(k.rt, y[0], 0, 0xa5, 1, 4096));
+  RT_OK(T->graph_end(k.rt, &g));
+  ck_assert_uint_eq(graph_info(k.rt, g).copies, CAP_MAX + 1);
+  RT_OK(T->graph_release(k.rt, g));
+  RT_OK(T->graph_begin(k.rt));
+  for (int i = 0; i <= CAP_MAX; i++)
+    RT_OK(T->memset(k.rt, y[i], 0, 0x5a, 1, 4096));
+  RT_EXPECT(T->graph_end(k.rt, &g), T4A_ENOMEM);
+  RT_DETAIL("the capture holds 4 distinct buffers, the most one graph records");
+  /* distinct host buffers (pinned copies into one buffer) */
+  RT_OK(T->graph_begin(k.rt));
+  for (int i = 0; i <= CAP_MAX; i++)
+    RT_OK(T->copy_h2d_pinned(k.rt, y[0], 0, hb[i], 0, 4096));
+  RT_EXPECT(T->graph_end(k.rt, &g), T4A_ENOMEM);
+  RT_DETAIL("the capture holds 4 distinct host buffers, the most one graph records");
+  ck_assert_uint_eq(fake_graph_stat("graph"), 0);
+  /* the runtime, and capturing, still work */
+  RT_OK(T->graph_begin(k.rt));
+  RT_OK(T->copy_h2d_pinned(k.rt, y[0], 0, hb[3], 0, 4096));
+  RT_OK(T->graph_end(k.rt, &g));
+  RT_OK(T->graph_launch(k.rt, g));
+  unsigned char back[4096];
+  RT_OK(T->copy_d2h(k.rt, back, y[0], 0, sizeof back));
+  for (size_t i = 0; i < sizeof back; i++)
+    ck_assert_uint_eq(back[i], 3);
+  RT_OK(T->graph_release(k.rt, g));
+  for (int i = 0; i <= CAP_MAX; i++)
+    RT_OK(T->host_free(k.rt, hb[i]));
+  RT_OK(T->runtime_destroy(k.rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create(rt_on_fake() ? "graph-fake" : "graph-gpu");
   TCase *tc = tcase_create("graph");
@@ -664,8 +754,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, host_memory_a_queued_replay_uses_is_released_behind_it);
   tcase_add_test(tc, destroy_ends_a_capture_in_progress);
   tcase_add_test(tc, what_a_graph_uses_is_checked_at_each_replay);
-  if (rt_on_fake()) /* fault injection and driver variants: the fake's */
+  if (rt_on_fake()) { /* fault injection, driver variants, a test copy of the plugin: the fake's */
     tcase_add_test(tc, graph_driver_failures_are_typed_and_leave_the_runtime_usable);
+    tcase_add_test(tc, a_capture_records_at_most_its_bound);
+  }
   suite_add_tcase(s, tc);
   return s;
 }
