@@ -165,8 +165,10 @@ static void sync_rt(void) {
 static void *big_setup(const bench_case *c) {
   (void)c;
   big_state *s = calloc(1, sizeof *s);
-  s->p = pool_new(bench_host_threads);
-  s->host = malloc(BIG);
+  if (s) {
+    s->p = pool_new(bench_host_threads);
+    s->host = malloc(BIG);
+  }
   if (!s || !s->p || !s->host) {
     fprintf(stderr, "t4a_bench: out of memory for the host cases\n");
     exit(1);
