@@ -216,7 +216,7 @@ START_TEST(import_wraps_a_host_producers_memory) {
   OK(T->dlpack_import(rt, &m.v, T4A_DLPACK_VERSIONED, &ext, &off));
   ck_assert_uint_eq(off, 0);
   OK(T->buffer_size(rt, ext, &size));
-  ck_assert_uint_eq(size, 100 * 30 * 4);
+  ck_assert_uint_eq(size, (uint64_t)100 * 30 * 4);
   ck_assert_uint_eq(address_of(rt, ext), (uint64_t)(uintptr_t)(mem + 256)); /* no copy */
   OK(T->copy_d2h(rt, got, ext, 0, size));
   ck_assert(memcmp(got, ref + 256, size) == 0);
@@ -232,9 +232,9 @@ START_TEST(import_wraps_a_host_producers_memory) {
   make_tensor(&l, mem + 4096, T4A_DL_CUDA_HOST, 2, shape2, strides2,
               (t4a_dl_data_type){T4A_DL_UINT, 16, 1});
   OK(T->dlpack_import(rt, &l.l, 0, &ext, &off));
-  ck_assert_uint_eq(off, 3 * 64 * 2);
+  ck_assert_uint_eq(off, (uint64_t)3 * 64 * 2);
   OK(T->buffer_size(rt, ext, &size));
-  ck_assert_uint_eq(size, (3 * 64 + 7 * 2 + 1) * 2);
+  ck_assert_uint_eq(size, (uint64_t)(3 * 64 + 7 * 2 + 1) * 2);
   ck_assert_uint_eq(address_of(rt, ext), (uint64_t)(uintptr_t)(mem + 4096 - off));
   OK(T->buffer_free(rt, ext));
   rt_sync(rt);
