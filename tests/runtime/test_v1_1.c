@@ -221,8 +221,10 @@ START_TEST(registered_memory_serves_pinned_copies) {
   RT_OK(T->memset(rt, d, 0, 0x5a, 1, n));
   RT_OK(T->copy_d2h_pinned(rt, hb, 3, d, 3, n - 3));
   rt_sync(rt);
+  /* assert only a mismatch: each passing ck_assert sends Check a message (slow under TSan) */
   for (uint64_t i = 3; i < n; i++)
-    ck_assert_uint_eq(p[i], 0x5a);
+    if (p[i] != 0x5a)
+      ck_assert_uint_eq(p[i], 0x5a);
   /* refused: an overlapping range, host_free, a copy into a read-only one */
   t4a_host_buffer other;
   RT_EXPECT(T->host_register(rt, p + 100, 10, 0, &other), T4A_EINVAL);
@@ -246,8 +248,10 @@ START_TEST(registered_memory_serves_pinned_copies) {
   rt_gate_open(&g);
   rt_gate_free(&g);
   ck_assert_uint_eq(rt_counters(rt).pending_retirements, 0);
-  for (uint64_t i = 0; i < n; i++) /* the held-back copy ran before the unpinning */
-    ck_assert_uint_eq(p[i], i < 4096 ? 0x11 : 0x5a); /* (d's head came from ro) */
+  /* the held-back copy ran before the unpinning (d's head came from ro) */
+  for (uint64_t i = 0; i < n; i++)
+    if (p[i] != (i < 4096 ? 0x11 : 0x5a))
+      ck_assert_uint_eq(p[i], i < 4096 ? 0x11 : 0x5a);
   RT_OK(T->host_unregister(rt, rob));
   RT_OK(T->host_register(rt, p, n, 0, &hb)); /* unpinned: registrable again */
   RT_OK(T->host_unregister(rt, hb));
