@@ -185,8 +185,9 @@ static t4a__worker *worker_take(void) {
   if (all_count == all_cap) {
     uint64_t n;
     size_t bytes;
-    t4a__worker **p =
-        t4a__grow(all_cap, 16, UINT32_MAX, sizeof *p, &n, &bytes) ? realloc(all, bytes) : NULL;
+    /* an array of pointers to workers */
+    bool grows = t4a__grow(all_cap, 16, UINT32_MAX, sizeof(t4a__worker *), &n, &bytes);
+    t4a__worker **p = grows ? realloc(all, bytes) : NULL;
     if (!p) {
       pthread_mutex_unlock(&workers_lock);
       return NULL;

@@ -1228,7 +1228,7 @@ START_TEST(overlap_is_by_address_not_by_handle) {
   g.src_offset = 2048; /* spans [2048, 2832) and [0, 784) */
   RT_OK(T->copy_2d_d2d(rt, w, x, &g));
   for (int r = 0; r < 4; r++)
-    memcpy(ref + r * 256, ref + 2048 + r * 256, 16);
+    memcpy(ref + (size_t)r * 256, ref + 2048 + (size_t)r * 256, 16);
   rt_sync(rt);
   RT_OK(T->copy_from_runtime(other, wo, 3000, rt, x, 2000, 1000));
   memcpy(ref + 3000, ref + 2000, 1000);
