@@ -72,7 +72,7 @@ int t4a__slot_init(void) {
 int t4a__host_require_init(void) {
   return atomic_load_explicit(&ready, memory_order_acquire)
              ? T4A_OK
-             : t4a__fail(T4A_ENOTINIT, "the host backend is not initialised; call init first");
+             : t4a__fail(T4A_ENOTINIT, "the host backend is not initialised; call init() first");
 }
 
 int t4a__slot_get_info(t4a_backend_info *info) {

@@ -117,6 +117,7 @@ int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
     rt->c.seal_events_recorded++;
   }
   rt->c.seals++;
+  t4a__hmem_sync(rt);
   pthread_mutex_lock(&lock);
   wit *e = t4a__htable_at(&table, i);
   e->tl = rt->q.tl;
