@@ -40,6 +40,12 @@ static void unmap_host(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
   munmap(ptr, bytes);
 }
 
+/* A plain registration pins nothing on the host: its end still waits for
+ * the work queued before it (a retirement, counted like CUDA's unpinning). */
+static void unregistered(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
+  (void)rt, (void)ptr, (void)bytes, (void) final;
+}
+
 static void unlist_read_only(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
   (void)rt, (void)bytes, (void) final;
   t4a__read_only_remove((uint64_t)(uintptr_t)ptr);
@@ -99,13 +105,15 @@ static int end(t4a__hrt *rt, t4a_host_buffer hb, bool registered, const char *wh
     return t4a__fail(T4A_EINVAL, "%s: the host buffer came from %s; release it with %s", what,
                      registered ? "host_alloc" : "host_register",
                      registered ? "host_free" : "host_unregister");
-  t4a__hretire r = {t4a__queue_tail(&rt->q), registered ? unlist_read_only : unmap_host, e->ptr,
-                    e->bytes};
   bool listed = e->read_only;
+  t4a__hretire r = {t4a__queue_tail(&rt->q),
+                    !registered ? unmap_host
+                    : listed    ? unlist_read_only
+                                : unregistered,
+                    e->ptr, e->bytes};
   t4a__htable_release(&rt->hosts, index_of(rt, e));
   rt->c.live_host_buffers--;
-  if (!registered || listed)
-    t4a__retire_add(rt, &r);
+  t4a__retire_add(rt, &r);
   t4a__retire_due(rt);
   return T4A_OK;
 }
