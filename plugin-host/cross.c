@@ -110,6 +110,13 @@ static int no_peer(const char *what, t4a_runtime dh, t4a_runtime sh) {
   int rc = t4a__host_require_init();
   if (rc || (rc = lock_two(what, dh, sh, &d, &s)))
     return rc;
+  /* refused during a capture of either side first, as every copy between
+   * runtimes (the header's graph_begin) */
+  if ((rc = t4a__hrt_refuse(d, what, "orders work of another runtime")) ||
+      (rc = t4a__hrt_refuse(s, what, "(on the source runtime) is read by another runtime"))) {
+    unlock_two(d, s);
+    return rc;
+  }
   unlock_two(d, s);
   return t4a__fail(T4A_EUNSUPPORTED,
                    "%s: the host backend has one device, so both runtimes are on it and there "

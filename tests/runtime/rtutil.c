@@ -35,11 +35,15 @@ bool rt_on_host(void) {
 
 #define HOST_PLUGIN "plugin-host/.libs/libt4a_host.so"
 
+const char *rt_plugin_path(void) {
+  return t4a_test_build_path(rt_on_host() ? HOST_PLUGIN : T4A_TEST_CUDA_PLUGIN);
+}
+
 t4a_gpu_backend *rt_open(const t4a_gpu_backend_v1 **table) {
   if (!rt_on_host())
     return t4a_test_open_cuda(table);
   t4a_gpu_backend *b = NULL;
-  int rc = t4a_gpu_open_path(t4a_test_build_path(HOST_PLUGIN), &b);
+  int rc = t4a_gpu_open_path(rt_plugin_path(), &b);
   ck_assert_msg(rc == T4A_OK, "open the host plugin: %s", t4a_gpu_last_error());
   *table = t4a_gpu_backend_table(b);
   return b;

@@ -27,6 +27,8 @@ bool rt_on_host(void);
 /* The backend under test, opened by path without init (the host plugin in
  * the host lane, else the CUDA plugin). */
 t4a_gpu_backend *rt_open(const t4a_gpu_backend_v1 **table);
+/* Its path (t4a_test_build_path's buffer: copy it to keep it). */
+const char *rt_plugin_path(void);
 
 /* A test that means something only on CUDA (PTX kernels, the raw seam and
  * CUstreams, the fake driver's counters, peer devices, NVRTC): added to
