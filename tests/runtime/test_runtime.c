@@ -826,6 +826,72 @@ START_TEST(host_buffers_are_portable_and_write_combined_on_request) {
 }
 END_TEST
 
+#ifdef T4A_TEST_HOST
+/* Every handle of one backend is T4A_EHANDLE in the other: runtime,
+ * buffer, host buffer and witness of each, given to the other backend's
+ * slots with a live runtime of its own. Both backends in one process,
+ * opened through the loader (the CUDA plugin on the fake driver). */
+static void assert_foreign(const t4a_gpu_backend_v1 *X, t4a_runtime mine, t4a_runtime rt,
+                           t4a_buffer b, t4a_host_buffer hb, t4a_witness w, const char *who) {
+  uint64_t n = 0;
+  t4a_runtime_counters c = {.struct_size = sizeof c};
+  t4a_buffer own;
+  int rc[] = {X->runtime_counters(rt, &c),
+              X->buffer_alloc(rt, 16, &own),
+              X->buffer_size(mine, b, &n),
+              X->buffer_free(mine, b),
+              X->host_free(mine, hb),
+              X->copy_h2d_pinned(mine, b, 0, hb, 0, 1),
+              X->witness_query(w),
+              X->witness_wait(w, 0),
+              X->witness_retain(w),
+              X->witness_release(w),
+              X->runtime_wait_witness(mine, w),
+              X->copy_from_runtime(mine, b, 0, rt, b, 0, 1),
+              X->runtime_destroy(rt, 0)};
+  for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++)
+    ck_assert_msg(rc[i] == T4A_EHANDLE, "%s: call %zu on the other backend's handles: %s", who, i,
+                  t4a_status_name(rc[i]));
+}
+
+START_TEST(handles_of_the_other_backend_are_refused) {
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  const t4a_gpu_backend_v1 *C;
+  t4a_gpu_backend *cuda = t4a_test_open_cuda(&C);
+  ck_assert_int_eq(C->init(), T4A_OK);
+  t4a_runtime hr = rt_create(), cr;
+  ck_assert_int_eq(C->runtime_create(0, NULL, &cr), T4A_OK);
+  t4a_buffer hbuf, cbuf;
+  t4a_host_buffer hhost, chost;
+  void *hp, *cp;
+  RT_OK(T->buffer_alloc(hr, 4096, &hbuf));
+  RT_OK(T->host_alloc(hr, 4096, 0, &hhost, &hp));
+  ck_assert_int_eq(C->buffer_alloc(cr, 4096, &cbuf), T4A_OK);
+  ck_assert_int_eq(C->host_alloc(cr, 4096, 0, &chost, &cp), T4A_OK);
+  t4a_test_fill_random(hp, 4096, 1);
+  t4a_test_fill_random(cp, 4096, 2);
+  t4a_witness hw, cw;
+  RT_OK(T->copy_h2d_pinned(hr, hbuf, 0, hhost, 0, 4096));
+  RT_OK(T->seal(hr, &hw));
+  ck_assert_int_eq(C->copy_h2d_pinned(cr, cbuf, 0, chost, 0, 4096), T4A_OK);
+  ck_assert_int_eq(C->seal(cr, &cw), T4A_OK);
+  assert_foreign(T, hr, cr, cbuf, chost, cw, "host backend");
+  assert_foreign(C, cr, hr, hbuf, hhost, hw, "cuda backend");
+  /* both untouched: each backend's data round trip */
+  unsigned char back[4096];
+  RT_OK(T->copy_d2h(hr, back, hbuf, 0, sizeof back));
+  ck_assert(memcmp(back, hp, sizeof back) == 0);
+  ck_assert_int_eq(C->copy_d2h(cr, back, cbuf, 0, sizeof back), T4A_OK);
+  ck_assert(memcmp(back, cp, sizeof back) == 0);
+  RT_OK(T->witness_release(hw));
+  ck_assert_int_eq(C->witness_release(cw), T4A_OK);
+  ck_assert_int_eq(C->runtime_destroy(cr, T4A_WAIT_FOREVER), T4A_OK);
+  RT_OK(T->runtime_destroy(hr, T4A_WAIT_FOREVER));
+  ck_assert_int_eq(t4a_gpu_close(cuda), T4A_OK);
+}
+END_TEST
+#endif
+
 int main(void) {
 #ifdef T4A_TEST_FAKE
   /* The fake's device memory is host memory it fills at every allocation
@@ -863,5 +929,9 @@ int main(void) {
   RT_CUDA_ONLY(tc, host_buffers_are_portable_and_write_combined_on_request,
                "the flags CUDA got for a host buffer (cuMemHostGetFlags); the host's are plain "
                "pages");
+#ifdef T4A_TEST_HOST
+  tc = rt_tcase(s, "two-backends", 60);
+  tcase_add_test(tc, handles_of_the_other_backend_are_refused);
+#endif
   return rt_run(s, 1);
 }
