@@ -79,6 +79,11 @@ static uint32_t gen_fresh(void) {
   }
 }
 
+void t4a__htable_gen_start(uint32_t first) {
+  uint32_t untouched = 1;
+  atomic_compare_exchange_strong(&gen_sequence, &untouched, first & T4A__GEN_MASK);
+}
+
 uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *kind,
                              uint32_t owner) {
   t4a__hslot *s = t4a__htable_at(t, index);

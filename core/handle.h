@@ -113,6 +113,12 @@ int t4a__htable_take(t4a__htable *t, const char *what, uint32_t *index);
 /* Gives back an entry taken but never published. */
 void t4a__htable_untake(t4a__htable *t, uint32_t index);
 
+/* Starts this copy of core's generation sequence at `first` instead of 1,
+ * once, before any publication (a plugin's init): two plugins in one
+ * process start apart, so a handle of one never names an object of the
+ * other (the host's start at 2^27, as its runtime generations do). */
+void t4a__htable_gen_start(uint32_t first);
+
 /* Makes a taken entry live under a new generation; returns its handle. */
 uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *kind,
                              uint32_t owner);

@@ -11,24 +11,33 @@
 #include "core/slots.h"
 #include "plugin-host/host.h"
 
-/* Locks both runtimes, lower slot first (one lock when they are one). */
-static int lock_two(t4a_runtime dh, t4a_runtime sh, t4a__hrt **d, t4a__hrt **s) {
-  bool dst_first = t4a__h_rt(dh.bits) <= t4a__h_rt(sh.bits);
-  int rc = t4a__hrt_lock(dst_first ? dh : sh, "copy_from_runtime", dst_first ? d : s);
-  if (rc)
-    return rc;
-  if (dh.bits == sh.bits) {
-    *s = *d;
-    return T4A_OK;
+/* Locks both runtimes, lower slot first. One runtime is T4A_EINVAL (a copy
+ * within one is copy_d2d, as on CUDA); two handles of one slot are two
+ * generations, at most one live: locking the slot twice would deadlock. */
+static int lock_two(const char *what, t4a_runtime dh, t4a_runtime sh, t4a__hrt **d, t4a__hrt **s) {
+  if (dh.bits == sh.bits)
+    return t4a__fail(T4A_EINVAL, "%s: source and destination are one runtime; use copy_d2d", what);
+  int rc;
+  if (t4a__h_tag(dh.bits) == T4A__TAG_RUNTIME && t4a__h_tag(sh.bits) == T4A__TAG_RUNTIME &&
+      t4a__h_rt(dh.bits) == t4a__h_rt(sh.bits)) {
+    if ((rc = t4a__hrt_lock(dh, what, d))) /* the destination's error first */
+      return rc;
+    t4a__hrt_unlock(*d);
+    return t4a__fail(T4A_EHANDLE,
+                     "%s: the source runtime was destroyed (its slot is reused by the "
+                     "destination); pass a live runtime handle",
+                     what);
   }
-  if ((rc = t4a__hrt_lock(dst_first ? sh : dh, "copy_from_runtime", dst_first ? s : d)))
+  bool dst_first = t4a__h_rt(dh.bits) < t4a__h_rt(sh.bits);
+  if ((rc = t4a__hrt_lock(dst_first ? dh : sh, what, dst_first ? d : s)))
+    return rc;
+  if ((rc = t4a__hrt_lock(dst_first ? sh : dh, what, dst_first ? s : d)))
     t4a__hrt_unlock(dst_first ? *d : *s);
   return rc;
 }
 
 static void unlock_two(t4a__hrt *d, t4a__hrt *s) {
-  if (s != d)
-    t4a__hrt_unlock(s);
+  t4a__hrt_unlock(s);
   t4a__hrt_unlock(d);
 }
 
@@ -60,7 +69,7 @@ int t4a__slot_copy_from_runtime(t4a_runtime dh, t4a_buffer db, uint64_t doff, t4
   t4a__hrt *d, *s;
   t4a__hbuf *dbuf, *sbuf;
   int rc = t4a__host_require_init();
-  if (rc || (rc = lock_two(dh, sh, &d, &s)))
+  if (rc || (rc = lock_two("copy_from_runtime", dh, sh, &d, &s)))
     return rc;
   if ((rc = check(d, s, db, doff, sb, soff, n, &dbuf, &sbuf)) || !n)
     goto out;
@@ -69,9 +78,7 @@ int t4a__slot_copy_from_runtime(t4a_runtime dh, t4a_buffer db, uint64_t doff, t4
                 .src = sbuf->blk.ptr + soff,
                 .bytes = n,
                 .rows = 1};
-  if (d == s) { /* one queue: its order is enough */
-    t4a__hrt_enqueue(d, &op, 0, 0);
-  } else {
+  {
     uint64_t after = t4a__queue_tail(&s->q);
     if (!t4a__timeline_reached(s->q.tl, after)) {
       t4a__op w = {.kind = T4A__OP_WAIT, .rows = 1};
@@ -101,8 +108,15 @@ out:
 static int no_peer(const char *what, t4a_runtime dh, t4a_runtime sh) {
   t4a__hrt *d, *s;
   int rc = t4a__host_require_init();
-  if (rc || (rc = lock_two(dh, sh, &d, &s)))
+  if (rc || (rc = lock_two(what, dh, sh, &d, &s)))
     return rc;
+  /* refused during a capture of either side first, as every copy between
+   * runtimes (the header's graph_begin) */
+  if ((rc = t4a__hrt_refuse(d, what, "orders work of another runtime")) ||
+      (rc = t4a__hrt_refuse(s, what, "(on the source runtime) is read by another runtime"))) {
+    unlock_two(d, s);
+    return rc;
+  }
   unlock_two(d, s);
   return t4a__fail(T4A_EUNSUPPORTED,
                    "%s: the host backend has one device, so both runtimes are on it and there "

@@ -65,6 +65,10 @@ static void discover(void) {
 }
 
 int t4a__slot_init(void) {
+  /* buffer, host buffer and graph generations from 2^27 (the CUDA plugin's
+   * copy of core starts at 1): one backend's handles are T4A_EHANDLE in the
+   * other, as runtime and witness handles are (lifecycle.c, witness.c) */
+  t4a__htable_gen_start(1u << 27);
   pthread_once(&once, discover);
   return T4A_OK;
 }
@@ -72,7 +76,7 @@ int t4a__slot_init(void) {
 int t4a__host_require_init(void) {
   return atomic_load_explicit(&ready, memory_order_acquire)
              ? T4A_OK
-             : t4a__fail(T4A_ENOTINIT, "the host backend is not initialised; call init first");
+             : t4a__fail(T4A_ENOTINIT, "the host backend is not initialised; call init() first");
 }
 
 int t4a__slot_get_info(t4a_backend_info *info) {

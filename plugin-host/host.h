@@ -180,6 +180,10 @@ void t4a__hmem_fini(t4a__hrt *rt);
  * release `released` (a retirement) gets `ext`. */
 int t4a__hbuf_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t bytes, t4a__ext *ext,
                    void (*released)(t4a__hrt *, void *, uint64_t, bool), t4a_buffer *out);
+/* A synchronisation point (seal): with the queue drained, unmaps chunks no
+ * block uses until the pool holds at most pool_release_threshold bytes
+ * (the option's "reserved across synchronisations"; default: keep all). */
+void t4a__hmem_sync(t4a__hrt *rt);
 /* Orders rt's queue after b's foreign reader, if any (before reuse). */
 void t4a__hbuf_wait_reader(t4a__hrt *rt, t4a__hbuf *b);
 

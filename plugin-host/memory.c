@@ -148,6 +148,16 @@ static void unmap_empty(t4a__hrt *rt) {
       l = &(*l)->next;
 }
 
+void t4a__hmem_sync(t4a__hrt *rt) {
+  if (rt->mem.reserved <= rt->opts.pool_release_threshold || !t4a__queue_idle(&rt->q))
+    return;
+  for (t4a__chunk **l = &rt->mem.chunks; *l && rt->mem.reserved > rt->opts.pool_release_threshold;)
+    if (!(*l)->live)
+      unmap(rt, l);
+    else
+      l = &(*l)->next;
+}
+
 /* Caches a freed block, or gives it back when the cache would pass its
  * limit (or its bin cannot grow). */
 static void cache_put(t4a__hrt *rt, const t4a__block *b, uint64_t cap) {
@@ -205,6 +215,7 @@ static void ext_retire(t4a__hrt *rt, t4a__hbuf *b) {
 int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   if (!out)
     return t4a__fail(T4A_EINVAL, "buffer_alloc: out is NULL; pass a pointer");
+  out->bits = 0; /* the null handle on any failure, as on CUDA */
   t4a__hrt *rt;
   int rc = t4a__host_require_init();
   if (rc || (rc = t4a__hrt_lock(h, "buffer_alloc", &rt)))

@@ -10,12 +10,15 @@
 #include "config.h"
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "common/checked.h"
+#include "common/env.h"
 #include "core/readonly.h"
 #include "core/slots.h"
 #include "plugin-host/host.h"
+#include "plugin-host/test_gate.h"
 
 int t4a__hhost_get(t4a__hrt *rt, t4a_host_buffer h, const char *what, t4a__hhost **out) {
   int rc;
@@ -30,6 +33,12 @@ static uint32_t index_of(t4a__hrt *rt, const t4a__hhost *e) {
 static void unmap_host(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
   (void)rt, (void) final;
   munmap(ptr, bytes);
+}
+
+/* A plain registration pins nothing on the host: its end still waits for
+ * the work queued before it (a retirement, counted like CUDA's unpinning). */
+static void unregistered(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
+  (void)rt, (void)ptr, (void)bytes, (void) final;
 }
 
 static void unlist_read_only(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
@@ -91,13 +100,15 @@ static int end(t4a__hrt *rt, t4a_host_buffer hb, bool registered, const char *wh
     return t4a__fail(T4A_EINVAL, "%s: the host buffer came from %s; release it with %s", what,
                      registered ? "host_alloc" : "host_register",
                      registered ? "host_free" : "host_unregister");
-  t4a__hretire r = {t4a__queue_tail(&rt->q), registered ? unlist_read_only : unmap_host, e->ptr,
-                    e->bytes};
   bool listed = e->read_only;
+  t4a__hretire r = {t4a__queue_tail(&rt->q),
+                    !registered ? unmap_host
+                    : listed    ? unlist_read_only
+                                : unregistered,
+                    e->ptr, e->bytes};
   t4a__htable_release(&rt->hosts, index_of(rt, e));
   rt->c.live_host_buffers--;
-  if (!registered || listed)
-    t4a__retire_add(rt, &r);
+  t4a__retire_add(rt, &r);
   t4a__retire_due(rt);
   return T4A_OK;
 }
@@ -112,11 +123,29 @@ int t4a__slot_host_free(t4a_runtime h, t4a_host_buffer hb) {
   return rc;
 }
 
+/* The test gate (test_gate.h): whether T4A_HOST_TEST_GATE=1 lets flags ask for it. */
+static bool test_gate(uint32_t flags) {
+  if (!(flags & T4A__HOST_REGISTER_TEST_GATE))
+    return false;
+  const char *env = t4a__getenv(T4A__HOST_TEST_GATE_ENV);
+  return env && strcmp(env, "1") == 0;
+}
+
+/* Whether rt may take a gate on [word, +bytes) now (T4A_OK), else why not. */
+static int gate_refused(const t4a__hrt *rt, const void *word, uint64_t bytes) {
+  if (bytes < 4 || (uintptr_t)word % 4)
+    return t4a__fail(T4A_EINVAL, "host_register: the test gate needs an aligned 32-bit word");
+  return t4a__hrt_refuse(rt, "host_register (the test gate)", "holds the queue");
+}
+
 int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t flags,
                             t4a_host_buffer *out) {
   if (!ptr || !bytes || !out)
     return t4a__fail(T4A_EINVAL, "host_register: ptr, bytes or out is NULL/0; pass memory and "
                                  "a pointer for the handle");
+  bool gate = test_gate(flags);
+  if (gate)
+    flags &= ~T4A__HOST_REGISTER_TEST_GATE;
   if (flags & ~T4A_HOST_REGISTER_READ_ONLY)
     return t4a__fail(T4A_EINVAL,
                      "host_register: unknown flags 0x%x; use T4A_HOST_REGISTER_READ_ONLY or 0",
@@ -140,12 +169,18 @@ int t4a__slot_host_register(t4a_runtime h, void *ptr, uint64_t bytes, uint32_t f
       goto out;
     }
   }
+  if (gate && (rc = gate_refused(rt, ptr, bytes)))
+    goto out;
   bool ro = (flags & T4A_HOST_REGISTER_READ_ONLY) != 0;
   t4a__hhost e = {.ptr = ptr, .bytes = bytes, .registered = true, .read_only = ro};
   if (ro && (rc = t4a__read_only_add(start, bytes)))
     goto out;
   if ((rc = publish(rt, &e, "host_register", out)) && ro)
     t4a__read_only_remove(start);
+  if (!rc && gate) { /* on the worker, never inline: it waits for *ptr != 0 */
+    t4a__op op = {.kind = T4A__OP_GATE, .src = ptr};
+    t4a__queue_push(&rt->q, &op);
+  }
 out:
   t4a__hrt_unlock(rt);
   return rc;

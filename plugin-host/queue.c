@@ -85,6 +85,12 @@ void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
     for (uint32_t i = 0; i < op->u.graph->count; i++)
       t4a__op_run(&op->u.graph->ops[i], copy_threads);
     break;
+  case T4A__OP_GATE: /* a test's gate: polls the word, sleeping (the host opens it late) */
+    while (!__atomic_load_n((const uint32_t *)op->src, __ATOMIC_ACQUIRE)) {
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, NULL);
+    }
+    break;
   default: break;
   }
 }

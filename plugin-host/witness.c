@@ -113,6 +113,7 @@ int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
     rt->c.seal_events_recorded++;
   }
   rt->c.seals++;
+  t4a__hmem_sync(rt);
   pthread_mutex_lock(&lock);
   wit *e = t4a__htable_at(&table, i);
   e->tl = rt->q.tl;
@@ -135,11 +136,13 @@ int t4a__slot_witness_query(t4a_witness w) {
   int rc = look(w, "witness_query", &s);
   if (rc)
     return rc;
-  rc = t4a__timeline_reached(s.tl, s.seq) ? T4A_OK : atomic_load(&s.tl->fault);
-  if (rc == T4A_OK)
+  /* not reached: the fault if any, else not ready (a 0 here is no success) */
+  bool reached = t4a__timeline_reached(s.tl, s.seq);
+  rc = reached ? T4A_OK : atomic_load(&s.tl->fault);
+  if (reached)
     natural_point(s.tl);
   unsee(&s);
-  if (rc == T4A_OK)
+  if (reached)
     return T4A_OK;
   return rc ? t4a__fail(rc, "witness_query: the work it covers failed; destroy the runtime")
             : t4a__fail(T4A_ENOTREADY, "witness_query: the covered work has not completed yet; "
@@ -157,7 +160,7 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
   unsee(&s);
   if (rc == T4A_ETIMEOUT)
     return t4a__fail(T4A_ETIMEOUT,
-                     "witness_wait: the covered work did not complete within %llu ns; wait "
+                     "witness_wait: the covered work was not complete after %llu ns; wait "
                      "again or longer",
                      (unsigned long long)timeout_ns);
   return rc ? t4a__fail(rc, "witness_wait: the work it covers failed; destroy the runtime") : 0;

@@ -12,14 +12,61 @@
 
 #include "common/ptx_kernels.h"
 #include "plugin-cuda/cuda_decls.h"
+#include "plugin-host/test_gate.h"
 
 const t4a_gpu_backend_v1 *T;
 t4a_gpu_backend *B;
 t4a_device_info DEV;
 
 bool rt_on_fake(void) {
+  if (rt_on_host())
+    return false;
   const char *lib = getenv("T4A_CUDA_LIBRARY");
   return lib && strstr(lib, "fakecuda") != NULL;
+}
+
+bool rt_on_host(void) {
+#ifdef T4A_TEST_HOST
+  return true;
+#else
+  return false;
+#endif
+}
+
+#define HOST_PLUGIN "plugin-host/.libs/libt4a_host.so"
+
+const char *rt_plugin_path(void) {
+  return t4a_test_build_path(rt_on_host() ? HOST_PLUGIN : T4A_TEST_CUDA_PLUGIN);
+}
+
+t4a_gpu_backend *rt_open(const t4a_gpu_backend_v1 **table) {
+  if (!rt_on_host())
+    return t4a_test_open_cuda(table);
+  t4a_gpu_backend *b = NULL;
+  int rc = t4a_gpu_open_path(rt_plugin_path(), &b);
+  ck_assert_msg(rc == T4A_OK, "open the host plugin: %s", t4a_gpu_last_error());
+  *table = t4a_gpu_backend_table(b);
+  return b;
+}
+
+/* Tests left out of the host lane (rt_cuda_only) and tests whose rest was
+ * (RT_REST_IS_CUDA_ONLY, counted in the forked child: printed only). */
+static int host_left_out;
+
+void rt_cuda_only(TCase *tc, const TTest *t, const char *why) {
+  if (!rt_on_host()) {
+    tcase_add_test(tc, t);
+    return;
+  }
+  host_left_out++;
+  fprintf(stderr, "rtutil: SKIP %s on host: %s\n", t->name, why);
+}
+
+void rt_note_host_skip(const char *test, const char *why) {
+  size_t n = strlen(test); /* Check's START_TEST names the function <test>_fn */
+  if (n > 3 && strcmp(test + n - 3, "_fn") == 0)
+    n -= 3;
+  fprintf(stderr, "rtutil: %.*s: the rest is CUDA-only, skipped on host: %s\n", (int)n, test, why);
 }
 
 /* The compute-sanitizer tool the tests run under ("" when none). */
@@ -110,7 +157,7 @@ void rt_setup(void) {
     clock_gettime(CLOCK_MONOTONIC, &trace_start);
     fprintf(stderr, "rtutil: test starts (pid %ld)\n", (long)getpid());
   }
-  B = t4a_test_open_cuda(&T);
+  B = rt_open(&T);
   int rc = T->init();
   ck_assert_msg(rc == T4A_OK, "init: %s", t4a_test_backend_error(T));
   memset(&DEV, 0, sizeof DEV);
@@ -139,7 +186,11 @@ void rt_teardown(void) {
 
 Suite *rt_suite(const char *name) {
   static char full[64]; /* Check keeps the pointer; one suite per program */
-#ifdef T4A_TEST_FAKE
+#if defined(T4A_TEST_HOST)
+  unsetenv("T4A_CUDA_LIBRARY");
+  setenv(T4A__HOST_TEST_GATE_ENV, "1", 1);
+  snprintf(full, sizeof full, "%s-host", name);
+#elif defined(T4A_TEST_FAKE)
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   snprintf(full, sizeof full, "%s-fake", name);
 #else
@@ -157,7 +208,13 @@ TCase *rt_tcase(Suite *s, const char *name, double timeout) {
 }
 
 int rt_run(Suite *s, int min_gpus) {
-#ifdef T4A_TEST_FAKE
+#if defined(T4A_TEST_HOST)
+  (void)min_gpus;
+  if (host_left_out)
+    fprintf(stderr, "rtutil: %d test(s) left out on host (CUDA-only, the reasons above)\n",
+            host_left_out);
+  return t4a_test_run(s);
+#elif defined(T4A_TEST_FAKE)
   (void)min_gpus;
   return t4a_test_run(s);
 #else
@@ -253,6 +310,8 @@ typedef struct driver {
 static driver drv;
 
 static void driver_open(void) {
+  ck_assert_msg(!rt_on_host(), "a CUDA driver call in the host lane: the test must be "
+                               "RT_CUDA_ONLY or check rt_on_host() first");
   if (drv.dl)
     return;
   const char *lib = getenv("T4A_CUDA_LIBRARY");
@@ -374,6 +433,16 @@ void rt_gate_close(rt_gate *g, t4a_runtime rt) {
                                     "the test in initcheck_left_out (tests/runtime/rtutil.c)");
   memset(g, 0, sizeof *g);
   g->rt = rt;
+#ifdef T4A_TEST_HOST /* (host_register is ABI 1.1: test_compat_v10 builds this file too) */
+  /* the host's test gate: a word the worker waits on */
+  void *word = NULL;
+  ck_assert_int_eq(posix_memalign(&word, 64, 64), 0);
+  g->word = word;
+  g->flag = word;
+  __atomic_store_n(g->flag, 0u, __ATOMIC_SEQ_CST);
+  RT_OK(T->host_register(rt, word, 64, T4A__HOST_REGISTER_TEST_GATE, &g->hb));
+  return;
+#endif
   void *p = NULL;
   RT_OK(T->host_alloc(rt, sizeof(uint32_t), 0, &g->hb, &p));
   g->flag = p;
@@ -385,9 +454,34 @@ void rt_gate_close(rt_gate *g, t4a_runtime rt) {
 
 void rt_gate_open(rt_gate *g) { __atomic_store_n(g->flag, 1u, __ATOMIC_SEQ_CST); }
 
+static void *open_after(void *arg) {
+  rt_gate *g = arg;
+  struct timespec ts = {g->opener_ms / 1000, g->opener_ms % 1000 * 1000000L};
+  nanosleep(&ts, NULL);
+  rt_gate_open(g);
+  return NULL;
+}
+
+void rt_gate_open_later(rt_gate *g, long ms) {
+  ck_assert(!g->opening);
+  g->opener_ms = ms;
+  g->opening = true;
+  ck_assert_int_eq(pthread_create(&g->opener, NULL, open_after, g), 0);
+}
+
+/* Whether the gate is open (a store was seen). */
+bool rt_gate_is_open(const rt_gate *g) { return __atomic_load_n(g->flag, __ATOMIC_SEQ_CST) != 0; }
+
 void rt_gate_free(rt_gate *g) {
+  if (g->opening)
+    pthread_join(g->opener, NULL);
   rt_sync(g->rt);
+#ifdef T4A_TEST_HOST
+  RT_OK(T->host_unregister(g->rt, g->hb));
+  free(g->word);
+#else
   rt_raw_unload(g->rt, g->module);
   RT_OK(T->host_free(g->rt, g->hb));
+#endif
   memset(g, 0, sizeof *g);
 }

@@ -18,6 +18,36 @@ extern t4a_device_info DEV;
 /* True when the tests run against the fake driver. */
 bool rt_on_fake(void);
 
+/* True in the host lane (tests/cpu/test_<suite>_host, -DT4A_TEST_HOST):
+ * the tests run against the host backend, which has one device, no
+ * kernels (its code slots are T4A_EUNSUPPORTED), NULL raw-seam and
+ * CUDA-stream slots, no peer copies, no staging, and no pinned cache. */
+bool rt_on_host(void);
+
+/* The backend under test, opened by path without init (the host plugin in
+ * the host lane, else the CUDA plugin). */
+t4a_gpu_backend *rt_open(const t4a_gpu_backend_v1 **table);
+/* Its path (t4a_test_build_path's buffer: copy it to keep it). */
+const char *rt_plugin_path(void);
+
+/* A test that means something only on CUDA (PTX kernels, the raw seam and
+ * CUstreams, the fake driver's counters, peer devices, NVRTC): added to
+ * tc except in the host lane, where it is left out and `why` printed (and
+ * counted: rt_run prints how many). */
+void rt_cuda_only(TCase *tc, const TTest *t, const char *why);
+#define RT_CUDA_ONLY(tc, tf, why) rt_cuda_only((tc), (tf), (why))
+
+/* In a test: the rest of it is CUDA-only; in the host lane it returns
+ * here (the test passes on what it checked so far), printing why. */
+#define RT_REST_IS_CUDA_ONLY(why)                                                                  \
+  do {                                                                                             \
+    if (rt_on_host()) {                                                                            \
+      rt_note_host_skip(__func__, (why));                                                          \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+void rt_note_host_skip(const char *test, const char *why);
+
 /* A size or count for a heavy test: n itself, or n / 16 (at least 1) when
  * the tests run under compute-sanitizer (T4A_TEST_SANITIZER, set by
  * tests/gpu/sanitize.sh), whose tools slow memory traffic and launches by
@@ -43,9 +73,11 @@ void rt_tcase_add_test(TCase *tc, const TTest *t);
 void rt_setup(void);
 void rt_teardown(void);
 
-/* A suite named "<name>-fake" or "<name>-gpu" after the lane this program
- * was built for (T4A_TEST_FAKE); in the fake lane it also points
- * T4A_CUDA_LIBRARY at the fake driver. */
+/* A suite named "<name>-fake", "<name>-host" or "<name>-gpu" after the
+ * lane this program was built for (T4A_TEST_FAKE, T4A_TEST_HOST); in the
+ * fake lane it also points T4A_CUDA_LIBRARY at the fake driver, in the
+ * host lane it turns on the host's test gate (T4A_HOST_TEST_GATE=1, see
+ * plugin-host/test_gate.h). */
 Suite *rt_suite(const char *name);
 
 /* A test case of s with the rt_setup/rt_teardown fixture and a timeout in
@@ -81,12 +113,22 @@ void rt_sync(t4a_runtime rt);
 
 /* A gate: a kernel on the runtime's stream (through the raw seam) that
  * spins until the host opens it, so tests can hold work back
- * deterministically on both the fake and the real GPU. */
+ * deterministically on both the fake and the real GPU. In the host lane,
+ * the host backend's test gate instead (plugin-host/test_gate.h): an
+ * operation on the runtime's worker that waits for the same flag. Either
+ * way opening it is one store (any thread), and work enqueued behind it
+ * waits; but a pageable copy behind a closed gate blocks its caller on the
+ * host (it has no staging to copy into), so tests that make one open the
+ * gate from another thread there. */
 typedef struct rt_gate {
   t4a_runtime rt;
   t4a_host_buffer hb;
   volatile uint32_t *flag;
   void *module;
+  void *word;       /* host lane: the registered memory of the flag */
+  pthread_t opener; /* rt_gate_open_later */
+  long opener_ms;
+  bool opening;
 } rt_gate;
 
 void rt_gate_close(rt_gate *g, t4a_runtime rt);
@@ -127,6 +169,12 @@ const char *rt_test_ptx(void);
 /* An entry point of the driver the tests run against (the fake or
  * libcuda.so.1), for what the raw seam lets a consumer do itself. */
 void *rt_driver(const char *name);
+
+/* Opens g from another thread after ms milliseconds (a gate behind which
+ * the test makes a call that blocks on the host); rt_gate_free joins it. */
+void rt_gate_open_later(rt_gate *g, long ms);
+/* Whether the gate was opened. */
+bool rt_gate_is_open(const rt_gate *g);
 
 /* Fake lane only: the fake driver's own counts (see tests/fakecuda):
  * calls of an entry point, live objects of a kind, violations. On the GPU

@@ -6,7 +6,9 @@
  * driver failures are injected into every graph call.
  *
  * The kernels come from NVRTC (the fake NVRTC in the fake lane, so it runs
- * everywhere; the real one on the GPU, required there). */
+ * everywhere; the real one on the GPU, required there). On the host
+ * backend (no kernels) a memset is the step the kernel is elsewhere (see
+ * step()), and the tests of kernel nodes are CUDA-only. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -67,6 +69,8 @@ typedef struct kit {
 
 static kit kit_make(void) {
   kit k = {.rt = rt_create()};
+  if (rt_on_host())
+    return k;
   t4a_compile_options o = {.struct_size = sizeof o, .source = source, .name = "graph.cu"};
   t4a_artifact a;
   RT_OK(T->artifact_compile(&o, &a));
@@ -91,6 +95,21 @@ static uint64_t addr(t4a_runtime rt, t4a_buffer b) {
   RT_OK(T->buffer_device_address(rt, b, &a));
   return a;
 }
+
+/* One captured (or enqueued) step writing y[0, n): mix(y, x, key) by the
+ * kernel, or on the host (no kernels) a memset of key; step_ref is its
+ * result for one word. */
+static void step(const kit *k, t4a_buffer y, t4a_buffer x, uint32_t key, uint64_t n) {
+  if (rt_on_host())
+    RT_OK(T->memset(k->rt, y, 0, key, 4, n));
+  else
+    launch_mix(k, addr(k->rt, y), addr(k->rt, x), key, n);
+}
+static uint32_t step_ref(uint32_t y, uint32_t x, uint32_t key) {
+  return rt_on_host() ? key : mix(y, x, key);
+}
+/* The nodes a step makes: kernels, copies (memsets count as copies). */
+static uint64_t step_kernels(void) { return rt_on_host() ? 0 : 1; }
 
 static t4a_graph_info graph_info(t4a_runtime rt, t4a_graph g) {
   t4a_graph_info i = {.struct_size = sizeof i};
@@ -179,6 +198,77 @@ START_TEST(graph_replays_a_chain_of_kernels_and_copies) {
   free(ref);
   free(ty);
   free(tz);
+}
+END_TEST
+
+/* Copies and memsets only (what every backend's graphs hold, the host's
+ * too): pinned upload, memset, device-to-device copies (1D and 2D, one into
+ * the middle of a memset), pinned download, replayed eight times with new
+ * random input, bit for bit against the CPU, one event per replay. */
+START_TEST(graph_replays_a_chain_of_copies_and_memsets) {
+  rng = t4a_test_seed();
+  t4a_runtime rt = rt_create();
+  const uint64_t rows = 64, width = 1000 + next32() % 24, pitch = 1024, bytes = rows * pitch;
+  const unsigned char fill = (unsigned char)next32();
+  t4a_buffer x, y, z;
+  RT_OK(T->buffer_alloc(rt, bytes, &x));
+  RT_OK(T->buffer_alloc(rt, bytes, &y));
+  RT_OK(T->buffer_alloc(rt, bytes, &z));
+  t4a_host_buffer hin, hout;
+  void *pin, *pout;
+  RT_OK(T->host_alloc(rt, bytes, 0, &hin, &pin));
+  RT_OK(T->host_alloc(rt, bytes, 0, &hout, &pout));
+  unsigned char *in = pin, *out = pout, *ref = malloc(bytes);
+  RT_OK(T->memset(rt, z, 0, 0x33, 1, bytes));
+  rt_sync(rt);
+  t4a_runtime_counters before = rt_counters(rt);
+  t4a_copy_2d r = {.struct_size = sizeof r,
+                   .dst_offset = 7,
+                   .dst_pitch = pitch,
+                   .src_offset = 0,
+                   .src_pitch = pitch,
+                   .width = width,
+                   .rows = rows - 1};
+  RT_OK(T->graph_begin(rt));
+  RT_OK(T->copy_h2d_pinned(rt, x, 0, hin, 0, bytes));
+  RT_OK(T->memset(rt, y, 0, fill, 1, bytes));
+  RT_OK(T->copy_d2d(rt, y, bytes / 4, x, 0, bytes / 2)); /* into the middle of the fill */
+  RT_OK(T->copy_2d_d2d(rt, z, y, &r));
+  RT_OK(T->copy_d2h_pinned(rt, hout, 0, z, 0, bytes));
+  t4a_graph g;
+  RT_OK(T->graph_end(rt, &g));
+  t4a_graph_info gi = graph_info(rt, g);
+  ck_assert_uint_eq(gi.kernels, 0);
+  ck_assert_uint_eq(gi.copies, 5); /* memsets count as copies */
+  if (rt_on_host())
+    ck_assert_uint_eq(gi.nodes, 5); /* one operation each */
+  else
+    ck_assert_uint_ge(gi.nodes, 5); /* the driver's graph may hold more nodes (the 2D copy) */
+  ck_assert_uint_eq(rt_counters(rt).graphs_captured, before.graphs_captured + 1);
+  /* no kernel to give arguments to */
+  RT_EXPECT(T->graph_set_kernel_args(rt, g, 0, NULL), T4A_ERANGE);
+  for (int replay = 1; replay <= 8; replay++) {
+    t4a_test_fill_random(in, bytes, rng + (uint64_t)replay);
+    memset(out, 0xa5, bytes);
+    uint64_t events = rt_counters(rt).seal_events_recorded;
+    RT_OK(T->graph_launch(rt, g));
+    rt_sync(rt);
+    ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, events + 1);
+    unsigned char *ty = malloc(bytes);
+    memset(ty, fill, bytes);
+    memcpy(ty + bytes / 4, in, bytes / 2);
+    memset(ref, 0x33, bytes);
+    for (uint64_t row = 0; row < rows - 1; row++)
+      memcpy(ref + 7 + row * pitch, ty + row * pitch, width);
+    free(ty);
+    ck_assert_msg(memcmp(out, ref, bytes) == 0, "replay %d differs from the CPU", replay);
+    ck_assert_uint_eq(graph_info(rt, g).replays, (uint64_t)replay);
+  }
+  ck_assert_uint_eq(rt_counters(rt).graph_launches, before.graph_launches + 8);
+  RT_OK(T->graph_release(rt, g));
+  RT_EXPECT(T->graph_launch(rt, g), T4A_EHANDLE);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(ref);
 }
 END_TEST
 
@@ -298,7 +388,7 @@ START_TEST(capture_refuses_what_cannot_be_captured) {
   uint32_t key = next32();
 
   RT_OK(T->graph_begin(k.rt));
-  launch_mix(&k, addr(k.rt, y), addr(k.rt, x), key, n); /* captured */
+  step(&k, y, x, key, n); /* captured */
   t4a_witness w2;
   t4a_buffer b2;
   t4a_graph g2;
@@ -325,13 +415,13 @@ START_TEST(capture_refuses_what_cannot_be_captured) {
   REFUSED(T->copy_from_peer(k.rt, x, 0, other, ob, 0, 64), "copy_from_peer");
   RT_DETAIL("orders work of another runtime");
   REFUSED(T->copy_from_peer(other, ob, 0, k.rt, x, 0, 64), "copy_from_peer");
-  RT_DETAIL("(on the source runtime) records an event");
+  RT_DETAIL(rt_on_host() ? "(on the source runtime)" : "(on the source runtime) records an event");
   REFUSED(T->copy_from_peer_via_host(k.rt, x, 0, other, ob, 0, 64), "copy_from_peer_via_host");
   REFUSED(T->copy_from_peer_via_host(other, ob, 0, k.rt, x, 0, 64), "copy_from_peer_via_host");
   RT_DETAIL("call it before graph_begin or after graph_end");
   REFUSED(T->graph_launch(k.rt, older), "graph_launch");
   RT_EXPECT(T->graph_begin(k.rt), T4A_EBUSY);
-  RT_DETAIL("captures do not nest");
+  RT_DETAIL(rt_on_host() ? "capturing already" : "captures do not nest");
   /* the buffer whose free was refused is still there */
   uint64_t size = 0;
   RT_OK(T->buffer_size(k.rt, spare, &size));
@@ -340,7 +430,8 @@ START_TEST(capture_refuses_what_cannot_be_captured) {
   rt_sync(other);
   t4a_graph g;
   RT_OK(T->graph_end(k.rt, &g)); /* the refusals did not break the capture */
-  ck_assert_uint_eq(graph_info(k.rt, g).kernels, 1);
+  ck_assert_uint_eq(graph_info(k.rt, g).kernels, step_kernels());
+  ck_assert_uint_eq(graph_info(k.rt, g).nodes, 1);
   RT_EXPECT(T->graph_end(k.rt, &g2), T4A_EINVAL);
   RT_DETAIL("not capturing");
 
@@ -348,7 +439,7 @@ START_TEST(capture_refuses_what_cannot_be_captured) {
   RT_OK(T->graph_launch(k.rt, g));
   download(k.rt, y, got, n);
   for (uint64_t i = 0; i < n; i++)
-    ck_assert_uint_eq(got[i], mix(y0[i], x0[i], key));
+    ck_assert_uint_eq(got[i], step_ref(y0[i], x0[i], key));
   RT_OK(T->seal(k.rt, &w2));
   RT_OK(T->witness_wait(w2, T4A_WAIT_FOREVER));
   RT_OK(T->witness_release(w2));
@@ -382,11 +473,11 @@ START_TEST(graph_released_while_a_replay_is_queued) {
   uint32_t key = next32();
   RT_OK(T->graph_begin(k.rt));
   for (int i = 0; i < 5; i++)
-    launch_mix(&k, addr(k.rt, y), addr(k.rt, x), key + (uint32_t)i, n);
+    step(&k, y, x, key + (uint32_t)i, n);
   t4a_graph g, never;
   RT_OK(T->graph_end(k.rt, &g));
   RT_OK(T->graph_begin(k.rt));
-  launch_mix(&k, addr(k.rt, y), addr(k.rt, x), key, n);
+  step(&k, y, x, key, n);
   RT_OK(T->graph_end(k.rt, &never));
   rt_sync(k.rt);
   uint64_t pending = rt_counters(k.rt).pending_retirements;
@@ -419,17 +510,17 @@ START_TEST(graph_released_while_a_replay_is_queued) {
   for (uint64_t i = 0; i < n; i++) {
     uint32_t v = y0[i];
     for (uint32_t j = 0; j < 5; j++)
-      v = mix(v, x0[i], key + j);
+      v = step_ref(v, x0[i], key + j);
     ck_assert_uint_eq(got[i], v);
   }
 
   /* a replay never sealed is retired at destroy, with the graphs left */
   t4a_graph left, unsealed;
   RT_OK(T->graph_begin(k.rt));
-  launch_mix(&k, addr(k.rt, y), addr(k.rt, x), key, n);
+  step(&k, y, x, key, n);
   RT_OK(T->graph_end(k.rt, &left));
   RT_OK(T->graph_begin(k.rt));
-  launch_mix(&k, addr(k.rt, y), addr(k.rt, x), key, n);
+  step(&k, y, x, key, n);
   RT_OK(T->graph_end(k.rt, &unsealed));
   RT_OK(T->graph_launch(k.rt, unsealed));
   RT_OK(T->graph_release(k.rt, unsealed));
@@ -508,7 +599,7 @@ START_TEST(destroy_ends_a_capture_in_progress) {
   t4a_buffer y;
   RT_OK(T->buffer_alloc(k.rt, 4096, &y));
   RT_OK(T->graph_begin(k.rt));
-  launch_mix(&k, addr(k.rt, y), addr(k.rt, y), 1, 1024);
+  step(&k, y, y, 1, 1024);
   RT_OK(T->runtime_destroy(k.rt, T4A_WAIT_FOREVER));
   if (rt_on_fake())
     ck_assert_uint_eq(fake_graph_stat("graph"), 0);
@@ -519,7 +610,7 @@ START_TEST(destroy_ends_a_capture_in_progress) {
   t4a_buffer b;
   RT_OK(T->buffer_alloc(k2.rt, sizeof v, &b));
   RT_OK(T->copy_h2d(k2.rt, b, 0, v, sizeof v));
-  launch_mix(&k2, addr(k2.rt, b), addr(k2.rt, b), 5, 256);
+  step(&k2, b, b, 5, 256); /* mix(0, 0, 5) is 5 too */
   download(k2.rt, b, back, 256);
   for (int i = 0; i < 256; i++)
     ck_assert_uint_eq(back[i], 5u);
@@ -542,7 +633,7 @@ START_TEST(what_a_graph_uses_is_checked_at_each_replay) {
   RT_OK(T->copy_d2h_pinned(k.rt, h, 0, a, 0, 4096));
   RT_OK(T->graph_end(k.rt, &copies));
   RT_OK(T->graph_begin(k.rt));
-  launch_mix(&k, addr(k.rt, a), addr(k.rt, a), 1, 1024);
+  step(&k, a, a, 1, 1024); /* on the host a memset of a: it names a, not a function */
   RT_OK(T->graph_end(k.rt, &kernels));
   RT_OK(T->graph_launch(k.rt, copies));
   RT_OK(T->graph_launch(k.rt, kernels));
@@ -551,10 +642,21 @@ START_TEST(what_a_graph_uses_is_checked_at_each_replay) {
    * graph refuses to replay */
   RT_OK(T->host_free(k.rt, h));
   RT_EXPECT(T->graph_launch(k.rt, copies), T4A_EHANDLE);
-  RT_DETAIL("a host buffer the graph uses was freed since the capture");
+  RT_DETAIL(rt_on_host() ? "names a host buffer released since the capture"
+                         : "a host buffer the graph uses was freed since the capture");
   RT_OK(T->buffer_free(k.rt, b));
   RT_EXPECT(T->graph_launch(k.rt, copies), T4A_EHANDLE);
-  RT_DETAIL("a buffer the graph uses was freed");
+  RT_DETAIL(rt_on_host() ? "names a buffer released since the capture"
+                         : "a buffer the graph uses was freed");
+  if (rt_on_host()) { /* no kernels: the second graph's memset names a, still live */
+    RT_OK(T->graph_launch(k.rt, kernels));
+    rt_sync(k.rt);
+    ck_assert_uint_eq(graph_info(k.rt, kernels).kernels, 0);
+    RT_OK(T->graph_release(k.rt, copies));
+    RT_OK(T->graph_release(k.rt, kernels));
+    RT_OK(T->runtime_destroy(k.rt, T4A_WAIT_FOREVER));
+    RT_REST_IS_CUDA_ONLY("a function unloaded under a graph, kernel arguments");
+  }
   RT_OK(T->module_unload(k.rt, k.mod));
   RT_EXPECT(T->graph_launch(k.rt, kernels), T4A_EHANDLE);
   RT_DETAIL("a function the graph uses was unloaded with its module");
@@ -743,12 +845,14 @@ START_TEST(a_capture_records_at_most_its_bound) {
 END_TEST
 
 static Suite *suite(void) {
-  Suite *s = suite_create(rt_on_fake() ? "graph-fake" : "graph-gpu");
+  Suite *s = rt_suite("graph");
   TCase *tc = tcase_create("graph");
   tcase_set_timeout(tc, 300);
   tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
-  tcase_add_test(tc, graph_replays_a_chain_of_kernels_and_copies);
-  tcase_add_test(tc, kernel_arguments_are_updated_without_reinstantiating);
+  RT_CUDA_ONLY(tc, graph_replays_a_chain_of_kernels_and_copies,
+               "kernel nodes (NVRTC); graph_replays_a_chain_of_copies_and_memsets runs instead");
+  tcase_add_test(tc, graph_replays_a_chain_of_copies_and_memsets);
+  RT_CUDA_ONLY(tc, kernel_arguments_are_updated_without_reinstantiating, "kernel nodes (NVRTC)");
   tcase_add_test(tc, capture_refuses_what_cannot_be_captured);
   tcase_add_test(tc, graph_released_while_a_replay_is_queued);
   tcase_add_test(tc, host_memory_a_queued_replay_uses_is_released_behind_it);
@@ -764,12 +868,8 @@ static Suite *suite(void) {
 
 int main(void) {
 #ifdef T4A_TEST_FAKE
-  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);
-  setenv("T4A_CACHE_DIR", "", 1);
-  return t4a_test_run(suite());
-#else
-  setenv("T4A_CACHE_DIR", "", 1);
-  return t4a_test_gpu_main(suite(), 1);
 #endif
+  setenv("T4A_CACHE_DIR", "", 1);
+  return rt_run(suite(), 1);
 }

@@ -67,7 +67,7 @@ START_TEST(last_error_is_per_thread_and_checked) {
 END_TEST
 
 /* Opens the plugin without init. */
-static void open_only(void) { B = t4a_test_open_cuda(&T); }
+static void open_only(void) { B = rt_open(&T); }
 
 START_TEST(every_slot_needs_init_but_the_driver_free_ones) {
   /* well-formed arguments and handles that would be plausible after init */
@@ -91,7 +91,9 @@ START_TEST(every_slot_needs_init_but_the_driver_free_ones) {
   t4a_raw_section sec = {.struct_size = sizeof sec, .runtime_bits = rt.bits};
   t4a_compile_options co = {.struct_size = sizeof co, .source = "__global__ void k() {}"};
   t4a_artifact a = {0}, a_out;
-  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t", &a));
+  /* the host takes no GPU code, before init or after: a stays null */
+  RT_EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t", &a),
+            rt_on_host() ? T4A_EUNSUPPORTED : T4A_OK);
   t4a_runtime rt_out;
   t4a_buffer b_out;
   t4a_host_buffer hb_out;
@@ -138,11 +140,15 @@ START_TEST(every_slot_needs_init_but_the_driver_free_ones) {
   NOT_INIT(T->function_attributes(rt, f, &fa));
   NOT_INIT(T->function_set_max_dynamic_shared(rt, f, 0));
   NOT_INIT(T->launch(rt, f, &lc, NULL));
-  NOT_INIT(T->raw_runtime(rt, &rr));
+  if (rt_on_host()) { /* no CUDA objects: the raw seam's slots are NULL */
+    ck_assert(!T->raw_runtime && !T->raw_function && !T->raw_begin && !T->raw_end);
+  } else {
+    NOT_INIT(T->raw_runtime(rt, &rr));
+    NOT_INIT(T->raw_function(rt, f, &p));
+    NOT_INIT(T->raw_begin(rt, &sec));
+    NOT_INIT(T->raw_end(rt, &sec));
+  }
   NOT_INIT(T->buffer_device_address(rt, b, &u));
-  NOT_INIT(T->raw_function(rt, f, &p));
-  NOT_INIT(T->raw_begin(rt, &sec));
-  NOT_INIT(T->raw_end(rt, &sec));
   /* ABI 1.1: execution and graphs */
   t4a_graph g = {(uint64_t)8 << 60 | 1}, g_out;
   t4a_runtime_info ri = {.struct_size = sizeof ri};
@@ -177,9 +183,21 @@ START_TEST(every_slot_needs_init_but_the_driver_free_ones) {
   co.option_count = 1;
   setenv("T4A_CACHE_DIR", "", 1);
   t4a_artifact compiled = {0};
-  RT_EXPECT(T->artifact_compile(&co, &compiled), ci.status == T4A_OK ? T4A_OK : T4A_ENOCOMPILER);
+  /* the host has no compiler (ENOCOMPILER) and takes no GPU code at all
+   * (EUNSUPPORTED: docs/design.md, "The host backend") */
+  RT_EXPECT(T->artifact_compile(&co, &compiled), ci.status == T4A_OK ? T4A_OK
+                                                 : rt_on_host()      ? T4A_EUNSUPPORTED
+                                                                     : T4A_ENOCOMPILER);
   if (compiled.bits)
     RT_OK(T->artifact_release(compiled));
+  if (rt_on_host()) {
+    ck_assert_int_eq(ci.status, T4A_ENOCOMPILER);
+    ck_assert(compiled.bits == 0);
+    t4a_compile_cache_stats ccs = {.struct_size = sizeof ccs};
+    RT_OK(T->compile_cache_stats(&ccs));
+    RT_OK(T->compile_cache_clear(T4A_CACHE_MEMORY));
+    RT_REST_IS_CUDA_ONLY("artifact_data/artifact_log need an artifact, which the host never makes");
+  }
   t4a_artifact_kind kind;
   const void *data;
   const char *log;
@@ -248,12 +266,14 @@ static int fill_raw(void *p) { return T->raw_runtime(sz_rt, p); }
 START_TEST(info_structs_honour_struct_size) {
   setenv("T4A_CACHE_DIR", "", 1); /* compile cache stats must not move under us */
   sz_rt = rt_create();
-  t4a_artifact a;
-  t4a_module m;
-  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t", &a));
-  RT_OK(T->module_load(sz_rt, a, &m));
-  RT_OK(T->function_get(sz_rt, m, "t4a_bounded", &sz_fn));
-  RT_OK(T->artifact_release(a));
+  if (!rt_on_host()) { /* a function for function_attributes (no kernels on the host) */
+    t4a_artifact a;
+    t4a_module m;
+    RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t", &a));
+    RT_OK(T->module_load(sz_rt, a, &m));
+    RT_OK(T->function_get(sz_rt, m, "t4a_bounded", &sz_fn));
+    RT_OK(T->artifact_release(a));
+  }
   t4a_buffer x; /* something for the counters and the cache to show */
   RT_OK(T->buffer_alloc(sz_rt, 4096, &x));
   RT_OK(T->buffer_free(sz_rt, x));
@@ -271,10 +291,12 @@ START_TEST(info_structs_honour_struct_size) {
                     T4A_CACHE_STATS_V1_0_SIZE);
   check_struct_size("t4a_compile_cache_stats", fill_compile_cache, sizeof(t4a_compile_cache_stats),
                     T4A_COMPILE_CACHE_STATS_V1_0_SIZE);
-  check_struct_size("t4a_function_attributes", fill_attributes, sizeof(t4a_function_attributes),
-                    T4A_FUNCTION_ATTRIBUTES_V1_0_SIZE);
-  check_struct_size("t4a_raw_runtime", fill_raw, sizeof(t4a_raw_runtime),
-                    T4A_RAW_RUNTIME_V1_0_SIZE);
+  if (!rt_on_host()) { /* no function to describe, no raw seam (a NULL slot) on the host */
+    check_struct_size("t4a_function_attributes", fill_attributes, sizeof(t4a_function_attributes),
+                      T4A_FUNCTION_ATTRIBUTES_V1_0_SIZE);
+    check_struct_size("t4a_raw_runtime", fill_raw, sizeof(t4a_raw_runtime),
+                      T4A_RAW_RUNTIME_V1_0_SIZE);
+  }
   RT_OK(T->runtime_destroy(sz_rt, T4A_WAIT_FOREVER));
 }
 END_TEST
@@ -284,13 +306,17 @@ END_TEST
 START_TEST(runtime_create_and_destroy) {
   t4a_runtime a = rt_create(), b = rt_create();
   ck_assert(a.bits != b.bits);
-  t4a_raw_runtime ra = {.struct_size = sizeof ra}, rb = {.struct_size = sizeof rb};
-  RT_OK(T->raw_runtime(a, &ra));
-  RT_OK(T->raw_runtime(b, &rb));
-  ck_assert_ptr_nonnull(ra.stream);
-  ck_assert_ptr_ne(ra.stream, rb.stream);   /* one stream each */
-  ck_assert_ptr_eq(ra.context, rb.context); /* the device's primary context */
-  ck_assert_int_eq(ra.device_ordinal, 0);
+  if (rt_on_host()) {
+    ck_assert_ptr_null(T->raw_runtime); /* no stream to hand out */
+  } else {
+    t4a_raw_runtime ra = {.struct_size = sizeof ra}, rb = {.struct_size = sizeof rb};
+    RT_OK(T->raw_runtime(a, &ra));
+    RT_OK(T->raw_runtime(b, &rb));
+    ck_assert_ptr_nonnull(ra.stream);
+    ck_assert_ptr_ne(ra.stream, rb.stream);   /* one stream each */
+    ck_assert_ptr_eq(ra.context, rb.context); /* the device's primary context */
+    ck_assert_int_eq(ra.device_ordinal, 0);
+  }
   t4a_runtime_counters c = rt_counters(a);
   ck_assert_uint_eq(c.struct_size, sizeof c);
   ck_assert_uint_eq(c.staging_bytes, 64 * MiB);
@@ -369,7 +395,39 @@ static void *open_later(void *arg) {
  * outlives the destroyed one. (A driver whose stream destroy blocked would
  * hide a destroy that forgot to wait; CUDA's, and the fake's, return at
  * once.) */
+/* The host lane's form: a copy held behind the host's gate writes memory
+ * the consumer registered (it outlives the runtime), the gate opened by
+ * another thread while destroy waits. */
+static void destroy_returns_after_the_work_ran_on_host(void) {
+  t4a_runtime rt = rt_create();
+  uint64_t n = 1 << 16;
+  uint32_t *data = malloc(n * 4);
+  ck_assert_ptr_nonnull(data);
+  memset(data, 0, n * 4);
+  t4a_host_buffer hb;
+  RT_OK(T->host_register(rt, data, n * 4, 0, &hb));
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, n * 4, &d));
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  uint32_t value = 0xd0d0cafe;
+  RT_OK(T->memset(rt, d, 0, value, 4, n));
+  RT_OK(T->copy_d2h_pinned(rt, hb, 0, d, 0, n * 4));
+  rt_gate_open_later(&g, 100);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  ck_assert(rt_gate_is_open(&g)); /* it waited for the gate */
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(data[i], value);
+  pthread_join(g.opener, NULL);
+  free(g.word); /* the runtime (and the gate's registration) is gone */
+  free(data);
+}
+
 START_TEST(destroy_returns_after_the_work_ran) {
+  if (rt_on_host()) {
+    destroy_returns_after_the_work_ran_on_host();
+    return;
+  }
   t4a_runtime rt = rt_create(), keeper = rt_create();
   uint64_t n = 1 << 16;
   t4a_host_buffer hb;
@@ -411,10 +469,19 @@ static unsigned stream_flags(t4a_runtime rt) {
   return flags;
 }
 
+/* What the runtime's pool has carved (live buffers and cached blocks). */
+static uint64_t pool_used(t4a_runtime rt) {
+  t4a_memory_info mi = {.struct_size = sizeof mi};
+  RT_OK(T->runtime_memory_info(rt, &mi));
+  return mi.pool_used;
+}
+
 START_TEST(runtime_options_take_effect) {
-  /* the stream never synchronises with the legacy default stream */
+  /* the stream never synchronises with the legacy default stream (a
+   * CUDA stream's flag: the host has no stream) */
   t4a_runtime rt = rt_create();
-  ck_assert_uint_eq(stream_flags(rt) & T4A__CU_STREAM_NON_BLOCKING, T4A__CU_STREAM_NON_BLOCKING);
+  if (!rt_on_host())
+    ck_assert_uint_eq(stream_flags(rt) & T4A__CU_STREAM_NON_BLOCKING, T4A__CU_STREAM_NON_BLOCKING);
   ck_assert_uint_eq(rt_cache(rt).limit_bytes, 1ull << 30); /* the default cache bound */
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
   /* the cache bound: blocks beyond it go back to the pool */
@@ -424,13 +491,20 @@ START_TEST(runtime_options_take_effect) {
   for (int i = 0; i < 4; i++)
     RT_OK(T->buffer_alloc(rt, 512 * KiB, &b[i]));
   t4a_runtime_counters before = rt_counters(rt);
-  uint64_t frees = rt_fake_calls("cuMemFreeAsync");
+  uint64_t frees = rt_fake_calls("cuMemFreeAsync"), used = pool_used(rt);
   for (int i = 0; i < 4; i++)
     RT_OK(T->buffer_free(rt, b[i]));
   t4a_cache_stats cs = rt_cache(rt);
   ck_assert_uint_eq(cs.entries, 2);
   ck_assert_uint_eq(cs.bytes, 1 * MiB);
-  ck_assert_uint_eq(rt_counters(rt).driver_frees - before.driver_frees, 2);
+  if (rt_on_host()) { /* the host's driver calls are its pool's mappings (64 MiB chunks): the
+                         two blocks went back to the pool, whose chunk stays mapped (the
+                         cached two live in it) */
+    ck_assert_uint_eq(used - pool_used(rt), 1 * MiB);
+    ck_assert_uint_eq(rt_counters(rt).driver_frees, before.driver_frees);
+  } else {
+    ck_assert_uint_eq(rt_counters(rt).driver_frees - before.driver_frees, 2);
+  }
   if (rt_on_fake())
     ck_assert_uint_eq(rt_fake_calls("cuMemFreeAsync") - frees, 2);
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
@@ -444,6 +518,10 @@ END_TEST
 /* Synchronises the runtime's stream through the raw seam: CUDA's pools
  * give memory above their release threshold back at a synchronisation. */
 static void raw_synchronize(t4a_runtime rt) {
+  if (rt_on_host()) { /* no stream: a seal and wait is the host's synchronisation */
+    rt_sync(rt);
+    return;
+  }
   t4a__CUresult (*sync)(t4a__CUstream);
   *(void **)&sync = rt_driver("cuStreamSynchronize");
   t4a_raw_runtime raw = {.struct_size = sizeof raw};
@@ -593,7 +671,7 @@ START_TEST(out_of_memory_trims_retries_and_recovers) {
   RT_OK(T->buffer_free(rt, b));
   /* beyond the device: T4A_ENOMEM, and the runtime keeps working */
   RT_EXPECT(T->buffer_alloc(rt, DEV.total_memory * 2, &a), T4A_ENOMEM);
-  RT_DETAIL("no room");
+  RT_DETAIL(rt_on_host() ? "T4A_HOST_POOL_LIMIT" : "no room"); /* what bounds it */
   RT_OK(T->buffer_alloc(rt, MiB, &a));
   uint32_t v = 0x12345678, back = 0;
   RT_OK(T->copy_h2d(rt, a, 12, &v, 4));
@@ -663,16 +741,21 @@ START_TEST(cache_trim_keeps_bytes_and_stats_count) {
   RT_OK(T->host_alloc(rt, 100, 0, &h, &p)); /* pinned blocks are at least a page */
   RT_OK(T->host_free(rt, h));
   s = rt_cache(rt);
-  ck_assert_uint_eq(s.pinned_entries, 1);
-  ck_assert_uint_eq(s.pinned_bytes, 4096);
+  /* the host keeps no pinned cache: host_free unmaps (docs/design.md) */
+  ck_assert_uint_eq(s.pinned_entries, rt_on_host() ? 0 : 1);
+  ck_assert_uint_eq(s.pinned_bytes, rt_on_host() ? 0 : 4096);
   /* trimming stops once at most keep_bytes remain, largest blocks first
    * (memory.c's documented order) */
   uint64_t frees = rt_counters(rt).driver_frees, calls = rt_fake_calls("cuMemFreeAsync");
+  uint64_t used = pool_used(rt);
   RT_OK(T->cache_trim(rt, 6 * MiB));
   s = rt_cache(rt);
   ck_assert_uint_eq(s.entries, 2);
   ck_assert_uint_eq(s.bytes, 3 * MiB);
-  ck_assert_uint_eq(rt_counters(rt).driver_frees - frees, 2);
+  if (rt_on_host()) /* back to the pool; their chunk holds the other two (see above) */
+    ck_assert_uint_eq(used - pool_used(rt), 12 * MiB);
+  else
+    ck_assert_uint_eq(rt_counters(rt).driver_frees - frees, 2);
   if (rt_on_fake())
     ck_assert_uint_eq(rt_fake_calls("cuMemFreeAsync") - calls, 2);
   RT_OK(T->cache_trim(rt, UINT64_MAX)); /* nothing to do */
@@ -681,7 +764,14 @@ START_TEST(cache_trim_keeps_bytes_and_stats_count) {
   s = rt_cache(rt);
   ck_assert_uint_eq(s.entries, 0);
   ck_assert_uint_eq(s.bytes, 0);
-  ck_assert_uint_eq(s.pinned_entries, 1); /* the pinned cache is not the device cache */
+  if (rt_on_host()) { /* now the pool is empty and trimmed: every chunk unmapped */
+    t4a_memory_info mi = {.struct_size = sizeof mi};
+    RT_OK(T->runtime_memory_info(rt, &mi));
+    ck_assert_uint_eq(mi.pool_used, 0);
+    ck_assert_uint_eq(mi.pool_reserved, 0);
+    ck_assert_uint_gt(rt_counters(rt).driver_frees, frees);
+  }
+  ck_assert_uint_eq(s.pinned_entries, rt_on_host() ? 0 : 1); /* not the device cache */
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
 }
 END_TEST
@@ -736,6 +826,72 @@ START_TEST(host_buffers_are_portable_and_write_combined_on_request) {
 }
 END_TEST
 
+#ifdef T4A_TEST_HOST
+/* Every handle of one backend is T4A_EHANDLE in the other: runtime,
+ * buffer, host buffer and witness of each, given to the other backend's
+ * slots with a live runtime of its own. Both backends in one process,
+ * opened through the loader (the CUDA plugin on the fake driver). */
+static void assert_foreign(const t4a_gpu_backend_v1 *X, t4a_runtime mine, t4a_runtime rt,
+                           t4a_buffer b, t4a_host_buffer hb, t4a_witness w, const char *who) {
+  uint64_t n = 0;
+  t4a_runtime_counters c = {.struct_size = sizeof c};
+  t4a_buffer own;
+  int rc[] = {X->runtime_counters(rt, &c),
+              X->buffer_alloc(rt, 16, &own),
+              X->buffer_size(mine, b, &n),
+              X->buffer_free(mine, b),
+              X->host_free(mine, hb),
+              X->copy_h2d_pinned(mine, b, 0, hb, 0, 1),
+              X->witness_query(w),
+              X->witness_wait(w, 0),
+              X->witness_retain(w),
+              X->witness_release(w),
+              X->runtime_wait_witness(mine, w),
+              X->copy_from_runtime(mine, b, 0, rt, b, 0, 1),
+              X->runtime_destroy(rt, 0)};
+  for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++)
+    ck_assert_msg(rc[i] == T4A_EHANDLE, "%s: call %zu on the other backend's handles: %s", who, i,
+                  t4a_status_name(rc[i]));
+}
+
+START_TEST(handles_of_the_other_backend_are_refused) {
+  setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
+  const t4a_gpu_backend_v1 *C;
+  t4a_gpu_backend *cuda = t4a_test_open_cuda(&C);
+  ck_assert_int_eq(C->init(), T4A_OK);
+  t4a_runtime hr = rt_create(), cr;
+  ck_assert_int_eq(C->runtime_create(0, NULL, &cr), T4A_OK);
+  t4a_buffer hbuf, cbuf;
+  t4a_host_buffer hhost, chost;
+  void *hp, *cp;
+  RT_OK(T->buffer_alloc(hr, 4096, &hbuf));
+  RT_OK(T->host_alloc(hr, 4096, 0, &hhost, &hp));
+  ck_assert_int_eq(C->buffer_alloc(cr, 4096, &cbuf), T4A_OK);
+  ck_assert_int_eq(C->host_alloc(cr, 4096, 0, &chost, &cp), T4A_OK);
+  t4a_test_fill_random(hp, 4096, 1);
+  t4a_test_fill_random(cp, 4096, 2);
+  t4a_witness hw, cw;
+  RT_OK(T->copy_h2d_pinned(hr, hbuf, 0, hhost, 0, 4096));
+  RT_OK(T->seal(hr, &hw));
+  ck_assert_int_eq(C->copy_h2d_pinned(cr, cbuf, 0, chost, 0, 4096), T4A_OK);
+  ck_assert_int_eq(C->seal(cr, &cw), T4A_OK);
+  assert_foreign(T, hr, cr, cbuf, chost, cw, "host backend");
+  assert_foreign(C, cr, hr, hbuf, hhost, hw, "cuda backend");
+  /* both untouched: each backend's data round trip */
+  unsigned char back[4096];
+  RT_OK(T->copy_d2h(hr, back, hbuf, 0, sizeof back));
+  ck_assert(memcmp(back, hp, sizeof back) == 0);
+  ck_assert_int_eq(C->copy_d2h(cr, back, cbuf, 0, sizeof back), T4A_OK);
+  ck_assert(memcmp(back, cp, sizeof back) == 0);
+  RT_OK(T->witness_release(hw));
+  ck_assert_int_eq(C->witness_release(cw), T4A_OK);
+  ck_assert_int_eq(C->runtime_destroy(cr, T4A_WAIT_FOREVER), T4A_OK);
+  RT_OK(T->runtime_destroy(hr, T4A_WAIT_FOREVER));
+  ck_assert_int_eq(t4a_gpu_close(cuda), T4A_OK);
+}
+END_TEST
+#endif
+
 int main(void) {
 #ifdef T4A_TEST_FAKE
   /* The fake's device memory is host memory it fills at every allocation
@@ -770,6 +926,12 @@ int main(void) {
   tcase_add_test(tc, cache_trim_keeps_bytes_and_stats_count);
   tc = rt_tcase(s, "pinned", 60);
   tcase_add_test(tc, write_combined_pinned_memory_works);
-  tcase_add_test(tc, host_buffers_are_portable_and_write_combined_on_request);
+  RT_CUDA_ONLY(tc, host_buffers_are_portable_and_write_combined_on_request,
+               "the flags CUDA got for a host buffer (cuMemHostGetFlags); the host's are plain "
+               "pages");
+#ifdef T4A_TEST_HOST
+  tc = rt_tcase(s, "two-backends", 60);
+  tcase_add_test(tc, handles_of_the_other_backend_are_refused);
+#endif
   return rt_run(s, 1);
 }
