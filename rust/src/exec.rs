@@ -234,7 +234,7 @@ impl Drop for Capture<'_> {
 /// [`Graph::launch`], released in Drop (graph_release; destroyed after its
 /// last replay completed). It cannot outlive its runtime:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// let backend = t4a_gpu::Backend::open(None)?;
 /// let graph = {
 ///     let rt = backend.runtime(0)?;

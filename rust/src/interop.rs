@@ -330,7 +330,7 @@ impl TensorView {
 /// calls its deleter unless it was handed to a consumer
 /// ([`DlTensor::into_raw`]) or imported ([`Runtime::dlpack_import`]).
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// # use t4a_gpu::{DataType, TensorView};
 /// # let backend = t4a_gpu::Backend::open(None)?;
 /// # let rt = backend.runtime(0)?;
@@ -555,7 +555,7 @@ impl<'r> Buffer<'r> {
 /// waits for the runtime's work enqueued so far ([`Runtime::drain`]), so
 /// the borrow ends only once no work can touch the memory.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// # use t4a_gpu::{DataType, TensorView};
 /// # let backend = t4a_gpu::Backend::open(None)?;
 /// # let (producer, consumer) = (backend.runtime(0)?, backend.runtime(0)?);

@@ -259,7 +259,7 @@ impl HostBuffer<'_> {
 /// runtime's work enqueued so far ([`Runtime::drain`]), so the borrow ends
 /// only once no copy can touch the memory any more.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0499
 /// # let backend = t4a_gpu::Backend::open(None)?;
 /// # let rt = backend.runtime(0)?;
 /// let mut data = vec![0u8; 4096];
@@ -279,7 +279,7 @@ pub struct Registered<'r, 's> {
 /// device only reads it (a copy into it is `T4A_EINVAL`), so it borrows the
 /// slice shared. Released as [`Registered`].
 ///
-/// ```compile_fail
+/// ```compile_fail,E0502
 /// # let backend = t4a_gpu::Backend::open(None)?;
 /// # let rt = backend.runtime(0)?;
 /// let mut data = vec![0u8; 4096];

@@ -70,6 +70,7 @@ pub fn pattern(n: usize, seed: u32) -> Vec<u8> {
 
 /// `backend!("test")`: the default backend ([`open`]), or return from the
 /// test after printing why it is skipped.
+#[allow(unused_macros)]
 macro_rules! backend {
     ($test:expr) => {
         match common::open($test, None) {
