@@ -61,7 +61,6 @@ fn loader_and_backend_facts() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert!(names.contains(&"cuda".to_string()), "{names:?}");
     let e = Backend::open(Some("no_such_backend")).unwrap_err();
     assert_eq!(e.status, Status::ENOBACKEND);
     assert!(e.message.contains("libt4a_no_such_backend.so"), "{e}");
@@ -79,6 +78,7 @@ fn loader_and_backend_facts() {
     drop(again);
     let info = b.info().unwrap();
     assert_eq!((info.name.as_str(), info.abi), ("cuda", (1, minor)));
+    assert!(names.contains(&info.name), "{names:?}");
     let devices = b.devices().unwrap();
     assert_eq!(devices.len() as i32, info.device_count);
     if common::fake(&b) {
@@ -90,7 +90,9 @@ fn loader_and_backend_facts() {
         assert!(d.total_memory > 0);
         assert_eq!(d.raw.warp_size, 32);
     }
-    assert_eq!(b.compiler_info().unwrap().status, Status::OK);
+    if common::required() {
+        assert_eq!(b.compiler_info().unwrap().status, Status::OK);
+    }
     let e = b.device(devices.len() as i32).unwrap_err();
     assert_eq!(e.status, Status::EINVAL);
     assert_eq!(e.call, "device_info");
@@ -159,7 +161,7 @@ fn memory_round_trips_and_errors() {
 fn peer_copy() {
     let b = backend!("peer_copy");
     if b.device_count().unwrap() < 2 || !b.peer_access_supported(1, 0).unwrap() {
-        eprintln!("peer_copy: skipped (fewer than two devices with peer access)");
+        common::note("peer_copy", "fewer than two devices with peer access");
         return;
     }
     let (r0, r1) = (b.runtime(0).unwrap(), b.runtime(1).unwrap());
@@ -238,6 +240,7 @@ fn every_object_is_released_exactly_once() {
 #[test]
 fn kernels_compile_launch_and_verify_bit_exact() {
     let b = backend!("kernels_compile_launch_and_verify_bit_exact");
+    needs_compiler!(b, "kernels_compile_launch_and_verify_bit_exact");
     let rt = b.runtime(0).unwrap();
     let opts = CompileOptions {
         name: Some("t4a_test.cu".into()),
@@ -318,6 +321,7 @@ fn kernels_compile_launch_and_verify_bit_exact() {
 #[test]
 fn compile_errors_ptx_and_artifacts() {
     let b = backend!("compile_errors_ptx_and_artifacts");
+    needs_compiler!(b, "compile_errors_ptx_and_artifacts");
     let rt = b.runtime(0).unwrap();
     let e = rt
         .compile(

@@ -21,6 +21,12 @@ pub fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIP {test}: {why}");
 }
 
+/// Prints why `test` skips a part the device or driver does not have (a
+/// skip even where nothing may be missing: a GPU without peer access).
+pub fn note(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: {why}");
+}
+
 /// The backend `name` (None: $T4A_GPU_BACKEND, else "cuda"), initialised
 /// and with a device, or None after printing why not.
 pub fn open(test: &str, name: Option<&str>) -> Option<Backend> {
@@ -34,6 +40,21 @@ pub fn open(test: &str, name: Option<&str>) -> Option<Backend> {
     if let Err(e) = b.init() {
         skip(test, &format!("the backend cannot run here ({e})"));
         return None;
+    }
+    if name.is_none() {
+        // The tests of the default backend are CUDA's (tests/host.rs has the
+        // host backend's): another default is a skip, not a failure.
+        match b.info() {
+            Ok(i) if i.name == "cuda" => {}
+            Ok(i) => {
+                skip(test, &format!("the default backend is {:?}, not cuda", i.name));
+                return None;
+            }
+            Err(e) => {
+                skip(test, &format!("get_info failed ({e})"));
+                return None;
+            }
+        }
     }
     match b.device_count() {
         Ok(n) if n > 0 => Some(b),
@@ -76,6 +97,25 @@ macro_rules! backend {
         match common::open($test, None) {
             Some(b) => b,
             None => return,
+        }
+    };
+}
+
+/// `needs_compiler!(b, "test")`: return from the test, after printing why,
+/// when the backend's run-time compiler is unavailable (no NVRTC).
+#[allow(unused_macros)]
+macro_rules! needs_compiler {
+    ($b:expr, $test:expr) => {
+        match $b.compiler_info() {
+            Ok(c) if c.status == t4a_gpu::Status::OK => {}
+            Ok(c) => {
+                common::skip($test, &format!("no run-time compiler ({})", c.reason));
+                return;
+            }
+            Err(e) => {
+                common::skip($test, &format!("compiler_info failed ({e})"));
+                return;
+            }
         }
     };
 }
