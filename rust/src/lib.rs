@@ -10,15 +10,60 @@
 //!   lifetimes that mirror the header's ownership:
 //!
 //! ```text
-//! Backend ──┬── Runtime<'b> ──┬── Buffer<'r>, HostBuffer<'r>
+//! Backend ──┬── Runtime<'b> ──┬── Buffer<'r>, HostBuffer<'r>, Graph<'r>, Capture<'r>
+//!           │                 ├── Registered<'r, 's> (borrows the slice 's)
+//!           │                 ├── Imported<'r, 't>  (borrows the exporter 't)
 //!           │                 └── Module<'r> ── Function<'m>
+//!           │   Buffer<'r> ──── DlTensor<'a>      (borrows its buffer)
 //!           ├── Witness<'b>   (outlives its runtime, as the header says)
 //!           └── Artifact<'b>
 //! ```
 //!
 //! A buffer cannot outlive its runtime, nor a runtime its backend: the
 //! borrow checker refuses it, so no `Drop` ever calls into a destroyed
-//! runtime or an unloaded plugin.
+//! runtime or an unloaded plugin. Likewise a graph cannot outlive its
+//! runtime, an exported DLPack tensor its buffer, and a registration the
+//! slice it pinned (each type shows the program that does not compile):
+//!
+//! ```compile_fail,E0597
+//! let backend = t4a_gpu::Backend::open(None)?;
+//! let buf = {
+//!     let rt = backend.runtime(0)?;
+//!     rt.alloc(16)?
+//! }; // error: `rt` does not live long enough
+//! # Ok::<(), t4a_gpu::Error>(())
+//! ```
+//!
+//! # ABI 1.1
+//!
+//! Every slot of ABI 1.1 has a method: [`Buffer::memset`] / [`Buffer::fill`];
+//! the rectangle copies [`Buffer::write_2d`], [`Buffer::read_2d`],
+//! [`Buffer::copy_2d_from`], [`Buffer::copy_2d_from_pinned`],
+//! [`HostBuffer::copy_2d_from_device`] (a [`Rect`]); [`Runtime::memory_info`];
+//! [`Runtime::register`] / [`Runtime::register_read_only`] (host_register,
+//! host_unregister in Drop); [`Witness::elapsed`]; [`Runtime::info`];
+//! [`Runtime::launch_ex`] (a [`LaunchExConfig`]: clusters, cooperative,
+//! priority); [`Function::max_active_blocks`],
+//! [`Function::suggest_block_size`], [`Function::max_active_clusters`];
+//! [`Runtime::graph_begin`] / [`Capture::end`] (or [`Runtime::capture`]),
+//! [`Graph::launch`], [`Graph::set_kernel_args`], [`Graph::info`], Drop
+//! (graph_release); [`Runtime::wrap_external`] (an [`ExternalMemory`]);
+//! [`Runtime::order_stream_after`] (stream_wait_witness),
+//! [`Runtime::wait_event`], [`Runtime::wait_stream`] (a [`Stream`] or
+//! [`Event`]); [`Buffer::dlpack`] and [`Runtime::dlpack_import`] (a
+//! [`TensorView`], a [`DlTensor`]). Kernel arguments take scalars, buffers
+//! and any `Copy` `#[repr(C)]` value by value ([`Arg::value`]: a struct
+//! parameter, as CUDA allows).
+//!
+//! A slot a backend leaves NULL (the host backend: the raw seam and the
+//! consumer-stream slots) is a typed error, `T4A_EUNSUPPORTED` naming the
+//! slot, never a call through a null pointer; so is a slot beyond an older
+//! plugin's table.
+//!
+//! Memory the runtime does not own is borrowed until the device is done
+//! with it: a [`Registered`] slice and an [`Imported`] tensor end their
+//! borrow only after unregistering (freeing) and waiting for the runtime's
+//! work so far ([`Runtime::drain`], which works during a capture too).
 //!
 //! ```no_run
 //! let backend = t4a_gpu::Backend::open(None)?; // $T4A_GPU_BACKEND or "cuda"
@@ -35,7 +80,8 @@
 //! # Linking
 //!
 //! libt4a_gpu is linked (`-lt4a_gpu`) by the build script, which finds it
-//! through `$T4A_GPU_LIB_DIR` or `pkg-config t4a-gpu` (see build.rs). The
+//! through `$T4A_GPU_LIB_DIR` or `pkg-config t4a-gpu` (see build.rs), and
+//! warns, naming what it looked for, when it finds neither. The
 //! loader in turn `dlopen`s the backend plugin; no CUDA library is linked.
 //!
 //! # Threads: why each type is or is not `Send`/`Sync`
@@ -60,9 +106,38 @@
 //!   device touch the memory behind Rust's back, are `unsafe`.
 //! - [`Witness`], [`Artifact`]: `Send + Sync`. Reference counted by the
 //!   backend, thread-safe slots, valid independently of any runtime.
+//! - [`Graph`], [`Capture`]: `Send + Sync`. Handles used through their
+//!   runtime's serialised slots (a capture is of the runtime's stream, not
+//!   of a thread: the driver's relaxed mode), released with ownership.
+//! - [`Registered`], [`RegisteredReadOnly`]: `Send + Sync`, as the
+//!   `&mut [T]` / `&[T]` they hold (a [`HostBuffer`] over the borrowed
+//!   memory).
+//! - [`Imported`]: `Send + Sync`, a [`Buffer`] plus a borrow.
+//! - [`DlTensor`]: `Send + Sync`. Its fields are memory the export
+//!   allocated, only read here; its deleter touches no runtime and may run
+//!   on any thread (the header).
+//! - [`Stream`], [`Event`]: `Send + Sync`. CUDA stream and event handles
+//!   may be used from any thread.
+//! - [`Arg`]: `Send + Sync`: a by-value argument is made only from a `&T`
+//!   with `T: Sync`.
+//! - [`Callback`] (external memory's release, a DLPack export's
+//!   on_delete): `Send`, because the backend runs it on whichever thread
+//!   reaches the point where it is due; `'static`, because that may be
+//!   after every borrow ended. A panic in it aborts (it must not unwind
+//!   into C). So an [`ExternalMemory`], which holds one, is `Send` only.
 //! - [`RawSection`]: neither. `raw_begin` makes a context current on the
 //!   calling thread and the pairs nest per thread, so `raw_end` must run on
-//!   the same thread.
+//!   the same thread:
+//!
+//! ```compile_fail,E0277
+//! let backend = t4a_gpu::Backend::open(None)?;
+//! let rt = backend.runtime(0)?;
+//! let section = rt.raw_begin()?;
+//! std::thread::scope(|s| {
+//!     s.spawn(move || drop(section)); // error: a `RawSection` cannot be sent
+//! });
+//! # Ok::<(), t4a_gpu::Error>(())
+//! ```
 //!
 //! Every `Send`/`Sync` above is checked at compile time below (and
 //! `RawSection`'s absence by its `PhantomData<*const ()>`).
@@ -1639,5 +1714,17 @@ fn assert_threading() {
     send_sync::<Artifact<'static>>();
     send_sync::<Module<'static>>();
     send_sync::<Function<'static>>();
+    send_sync::<Graph<'static>>();
+    send_sync::<Capture<'static>>();
+    send_sync::<Registered<'static, 'static>>();
+    send_sync::<RegisteredReadOnly<'static, 'static>>();
+    send_sync::<Imported<'static, 'static>>();
+    send_sync::<DlTensor<'static>>();
+    send_sync::<Stream<'static>>();
+    send_sync::<Event<'static>>();
+    send_sync::<Arg<'static>>();
     send_sync::<Error>();
+    fn send<T: Send>() {}
+    send::<Callback>();
+    send::<ExternalMemory>();
 }
