@@ -153,13 +153,15 @@ impl<'b> Runtime<'b> {
     /// refused with `T4A_EBUSY` (allocate before, free after). Dropping the
     /// capture without `end` discards it.
     pub fn graph_begin(&self) -> Result<Capture<'_>> {
-        // A witness of the work before the capture, for `drain` during it.
+        // A witness of the work before the capture, for `drain` during it,
+        // stored before anyone can see the capture (the lock is held across
+        // graph_begin).
         let base = self.seal()?;
-        call!(self.backend, graph_begin(self.handle))?;
         let mut slot = self.capture_base.lock().unwrap_or_else(|p| p.into_inner());
+        call!(self.backend, graph_begin(self.handle))?; // else `base` drops
         let old = std::mem::replace(&mut *slot, base.handle.bits);
-        std::mem::forget(base); // released by the capture's end
         drop(slot);
+        std::mem::forget(base); // released by the capture's end
         if old != 0 {
             let _ = call!(
                 self.backend,

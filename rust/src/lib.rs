@@ -1220,19 +1220,37 @@ impl<'b> Runtime<'b> {
     /// What the borrows of memory the runtime does not own
     /// ([`Registered`], [`Imported`]) do before they end.
     pub fn drain(&self) -> Result<()> {
-        match self.seal() {
-            Ok(w) => w.wait(None),
-            Err(e) if e.status == Status::EBUSY => {
-                let base = *self.capture_base.lock().unwrap_or_else(|p| p.into_inner());
-                if base == 0 {
-                    return Err(e); // a capture begun through the raw table
+        loop {
+            let e = match self.seal() {
+                Ok(w) => return w.wait(None),
+                Err(e) if e.status == Status::EBUSY => e,
+                Err(e) => return Err(e),
+            };
+            // Capturing. The base witness is taken (retained) under the lock
+            // that graph_begin holds until it stored it, so a capture begun
+            // through this layer always has one here.
+            let held = {
+                let base = self.capture_base.lock().unwrap_or_else(|p| p.into_inner());
+                if *base == 0 {
+                    None
+                } else {
+                    call!(
+                        self.backend,
+                        witness_retain(sys::t4a_witness { bits: *base })
+                    )?;
+                    Some(Witness {
+                        backend: self.backend,
+                        handle: sys::t4a_witness { bits: *base },
+                    })
                 }
-                call!(
-                    self.backend,
-                    witness_wait(sys::t4a_witness { bits: base }, sys::T4A_WAIT_FOREVER)
-                )
+            };
+            match held {
+                Some(w) => return w.wait(None),
+                // The capture ended meanwhile: seal again. Still capturing
+                // without a base: begun through the raw table.
+                None if !self.info()?.capturing => continue,
+                None => return Err(e),
             }
-            Err(e) => Err(e),
         }
     }
 

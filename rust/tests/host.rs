@@ -49,7 +49,7 @@ fn memory_copies_fills_and_rectangles() {
     buf.write(0, &data).unwrap();
     let mut back = vec![0u8; 1 << 20];
     buf.read(0, &mut back).unwrap();
-    assert_eq!(back, data);
+    assert!(back == data, "the data differs");
     buf.memset(16, 0xbeef, 2, 8).unwrap();
     let mut w = [0u8; 40];
     buf.read(0, &mut w).unwrap();
@@ -71,11 +71,11 @@ fn memory_copies_fills_and_rectangles() {
         .unwrap();
     let mut flat = vec![0u8; (width * rows) as usize];
     packed.read(0, &mut flat).unwrap();
-    assert_eq!(flat, src);
+    assert!(flat == src, "the data differs");
     let mut out = vec![0u8; flat.len()];
     dev.read_2d(&mut out, &Rect::new(width, rows).src_pitch(pitch))
         .unwrap();
-    assert_eq!(out, src);
+    assert!(out == src, "the data differs");
     let hb = rt.host_alloc(pitch * rows, false).unwrap();
     // SAFETY: the host buffer is read after the synchronize.
     unsafe {
@@ -219,7 +219,7 @@ fn external_memory_and_dlpack() {
     let ext = unsafe { rt.wrap_external(mem) }.unwrap();
     let mut got = vec![0u8; 8192];
     ext.read(0, &mut got).unwrap();
-    assert_eq!(got, data);
+    assert!(got == data, "the data differs");
     drop(ext);
     rt.synchronize().unwrap();
     assert_eq!(released.load(Ordering::SeqCst), 1);
@@ -231,7 +231,7 @@ fn external_memory_and_dlpack() {
             assert_eq!(t.shape(), &[2048]);
             let imported = rt.dlpack_import(t, false).unwrap();
             imported.read(0, &mut got).unwrap();
-            assert_eq!(got, data);
+            assert!(got == data, "the data differs");
         }
         Err(e) => {
             assert_eq!((e.status, e.call), (Status::EUNSUPPORTED, "dlpack_export"), "{e}");

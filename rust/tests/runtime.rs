@@ -109,7 +109,7 @@ fn memory_round_trips_and_errors() {
     buf.write(0, &data).unwrap();
     let mut back = vec![0u8; 4096];
     buf.read(0, &mut back).unwrap();
-    assert_eq!(back, data);
+    assert!(back == data, "the data differs");
 
     let floats: Vec<f32> = (0..1000).map(|i| i as f32 * 0.25 - 7.0).collect();
     let fb = rt.alloc(4000).unwrap();
@@ -172,7 +172,7 @@ fn peer_copy() {
     dst.copy_from(0, &src, 0, 3000).unwrap();
     let mut got = vec![0u8; 3000];
     dst.read(0, &mut got).unwrap();
-    assert_eq!(got, data);
+    assert!(got == data, "the data differs");
     assert_eq!(r1.counters().unwrap().copies_peer, 1);
 }
 
@@ -378,7 +378,7 @@ fn threads_share_a_runtime_and_raw_seam() {
                 for _ in 0..20 {
                     buf.write(0, &data).unwrap();
                     buf.read(0, &mut back).unwrap();
-                    assert_eq!(back, data);
+                    assert!(back == data, "the data differs");
                     // last_error is per thread: each failure carries its own detail.
                     assert_eq!(
                         buf.read(10_000, &mut [0u8]).unwrap_err().status,

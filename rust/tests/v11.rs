@@ -180,7 +180,7 @@ fn rectangle_copies_bit_exact() {
         .unwrap();
     let mut flat = vec![0u8; (width * rows) as usize];
     packed.read(0, &mut flat).unwrap();
-    assert_eq!(flat, src);
+    assert!(flat == src, "the data differs");
     let hb = rt.host_alloc(pitch * rows, false).unwrap();
     let dev2 = rt.alloc(width * rows).unwrap();
     // SAFETY: the host buffer is touched only after the synchronize.
@@ -194,7 +194,7 @@ fn rectangle_copies_bit_exact() {
     let h = hb.as_slice();
     assert_eq!(&h[2 * pitch as usize..2 * pitch as usize + 12], &src[24..36]);
     dev2.read(0, &mut flat).unwrap();
-    assert_eq!(flat, src);
+    assert!(flat == src, "the data differs");
 
     // Refusals: a host slice too short (here, before any call), device rows
     // out of range, a pitch below the width.
@@ -260,7 +260,7 @@ fn memory_info_and_registered_memory() {
     unsafe { dev.copy_from_pinned(0, &ro, 0, 4096).unwrap() };
     let mut got = vec![0u8; 4096];
     dev.read(0, &mut got).unwrap();
-    assert_eq!(got, src);
+    assert!(got == src, "the data differs");
     // SAFETY: refused before anything is enqueued.
     let e = unsafe { ro.copy_from_device(0, &dev, 0, 16) }.unwrap_err();
     assert_eq!(e.status, Status::EINVAL);
@@ -469,7 +469,7 @@ fn external_memory_is_wrapped_and_released_once() {
     ext.memset(0, 0x77, 1, 16).unwrap();
     let mut got = vec![0u8; 2048];
     copy.read(0, &mut got).unwrap();
-    assert_eq!(got, &data[1024..3072]);
+    assert!(got == data[1024..3072], "the data differs");
     ext.free().unwrap();
     rt.synchronize().unwrap(); // a natural point after the work completed
     assert_eq!(released.load(Ordering::SeqCst), 1);
@@ -562,7 +562,7 @@ fn consumer_streams_and_events_order_work() {
     copy.copy_from(0, &buf, 0, 1 << 16).unwrap();
     let mut got = vec![0u8; 1 << 16];
     copy.read(0, &mut got).unwrap();
-    assert_eq!(got, data);
+    assert!(got == data, "the data differs");
     // SAFETY: NULL is no event: refused.
     let e = rt.wait_event(unsafe { Event::from_raw(std::ptr::null_mut()) }).unwrap_err();
     assert_eq!((e.status, e.call), (Status::EINVAL, "runtime_wait_event"));
@@ -622,12 +622,14 @@ fn dlpack_exports_and_imports_without_copies() {
     assert_eq!(t.device(), (sys::T4A_DL_CUDA, 0));
     assert_eq!((t.shape(), t.strides()), (&[32i64, 32][..], &[32i64, 1][..]));
     assert_eq!(t.dtype(), DataType::U32);
-    // Imported into another runtime: the same memory, read bit for bit.
+    // Imported into another runtime (ordered after the writer's work): the
+    // same memory, read bit for bit.
+    other.wait_for(&rt.seal().unwrap()).unwrap();
     let imported = other.dlpack_import(t, false).unwrap();
     assert_eq!((imported.address().unwrap(), imported.len(), imported.offset()), (base + 256, 4096, 0));
     let mut got = vec![0u32; n];
     imported.read(0, &mut got).unwrap();
-    assert_eq!(got, data);
+    assert!(got == data, "the data differs");
     imported.memset(0, 0x5a5a_5a5a, 4, 1).unwrap();
     imported.free().unwrap();
     let mut first = [0u32; 1];
