@@ -2,7 +2,7 @@
 //! runtime's memory facts (runtime_memory_info) and the consumer's host
 //! memory pinned in place (host_register / host_unregister).
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 use std::os::raw::c_void;
 use std::ptr;
 
@@ -252,7 +252,8 @@ impl HostBuffer<'_> {
 }
 
 /// The consumer's memory pinned in place by [`Runtime::register`]: a
-/// [`HostBuffer`] (every pinned copy takes it) that borrows the slice
+/// [`HostBuffer`] (it derefs to one, shared: every pinned copy takes it) that
+/// borrows the slice
 /// uniquely until it drops, so nothing else can read, write, move or free
 /// the memory while the device may use it. Drop (or
 /// [`Registered::unregister`]) unregisters and then waits for the
@@ -266,6 +267,19 @@ impl HostBuffer<'_> {
 /// let pinned = rt.register(&mut data)?;
 /// data[0] = 1; // error: `data` is borrowed by the registration
 /// drop(pinned);
+/// # Ok::<(), t4a_gpu::Error>(())
+/// ```
+///
+/// Nor can the host buffer be moved out of the registration (it would
+/// outlive the borrow):
+///
+/// ```compile_fail,E0596
+/// # let backend = t4a_gpu::Backend::open(None)?;
+/// # let rt = backend.runtime(0)?;
+/// let mut data = vec![0u8; 4096];
+/// let mut pinned = rt.register(&mut data)?;
+/// let mut other = rt.host_alloc(4096, false)?;
+/// std::mem::swap(&mut *pinned, &mut other); // error: no DerefMut
 /// # Ok::<(), t4a_gpu::Error>(())
 /// ```
 #[derive(Debug)]
@@ -301,12 +315,6 @@ impl<'r> Deref for Registered<'r, '_> {
     }
 }
 
-impl<'r> DerefMut for Registered<'r, '_> {
-    fn deref_mut(&mut self) -> &mut HostBuffer<'r> {
-        &mut self.hb
-    }
-}
-
 impl<'r> Deref for RegisteredReadOnly<'r, '_> {
     type Target = HostBuffer<'r>;
     fn deref(&self) -> &HostBuffer<'r> {
@@ -315,6 +323,15 @@ impl<'r> Deref for RegisteredReadOnly<'r, '_> {
 }
 
 impl Registered<'_, '_> {
+    /// The memory, writable (the slice the registration borrows).
+    ///
+    /// There is deliberately no `DerefMut` to the [`HostBuffer`]: a
+    /// `&mut HostBuffer` could be swapped out of the registration (and
+    /// outlive the borrow of the slice).
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.hb.as_mut_slice()
+    }
+
     /// Unregisters and waits, with the status checked (Drop ignores it).
     pub fn unregister(mut self) -> Result<()> {
         self.hb.release()
