@@ -10,15 +10,60 @@
 //!   lifetimes that mirror the header's ownership:
 //!
 //! ```text
-//! Backend ──┬── Runtime<'b> ──┬── Buffer<'r>, HostBuffer<'r>
+//! Backend ──┬── Runtime<'b> ──┬── Buffer<'r>, HostBuffer<'r>, Graph<'r>, Capture<'r>
+//!           │                 ├── Registered<'r, 's> (borrows the slice 's)
+//!           │                 ├── Imported<'r, 't>  (borrows the exporter 't)
 //!           │                 └── Module<'r> ── Function<'m>
+//!           │   Buffer<'r> ──── DlTensor<'a>      (borrows its buffer)
 //!           ├── Witness<'b>   (outlives its runtime, as the header says)
 //!           └── Artifact<'b>
 //! ```
 //!
 //! A buffer cannot outlive its runtime, nor a runtime its backend: the
 //! borrow checker refuses it, so no `Drop` ever calls into a destroyed
-//! runtime or an unloaded plugin.
+//! runtime or an unloaded plugin. Likewise a graph cannot outlive its
+//! runtime, an exported DLPack tensor its buffer, and a registration the
+//! slice it pinned (each type shows the program that does not compile):
+//!
+//! ```compile_fail,E0597
+//! let backend = t4a_gpu::Backend::open(None)?;
+//! let buf = {
+//!     let rt = backend.runtime(0)?;
+//!     rt.alloc(16)?
+//! }; // error: `rt` does not live long enough
+//! # Ok::<(), t4a_gpu::Error>(())
+//! ```
+//!
+//! # ABI 1.1
+//!
+//! Every slot of ABI 1.1 has a method: [`Buffer::memset`] / [`Buffer::fill`];
+//! the rectangle copies [`Buffer::write_2d`], [`Buffer::read_2d`],
+//! [`Buffer::copy_2d_from`], [`Buffer::copy_2d_from_pinned`],
+//! [`HostBuffer::copy_2d_from_device`] (a [`Rect`]); [`Runtime::memory_info`];
+//! [`Runtime::register`] / [`Runtime::register_read_only`] (host_register,
+//! host_unregister in Drop); [`Witness::elapsed`]; [`Runtime::info`];
+//! [`Runtime::launch_ex`] (a [`LaunchExConfig`]: clusters, cooperative,
+//! priority); [`Function::max_active_blocks`],
+//! [`Function::suggest_block_size`], [`Function::max_active_clusters`];
+//! [`Runtime::graph_begin`] / [`Capture::end`] (or [`Runtime::capture`]),
+//! [`Graph::launch`], [`Graph::set_kernel_args`], [`Graph::info`], Drop
+//! (graph_release); [`Runtime::wrap_external`] (an [`ExternalMemory`]);
+//! [`Runtime::order_stream_after`] (stream_wait_witness),
+//! [`Runtime::wait_event`], [`Runtime::wait_stream`] (a [`Stream`] or
+//! [`Event`]); [`Buffer::dlpack`] and [`Runtime::dlpack_import`] (a
+//! [`TensorView`], a [`DlTensor`]). Kernel arguments take scalars, buffers
+//! and any `Copy` `#[repr(C)]` value by value ([`Arg::value`]: a struct
+//! parameter, as CUDA allows).
+//!
+//! A slot a backend leaves NULL (the host backend: the raw seam and the
+//! consumer-stream slots) is a typed error, `T4A_EUNSUPPORTED` naming the
+//! slot, never a call through a null pointer; so is a slot beyond an older
+//! plugin's table.
+//!
+//! Memory the runtime does not own is borrowed until the device is done
+//! with it: a [`Registered`] slice and an [`Imported`] tensor end their
+//! borrow only after unregistering (freeing) and waiting for the runtime's
+//! work so far ([`Runtime::drain`], which works during a capture too).
 //!
 //! ```no_run
 //! let backend = t4a_gpu::Backend::open(None)?; // $T4A_GPU_BACKEND or "cuda"
@@ -35,7 +80,8 @@
 //! # Linking
 //!
 //! libt4a_gpu is linked (`-lt4a_gpu`) by the build script, which finds it
-//! through `$T4A_GPU_LIB_DIR` or `pkg-config t4a-gpu` (see build.rs). The
+//! through `$T4A_GPU_LIB_DIR` or `pkg-config t4a-gpu` (see build.rs), and
+//! warns, naming what it looked for, when it finds neither. The
 //! loader in turn `dlopen`s the backend plugin; no CUDA library is linked.
 //!
 //! # Threads: why each type is or is not `Send`/`Sync`
@@ -60,9 +106,38 @@
 //!   device touch the memory behind Rust's back, are `unsafe`.
 //! - [`Witness`], [`Artifact`]: `Send + Sync`. Reference counted by the
 //!   backend, thread-safe slots, valid independently of any runtime.
+//! - [`Graph`], [`Capture`]: `Send + Sync`. Handles used through their
+//!   runtime's serialised slots (a capture is of the runtime's stream, not
+//!   of a thread: the driver's relaxed mode), released with ownership.
+//! - [`Registered`], [`RegisteredReadOnly`]: `Send + Sync`, as the
+//!   `&mut [T]` / `&[T]` they hold (a [`HostBuffer`] over the borrowed
+//!   memory).
+//! - [`Imported`]: `Send + Sync`, a [`Buffer`] plus a borrow.
+//! - [`DlTensor`]: `Send + Sync`. Its fields are memory the export
+//!   allocated, only read here; its deleter touches no runtime and may run
+//!   on any thread (the header).
+//! - [`Stream`], [`Event`]: `Send + Sync`. CUDA stream and event handles
+//!   may be used from any thread.
+//! - [`Arg`]: `Send + Sync`: a by-value argument is made only from a `&T`
+//!   with `T: Sync`.
+//! - [`Callback`] (external memory's release, a DLPack export's
+//!   on_delete): `Send`, because the backend runs it on whichever thread
+//!   reaches the point where it is due; `'static`, because that may be
+//!   after every borrow ended. A panic in it aborts (it must not unwind
+//!   into C). So an [`ExternalMemory`], which holds one, is `Send` only.
 //! - [`RawSection`]: neither. `raw_begin` makes a context current on the
 //!   calling thread and the pairs nest per thread, so `raw_end` must run on
-//!   the same thread.
+//!   the same thread:
+//!
+//! ```compile_fail,E0277
+//! let backend = t4a_gpu::Backend::open(None)?;
+//! let rt = backend.runtime(0)?;
+//! let section = rt.raw_begin()?;
+//! std::thread::scope(|s| {
+//!     s.spawn(move || drop(section)); // error: a `RawSection` cannot be sent
+//! });
+//! # Ok::<(), t4a_gpu::Error>(())
+//! ```
 //!
 //! Every `Send`/`Sync` above is checked at compile time below (and
 //! `RawSection`'s absence by its `PhantomData<*const ()>`).
@@ -196,7 +271,7 @@ fn loader_check(status: c_int, call: &'static str) -> Result<()> {
 /// NULL slot (unsupported, or beyond the plugin's table) is T4A_EUNSUPPORTED.
 macro_rules! call {
     ($backend:expr, $slot:ident($($arg:expr),* $(,)?)) => {{
-        let backend: &Backend = $backend;
+        let backend: &$crate::Backend = $backend;
         match backend.table.$slot {
             // SAFETY: the slot has the header's signature (generated from
             // it); the plugin stays loaded while `backend` lives; every call
@@ -207,6 +282,17 @@ macro_rules! call {
         }
     }};
 }
+
+// ABI 1.1, in modules of their own (they use `call!`, defined above).
+mod exec;
+mod interop;
+mod memory;
+
+pub use exec::{Capture, Graph, LaunchExConfig, RuntimeInfo};
+pub use interop::{
+    Callback, DataType, DlTensor, Event, ExternalMemory, Imported, Stream, TensorView,
+};
+pub use memory::{Fill, Rect, Registered, RegisteredReadOnly};
 
 // ---------------------------------------------------------------------------
 // The loader.
@@ -560,6 +646,7 @@ impl Backend {
             backend: self,
             handle,
             device,
+            capture_base: std::sync::Mutex::new(0),
         })
     }
 
@@ -812,6 +899,10 @@ pub struct Runtime<'b> {
     backend: &'b Backend,
     handle: sys::t4a_runtime,
     device: i32,
+    /// While a capture made by [`Runtime::graph_begin`] is in progress: a
+    /// witness (its bits) covering the work enqueued before it, which
+    /// [`Runtime::drain`] waits for then (seal is refused during a capture).
+    capture_base: std::sync::Mutex<u64>,
 }
 
 /// Plain values that may be copied to and from device memory as bytes.
@@ -892,6 +983,132 @@ pub enum Arg<'a> {
     F64(f64),
     /// A device pointer: the buffer's address.
     Buffer(&'a Buffer<'a>),
+    /// A value passed by value, as its bytes: a `#[repr(C)]` struct
+    /// argument (see [`Arg::value`]).
+    Value(ArgValue<'a>),
+}
+
+/// The bytes of a by-value kernel argument, borrowed for the launch.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgValue<'a> {
+    ptr: *const u8,
+    size: usize,
+    align: usize,
+    _borrow: PhantomData<&'a ()>,
+}
+
+// SAFETY: made only from a `&'a T` with `T: Sync` (Arg::value): sending or
+// sharing it is sending or sharing that reference.
+unsafe impl Send for ArgValue<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for ArgValue<'_> {}
+
+impl<'a> Arg<'a> {
+    /// `value` passed by value, as CUDA passes a struct parameter: its
+    /// `size_of::<T>()` bytes are copied into the argument block at the
+    /// launch (padding included, never read by Rust). `T` should be
+    /// `#[repr(C)]` with the kernel parameter's layout (`struct { double x;
+    /// unsigned n; }` is `#[repr(C)] struct P { x: f64, n: u32 }`, 16 bytes).
+    /// Nothing can check that: the header has no slot that reports a
+    /// kernel's parameter sizes. A parameter larger than the value reads
+    /// the block's zeroed slack ([`ARG_SLACK`] bytes past the last value),
+    /// never memory past it.
+    pub fn value<T: Copy + Sync>(value: &'a T) -> Arg<'a> {
+        Arg::Value(ArgValue {
+            ptr: value as *const T as *const u8,
+            size: size_of::<T>(),
+            align: std::mem::align_of::<T>(),
+            _borrow: PhantomData,
+        })
+    }
+}
+
+/// Zeroed bytes after the last value of every kernel argument block: a
+/// parameter that is larger than the value given for it reads zeros there.
+pub const ARG_SLACK: usize = 4096;
+
+/// 16-byte aligned storage of an argument block.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct ArgChunk([u8; 16]);
+
+/// A launch's argument block and the `void **` pointing into it.
+struct ArgBlock {
+    _storage: Vec<std::mem::MaybeUninit<ArgChunk>>,
+    pointers: Vec<*mut c_void>,
+}
+
+impl ArgBlock {
+    /// The values of `args` at aligned offsets (8 bytes for each scalar and
+    /// buffer, the value's size for [`Arg::Value`]), each buffer checked to
+    /// belong to `rt`, the rest zero, then [`ARG_SLACK`] zero bytes.
+    fn new(rt: &Runtime<'_>, args: &[Arg<'_>], call: &'static str) -> Result<ArgBlock> {
+        let mut offsets = Vec::with_capacity(args.len());
+        let mut end = 0usize;
+        for arg in args {
+            let (size, align) = match arg {
+                Arg::Value(v) => (v.size, v.align.clamp(8, 16)),
+                _ => (8, 8),
+            };
+            let at = (end + align - 1) / align * align;
+            offsets.push(at);
+            end = at + size;
+        }
+        let chunks = (end + ARG_SLACK + 15) / 16;
+        let mut storage = vec![std::mem::MaybeUninit::new(ArgChunk([0; 16])); chunks];
+        let base = storage.as_mut_ptr() as *mut u8;
+        for (arg, &at) in args.iter().zip(&offsets) {
+            // SAFETY: every write lies in the block (`at` + its size <= end),
+            // at an offset aligned for its type.
+            unsafe {
+                let p = base.add(at);
+                match *arg {
+                    Arg::U8(v) => p.write(v),
+                    Arg::I8(v) => p.cast::<i8>().write(v),
+                    Arg::U16(v) => p.cast::<u16>().write(v),
+                    Arg::I16(v) => p.cast::<i16>().write(v),
+                    Arg::U32(v) => p.cast::<u32>().write(v),
+                    Arg::I32(v) => p.cast::<i32>().write(v),
+                    Arg::U64(v) => p.cast::<u64>().write(v),
+                    Arg::I64(v) => p.cast::<i64>().write(v),
+                    Arg::F32(v) => p.cast::<f32>().write(v),
+                    Arg::F64(v) => p.cast::<f64>().write(v),
+                    Arg::Buffer(b) => {
+                        if b.rt.handle != rt.handle {
+                            return Err(Error::new(
+                                sys::T4A_EINVAL,
+                                call,
+                                "a buffer argument belongs to another runtime; copy it here"
+                                    .into(),
+                            ));
+                        }
+                        p.cast::<u64>().write(b.address()?)
+                    }
+                    // An untyped copy of the value's bytes (padding included):
+                    // the value is borrowed for 'a, so it is live here.
+                    Arg::Value(v) => ptr::copy_nonoverlapping(v.ptr, p, v.size),
+                }
+            }
+        }
+        let pointers = offsets
+            .iter()
+            // SAFETY: in bounds of the block, as above.
+            .map(|&at| unsafe { base.add(at) } as *mut c_void)
+            .collect();
+        Ok(ArgBlock {
+            _storage: storage,
+            pointers,
+        })
+    }
+
+    /// The `void **args` of launch (valid while the block lives).
+    fn as_args(&mut self) -> *mut *mut c_void {
+        if self.pointers.is_empty() {
+            ptr::null_mut()
+        } else {
+            self.pointers.as_mut_ptr()
+        }
+    }
 }
 
 macro_rules! arg_from {
@@ -980,6 +1197,7 @@ impl<'b> Runtime<'b> {
             handle,
             ptr: p as *mut u8,
             len: bytes as usize,
+            registered: false,
         })
     }
 
@@ -996,6 +1214,57 @@ impl<'b> Runtime<'b> {
     /// Seals and waits: returns once all enqueued work completed.
     pub fn synchronize(&self) -> Result<()> {
         self.seal()?.wait(None)
+    }
+
+    /// Waits until the work enqueued so far completed, also during a
+    /// capture (where `seal` is refused: it waits for a witness taken just
+    /// before [`Runtime::graph_begin`]; the captured work has not run).
+    /// What the borrows of memory the runtime does not own
+    /// ([`Registered`], [`Imported`]) do before they end.
+    pub fn drain(&self) -> Result<()> {
+        loop {
+            let e = match self.seal() {
+                Ok(w) => return w.wait(None),
+                Err(e) if e.status == Status::EBUSY => e,
+                Err(e) => return Err(e),
+            };
+            // Capturing. The base witness is taken (retained) under the lock
+            // that graph_begin holds until it stored it, so a capture begun
+            // through this layer always has one here.
+            let held = {
+                let base = self.capture_base.lock().unwrap_or_else(|p| p.into_inner());
+                if *base == 0 {
+                    None
+                } else {
+                    call!(
+                        self.backend,
+                        witness_retain(sys::t4a_witness { bits: *base })
+                    )?;
+                    Some(Witness {
+                        backend: self.backend,
+                        handle: sys::t4a_witness { bits: *base },
+                    })
+                }
+            };
+            match held {
+                Some(w) => return w.wait(None),
+                // The capture ended meanwhile: seal again. Still capturing
+                // without a base: begun through the raw table.
+                None if !self.info()?.capturing => continue,
+                None => return Err(e),
+            }
+        }
+    }
+
+    fn check_function(&self, f: &Function<'_>, call: &'static str) -> Result<()> {
+        if f.module.rt.handle != self.handle {
+            return Err(Error::new(
+                sys::T4A_EINVAL,
+                call,
+                "the function belongs to another runtime; load the module here".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Work enqueued after this call runs after `w`'s (GPU-side wait).
@@ -1039,60 +1308,18 @@ impl<'b> Runtime<'b> {
 
     /// Enqueues `f` with `args` (each of the kernel parameter's exact type).
     pub fn launch(&self, f: &Function<'_>, cfg: &LaunchConfig, args: &[Arg<'_>]) -> Result<()> {
-        if !ptr::eq(
-            f.module.rt,
-            self as *const Runtime<'b> as *const Runtime<'_>,
-        ) {
-            return Err(Error::new(
-                sys::T4A_EINVAL,
-                "launch",
-                "the function belongs to another runtime; load the module here".into(),
-            ));
-        }
-        // One 8-byte slot per argument (every C scalar fits and is aligned).
-        let mut values = vec![0u64; args.len()];
-        for (slot, arg) in values.iter_mut().zip(args) {
-            let p = slot as *mut u64;
-            // SAFETY: each write fits the 8-byte, 8-aligned slot.
-            unsafe {
-                match *arg {
-                    Arg::U8(v) => p.cast::<u8>().write(v),
-                    Arg::I8(v) => p.cast::<i8>().write(v),
-                    Arg::U16(v) => p.cast::<u16>().write(v),
-                    Arg::I16(v) => p.cast::<i16>().write(v),
-                    Arg::U32(v) => p.cast::<u32>().write(v),
-                    Arg::I32(v) => p.cast::<i32>().write(v),
-                    Arg::U64(v) => p.write(v),
-                    Arg::I64(v) => p.cast::<i64>().write(v),
-                    Arg::F32(v) => p.cast::<f32>().write(v),
-                    Arg::F64(v) => p.cast::<f64>().write(v),
-                    Arg::Buffer(b) => {
-                        if !ptr::eq(b.rt, self as *const Runtime<'b> as *const Runtime<'_>) {
-                            return Err(Error::new(
-                                sys::T4A_EINVAL,
-                                "launch",
-                                "a buffer argument belongs to another runtime; copy it here".into(),
-                            ));
-                        }
-                        p.write(b.address()?)
-                    }
-                }
-            }
-        }
-        let mut pointers: Vec<*mut c_void> = values
-            .iter_mut()
-            .map(|v| v as *mut u64 as *mut c_void)
-            .collect();
+        self.check_function(f, "launch")?;
+        let mut block = ArgBlock::new(self, args, "launch")?;
         let config = sys::t4a_launch_config {
             grid: cfg.grid,
             block: cfg.block,
             shared_bytes: cfg.shared_bytes,
             ..sys::t4a_launch_config::sized()
         };
-        // `pointers` and `values` live until the call returns.
+        // `block` lives until the call returns.
         call!(
             self.backend,
-            launch(self.handle, f.handle, &config, pointers.as_mut_ptr())
+            launch(self.handle, f.handle, &config, block.as_args())
         )
     }
 
@@ -1325,9 +1552,24 @@ impl<'r> Buffer<'r> {
     }
 }
 
+impl Buffer<'_> {
+    /// Frees the buffer now with the status checked (Drop ignores it).
+    pub fn free(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        if self.handle.bits == 0 {
+            return Ok(());
+        }
+        let h = std::mem::take(&mut self.handle);
+        call!(self.rt.backend, buffer_free(self.rt.handle, h))
+    }
+}
+
 impl Drop for Buffer<'_> {
     fn drop(&mut self) {
-        let _ = call!(self.rt.backend, buffer_free(self.rt.handle, self.handle));
+        let _ = self.release();
     }
 }
 
@@ -1339,6 +1581,9 @@ pub struct HostBuffer<'r> {
     handle: sys::t4a_host_buffer,
     ptr: *mut u8,
     len: usize,
+    /// Made by host_register (the consumer's memory): released by
+    /// host_unregister and a [`Runtime::drain`], not host_free.
+    registered: bool,
 }
 
 // SAFETY: owned memory like a Vec<u8> (shared reads, `&mut` writes); the
@@ -1392,9 +1637,25 @@ impl HostBuffer<'_> {
     }
 }
 
+impl HostBuffer<'_> {
+    fn release(&mut self) -> Result<()> {
+        if self.handle.bits == 0 {
+            return Ok(());
+        }
+        let (b, rt, h) = (self.rt.backend, self.rt.handle, std::mem::take(&mut self.handle));
+        if !self.registered {
+            return call!(b, host_free(rt, h));
+        }
+        // The memory is the consumer's again once the borrow ends, so the
+        // work using it must have completed by then: unregister, then wait.
+        let r = call!(b, host_unregister(rt, h));
+        r.and(self.rt.drain())
+    }
+}
+
 impl Drop for HostBuffer<'_> {
     fn drop(&mut self) {
-        let _ = call!(self.rt.backend, host_free(self.rt.handle, self.handle));
+        let _ = self.release();
     }
 }
 
@@ -1473,5 +1734,17 @@ fn assert_threading() {
     send_sync::<Artifact<'static>>();
     send_sync::<Module<'static>>();
     send_sync::<Function<'static>>();
+    send_sync::<Graph<'static>>();
+    send_sync::<Capture<'static>>();
+    send_sync::<Registered<'static, 'static>>();
+    send_sync::<RegisteredReadOnly<'static, 'static>>();
+    send_sync::<Imported<'static, 'static>>();
+    send_sync::<DlTensor<'static>>();
+    send_sync::<Stream<'static>>();
+    send_sync::<Event<'static>>();
+    send_sync::<Arg<'static>>();
     send_sync::<Error>();
+    fn send<T: Send>() {}
+    send::<Callback>();
+    send::<ExternalMemory>();
 }

@@ -1,9 +1,15 @@
 //! The safe layer against a backend: the fake CUDA driver and fake NVRTC in
 //! `make check`, the real driver on the GPU lane (tests/consumers/test_rust.sh
 //! sets the environment; T4A_TEST_DRIVER=fake|real says which). Data is
-//! checked bit for bit, statuses exactly.
+//! checked bit for bit, statuses exactly. Without a backend that can run
+//! (no driver, no device) each test skips, saying why (tests/common).
 use std::thread;
 use std::time::Duration;
+
+#[macro_use]
+mod common;
+
+use common::pattern;
 use t4a_gpu::{sys, Arg, Backend, CompileOptions, LaunchConfig, Status};
 
 const SOURCE: &str = r#"
@@ -20,26 +26,6 @@ extern "C" __global__ void t4a_fill_u32(unsigned int *p, unsigned int value,
     p[i] = value;
 }
 "#;
-
-fn fake() -> bool {
-    std::env::var("T4A_TEST_DRIVER").map_or(true, |d| d == "fake")
-}
-
-fn backend() -> Backend {
-    let b = Backend::open(None).expect("the default backend opens");
-    b.init().expect("init");
-    b
-}
-
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345) & 0x7fff_ffff;
-            (s >> 16) as u8
-        })
-        .collect()
-}
 
 #[test]
 fn statuses_match_the_loader() {
@@ -75,7 +61,6 @@ fn loader_and_backend_facts() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert!(names.contains(&"cuda".to_string()), "{names:?}");
     let e = Backend::open(Some("no_such_backend")).unwrap_err();
     assert_eq!(e.status, Status::ENOBACKEND);
     assert!(e.message.contains("libt4a_no_such_backend.so"), "{e}");
@@ -86,16 +71,17 @@ fn loader_and_backend_facts() {
         Status::ENOBACKEND
     );
 
-    let b = backend();
+    let b = backend!("loader_and_backend_facts");
     let again = Backend::open_path(b.path()).unwrap(); // the same plugin, counted twice
     let minor = t4a_gpu::sys::T4A_GPU_BACKEND_ABI_MINOR as u16;
     assert_eq!(again.abi(), (1, minor));
     drop(again);
     let info = b.info().unwrap();
     assert_eq!((info.name.as_str(), info.abi), ("cuda", (1, minor)));
+    assert!(names.contains(&info.name), "{names:?}");
     let devices = b.devices().unwrap();
     assert_eq!(devices.len() as i32, info.device_count);
-    if fake() {
+    if common::fake(&b) {
         let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["Fake GPU 0", "Fake GPU 1"]);
         assert_eq!(devices[0].cc, (9, 0));
@@ -104,7 +90,9 @@ fn loader_and_backend_facts() {
         assert!(d.total_memory > 0);
         assert_eq!(d.raw.warp_size, 32);
     }
-    assert_eq!(b.compiler_info().unwrap().status, Status::OK);
+    if common::required() {
+        assert_eq!(b.compiler_info().unwrap().status, Status::OK);
+    }
     let e = b.device(devices.len() as i32).unwrap_err();
     assert_eq!(e.status, Status::EINVAL);
     assert_eq!(e.call, "device_info");
@@ -114,14 +102,14 @@ fn loader_and_backend_facts() {
 
 #[test]
 fn memory_round_trips_and_errors() {
-    let b = backend();
+    let b = backend!("memory_round_trips_and_errors");
     let rt = b.runtime(0).unwrap();
     let data = pattern(4096, 1);
     let buf = rt.alloc(4096).unwrap();
     buf.write(0, &data).unwrap();
     let mut back = vec![0u8; 4096];
     buf.read(0, &mut back).unwrap();
-    assert_eq!(back, data);
+    assert!(back == data, "the data differs");
 
     let floats: Vec<f32> = (0..1000).map(|i| i as f32 * 0.25 - 7.0).collect();
     let fb = rt.alloc(4000).unwrap();
@@ -171,9 +159,9 @@ fn memory_round_trips_and_errors() {
 
 #[test]
 fn peer_copy() {
-    let b = backend();
+    let b = backend!("peer_copy");
     if b.device_count().unwrap() < 2 || !b.peer_access_supported(1, 0).unwrap() {
-        eprintln!("peer_copy: skipped (fewer than two devices with peer access)");
+        common::note("peer_copy", "fewer than two devices with peer access");
         return;
     }
     let (r0, r1) = (b.runtime(0).unwrap(), b.runtime(1).unwrap());
@@ -184,13 +172,13 @@ fn peer_copy() {
     dst.copy_from(0, &src, 0, 3000).unwrap();
     let mut got = vec![0u8; 3000];
     dst.read(0, &mut got).unwrap();
-    assert_eq!(got, data);
+    assert!(got == data, "the data differs");
     assert_eq!(r1.counters().unwrap().copies_peer, 1);
 }
 
 #[test]
 fn pinned_copies() {
-    let b = backend();
+    let b = backend!("pinned_copies");
     let rt = b.runtime(0).unwrap();
     let n = 1 << 16;
     let data = pattern(n, 3);
@@ -220,7 +208,7 @@ fn pinned_copies() {
 
 #[test]
 fn every_object_is_released_exactly_once() {
-    let b = backend();
+    let b = backend!("every_object_is_released_exactly_once");
     let rt = b.runtime(0).unwrap();
     {
         let _a = rt.alloc(64).unwrap();
@@ -251,7 +239,8 @@ fn every_object_is_released_exactly_once() {
 
 #[test]
 fn kernels_compile_launch_and_verify_bit_exact() {
-    let b = backend();
+    let b = backend!("kernels_compile_launch_and_verify_bit_exact");
+    needs_compiler!(b, "kernels_compile_launch_and_verify_bit_exact");
     let rt = b.runtime(0).unwrap();
     let opts = CompileOptions {
         name: Some("t4a_test.cu".into()),
@@ -331,7 +320,8 @@ fn kernels_compile_launch_and_verify_bit_exact() {
 
 #[test]
 fn compile_errors_ptx_and_artifacts() {
-    let b = backend();
+    let b = backend!("compile_errors_ptx_and_artifacts");
+    needs_compiler!(b, "compile_errors_ptx_and_artifacts");
     let rt = b.runtime(0).unwrap();
     let e = rt
         .compile(
@@ -376,7 +366,7 @@ fn compile_errors_ptx_and_artifacts() {
 
 #[test]
 fn threads_share_a_runtime_and_raw_seam() {
-    let b = backend();
+    let b = backend!("threads_share_a_runtime_and_raw_seam");
     let rt = b.runtime(0).unwrap();
     thread::scope(|s| {
         for seed in 1..5u32 {
@@ -388,7 +378,7 @@ fn threads_share_a_runtime_and_raw_seam() {
                 for _ in 0..20 {
                     buf.write(0, &data).unwrap();
                     buf.read(0, &mut back).unwrap();
-                    assert_eq!(back, data);
+                    assert!(back == data, "the data differs");
                     // last_error is per thread: each failure carries its own detail.
                     assert_eq!(
                         buf.read(10_000, &mut [0u8]).unwrap_err().status,

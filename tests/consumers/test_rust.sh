@@ -5,18 +5,24 @@
 # cargo on PATH and Debian 12's /usr/bin/cargo (1.65, with /usr/bin/rustc
 # 1.63), which CI installs. For each:
 #   0. `cargo test` of the crate: the layout test (every struct size, field
-#      offset and constant against tests/bindings/layout, the C compiler's),
-#      and the safe layer on the fake CUDA driver and fake NVRTC (data
-#      checked bit for bit, statuses exactly), plus the doc tests; then
-#      `cargo doc`, which must not warn (the generated sys.rs included);
+#      offset and constant against tests/bindings/layout, the C compiler's;
+#      T4A_REQUIRE_LAYOUT=1: it may not skip here), the safe layer on the
+#      fake CUDA driver and fake NVRTC (runtime.rs: ABI 1.0; v11.rs: every
+#      1.1 slot, struct kernel arguments; data checked bit for bit, statuses
+#      exactly), on the host backend (host.rs: the non-kernel wrappers, the
+#      NULL and kernel slots a typed error), plus the doc tests (the
+#      compile_fail ones are the lifetime guarantees); T4A_TEST_DRIVER is
+#      set, so a missing backend fails rather than skips; then `cargo doc`,
+#      which must not warn (the generated sys.rs included);
 #   1. no driver (T4A_CUDA_LIBRARY=/nonexistent/...): the consumer exits 4,
 #      naming the missing driver library;
 #   2. the fake driver: the consumer lists its two devices and verifies its
 #      axpy (exit 0); the crate's saxpy example (examples/saxpy.c's twin)
 #      finds 0 wrong elements;
 #   3. only when T4A_TEST_LANE=gpu (make check-gpu), with the first
-#      toolchain: `cargo test` with T4A_TEST_DRIVER=real, the consumer and
-#      saxpy, all on the real driver and NVRTC.
+#      toolchain: `cargo test` of runtime.rs, v11.rs and host.rs with
+#      T4A_TEST_DRIVER=real, the consumer and saxpy, all on the real driver
+#      and NVRTC.
 # Nothing is written outside the build tree: CARGO_HOME and the target
 # directories live in $builddir/rust-build (make clean removes it), and
 # --locked uses the committed Cargo.lock files (the source tree may be
@@ -38,9 +44,11 @@ build=$(cd "${T4A_TEST_BUILDDIR:-.}" && pwd) || exit 99
 libdir=$build/loader/.libs
 fakecuda=$build/tests/fakecuda/.libs/libfakecuda.so
 fakenvrtc=$build/tests/fakecuda/.libs/libfakenvrtc.so
-T4A_GPU_BACKEND_PATH=${T4A_GPU_BACKEND_PATH:-$build/plugin-cuda/.libs}
+# Both plugins of the build tree: cuda (the default) and host (tests/host.rs).
+T4A_GPU_BACKEND_PATH=${T4A_GPU_BACKEND_PATH:-$build/plugin-cuda/.libs}:$build/plugin-host/.libs
 export T4A_GPU_BACKEND_PATH
-for f in "$libdir/libt4a_gpu.so" "$fakecuda" "$fakenvrtc" "$build/tests/bindings/layout"; do
+for f in "$libdir/libt4a_gpu.so" "$fakecuda" "$fakenvrtc" "$build/tests/bindings/layout" \
+  "$build/plugin-host/.libs/libt4a_host.so"; do
   [ -e "$f" ] || { echo "ERROR: $f is missing (run make check, not the script alone)"; exit 99; }
 done
 
@@ -90,7 +98,8 @@ trap 'rm -rf "$tmp"' EXIT
 out=$tmp/out
 "$build/tests/bindings/layout" >"$tmp/layout" || { echo "ERROR: tests/bindings/layout failed"; exit 99; }
 T4A_LAYOUT=$tmp/layout
-export T4A_LAYOUT
+T4A_REQUIRE_LAYOUT=1
+export T4A_LAYOUT T4A_REQUIRE_LAYOUT
 
 fail=0
 # run LABEL COMMAND...: output in $out (and the log), status in $rc.
@@ -126,9 +135,14 @@ for cargo in $toolchains; do
   with="$fake T4A_TEST_DRIVER=fake"
   run "cargo test (fake driver)" tc test --offline --locked --manifest-path "$src/rust/Cargo.toml"
   [ "$rc" -eq 0 ] || bad "cargo test failed"
-  grep -q "^test result: ok\. 9 passed" "$out" || bad "the runtime tests did not all run and pass"
-  grep -q "^test result: ok\. 2 passed" "$out" || bad "the layout tests did not run and pass"
-  grep -q "^test result: ok\. 1 passed" "$out" || bad "the doc test did not run and pass"
+  # One "test result" line per test target, in cargo's order: the library's
+  # unit tests (none), host.rs, layout.rs, runtime.rs, v11.rs, the doc tests.
+  results=$(grep "^test result: " "$out" | sed 's/; finished.*//' | tr '\n' '|')
+  want="ok. 0 passed; 0 failed|ok. 6 passed; 0 failed|ok. 2 passed; 0 failed|\
+ok. 9 passed; 0 failed|ok. 10 passed; 0 failed|ok. 9 passed; 0 failed|"
+  [ "$(echo "$results" | sed 's/test result: //g; s/; [0-9]* ignored[^|]*//g')" = "$want" ] ||
+    bad "not every test ran and passed: $results (want $want)"
+  ! grep -q "^SKIP " "$out" || bad "a test skipped (above), which make check does not allow"
   run "cargo doc (RUSTDOCFLAGS=-D warnings)" tc doc --offline --locked --no-deps \
     --manifest-path "$src/rust/Cargo.toml"
   [ "$rc" -eq 0 ] || bad "cargo doc warns (src/sys.rs: fix bindgen/t4a_bindgen.py, then make bindings-regen)"
@@ -172,9 +186,10 @@ for cargo in $toolchains; do
   if [ "${T4A_TEST_LANE:-any}" = gpu ] && [ -z "$first" ]; then
     with=T4A_TEST_DRIVER=real
     run "cargo test (GPU lane, real driver)" tc test --offline --locked \
-      --manifest-path "$src/rust/Cargo.toml" --test runtime
+      --manifest-path "$src/rust/Cargo.toml" --test runtime --test v11 --test host
     [ "$rc" -eq 0 ] || bad "cargo test on the real driver failed"
     grep -q "^test result: ok\. 9 passed" "$out" || bad "the runtime tests did not all pass"
+    grep -q "^test result: ok\. 10 passed" "$out" || bad "the 1.1 tests did not all pass"
     run "consumer (GPU lane, real driver)" "$consumer"
     [ "$rc" -eq 0 ] || bad "exit $rc, want 0 on a GPU host"
     has "$verified " || bad "no verified line"
