@@ -100,7 +100,8 @@ static void usage(FILE *f) {
         "The host backend's operations against the raw CPU (any machine), then each CUDA\n"
         "runtime operation against the raw Driver API doing the same work, on device 0\n"
         "(skipped, saying why, without a usable GPU; docs/performance.md has the results).\n"
-        "exit status: 0 done, 1 a call failed, 2 usage error, 3 no backend found,\n"
+        "exit status: 0 rows ran (a backend without a usable device is skipped, saying why),\n"
+        "             1 a call failed, 2 usage error, 3 no backend found,\n"
         "             4 the backend or the driver cannot be used here (reason printed)\n",
         f);
 }
@@ -329,12 +330,14 @@ static void machine_name(char *buf, size_t n, long cpus) {
 
 /* Why the CUDA rows cannot run here (NULL: they can; the backend stays
  * open in E for setup). */
-static const char *cuda_unusable(char *why, size_t n) {
+static const char *cuda_unusable(char *why, size_t n, int *code) {
+  *code = 3; /* tools/cli.h: no backend */
   if (t4a_gpu_open("cuda", &E.backend) != T4A_OK) {
     snprintf(why, n, "no CUDA backend: %s", t4a_gpu_last_error());
     E.backend = NULL;
     return why;
   }
+  *code = 4; /* the backend cannot be used here */
   E.t = t4a_gpu_backend_table(E.backend);
   int rc = E.t->init();
   if (rc == T4A_OK)
@@ -431,7 +434,10 @@ int main(int argc, char **argv) {
           PACKAGE_VERSION, date, machine, cpus, g_quick ? "true" : "false");
   result hres[16];
   int hn = 0;
+  bool host_ran = false;
+  int cuda_code = 0;
   if (want_host && host_rows(only, hres, &hn, host_why, sizeof host_why, machine, date)) {
+    host_ran = true;
     fprintf(f,
             ",\n\"host\":{\"backend\":\"host\",\"copy_threads\":%u,\"cases\":", bench_host_threads);
     json_rows(f, hres, hn);
@@ -440,19 +446,21 @@ int main(int argc, char **argv) {
     printf("host rows skipped: %s\n", host_why);
     fprintf(f, ",\n\"host_skipped\":\"%s\"", host_why);
   }
-  if (want_cuda && cuda_unusable(cuda_why, sizeof cuda_why)) {
+  if (want_cuda && cuda_unusable(cuda_why, sizeof cuda_why, &cuda_code)) {
     printf("CUDA rows skipped: %s\n", cuda_why);
     for (char *c = cuda_why; *c; c++) /* the reason goes into a JSON string */
       if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
         *c = ' ';
     fprintf(f, ",\n\"cuda_skipped\":\"%s\"\n}\n", cuda_why);
     fclose(f);
-    return 0;
+    /* rows ran: success (make bench on a machine without a GPU); else the
+     * CUDA backend's reason, as t4a-gpu exits (3 none, 4 unusable) */
+    return host_ran ? 0 : cuda_code;
   }
   if (!want_cuda) {
     fprintf(f, "\n}\n");
     fclose(f);
-    return 0;
+    return host_ran ? 0 : 3;
   }
   char cache[] = "/tmp/t4a-bench-cache-XXXXXX"; /* a fresh disk cache, not the user's */
   if (!mkdtemp(cache))

@@ -79,10 +79,15 @@ static uint32_t gen_fresh(void) {
   }
 }
 
+static _Atomic uint32_t gen_first = 1;
+
 void t4a__htable_gen_start(uint32_t first) {
   uint32_t untouched = 1;
-  atomic_compare_exchange_strong(&gen_sequence, &untouched, first & T4A__GEN_MASK);
+  if (atomic_compare_exchange_strong(&gen_sequence, &untouched, first & T4A__GEN_MASK))
+    atomic_store(&gen_first, first & T4A__GEN_MASK);
 }
+
+uint32_t t4a__htable_gen_first(void) { return atomic_load(&gen_first); }
 
 uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *kind,
                              uint32_t owner) {

@@ -119,6 +119,10 @@ void t4a__htable_untake(t4a__htable *t, uint32_t index);
  * other (the host's start at 2^27, as its runtime generations do). */
 void t4a__htable_gen_start(uint32_t first);
 
+/* Where this copy's sequences start (1 unless t4a__htable_gen_start moved
+ * it): an owner's own sequence (t4a__htable_publish_seq) starts there too. */
+uint32_t t4a__htable_gen_first(void);
+
 /* Makes a taken entry live under a new generation; returns its handle. */
 uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *kind,
                              uint32_t owner);

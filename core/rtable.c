@@ -39,6 +39,9 @@ t4a__rtslot *t4a__rtable_take(size_t size) {
       pthread_mutex_init(&rt->lock, NULL);
       rt->index = slots_used;
       rt->reserved = true;
+      /* the slot's handle sequence starts where the plugin's does, so that
+       * another plugin's handles name none of its objects */
+      rt->seq = t4a__htable_gen_first();
       atomic_store_explicit(&slots[slots_used], rt, memory_order_release);
       slots_used++;
     }
