@@ -52,6 +52,32 @@ START_TEST(one_seal_records_one_event) {
 }
 END_TEST
 
+/* Completion events are recycled: a runtime that keeps two seals in flight,
+ * round after round, makes at most the two events it needs at once (the
+ * counter, and on the fake the driver's own count). */
+START_TEST(events_are_recycled) {
+  t4a_runtime rt = rt_create();
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(rt, 4096, &b));
+  uint64_t created = rt_counters(rt).events_created, made = rt_fake_calls("cuEventCreate");
+  for (int round = 0; round < 50; round++) {
+    t4a_witness w1, w2;
+    RT_OK(T->memset(rt, b, 0, (uint32_t)round & 0xff, 1, 4096));
+    RT_OK(T->seal(rt, &w1));
+    RT_OK(T->memset(rt, b, 0, 0x5a, 1, 4096));
+    RT_OK(T->seal(rt, &w2));
+    RT_OK(T->witness_wait(w2, T4A_WAIT_FOREVER)); /* both seals complete: their events return */
+    RT_OK(T->witness_release(w1));
+    RT_OK(T->witness_release(w2));
+  }
+  ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, 100);
+  ck_assert_uint_le(rt_counters(rt).events_created - created, 2);
+  if (rt_on_fake())
+    ck_assert_uint_le(rt_fake_calls("cuEventCreate") - made, 2);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 START_TEST(seal_with_nothing_enqueued_is_ready) {
   t4a_runtime rt = rt_create();
   t4a_witness w;
@@ -395,6 +421,7 @@ int main(void) {
   tc = rt_tcase(s, "seal", 60);
   tcase_add_test(tc, one_seal_records_one_event);
   tcase_add_test(tc, seal_with_nothing_enqueued_is_ready);
+  tcase_add_test(tc, events_are_recycled);
   tc = rt_tcase(s, "witness", 60);
   tcase_add_test(tc, witness_query_wait_and_timeout);
   tcase_add_test(tc, witness_outlives_its_runtime);
