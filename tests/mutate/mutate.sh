@@ -54,8 +54,9 @@ tests/cpu/test_completion_fake tests/cpu/test_v1_1_fake tests/cpu/test_context_f
 tests/cpu/test_staging_fake tests/cpu/test_graph_fake tests/cpu/test_launch_ex_fake \
 tests/cpu/test_runtime_faults tests/cpu/test_cuda_init tests/loader/test_loader \
 tests/loader/test_loader_unit tests/cpu/test_compat tests/cpu/test_compat_v10 \
-tests/cpu/test_handle tests/cpu/test_diskcache tests/cpu/test_fuzz_model tests/cpu/test_concurrency_fake tests/cpu/test_code_fake \
-tests/cpu/test_cross_fake tests/cpu/test_fault_sweep tests/cpu/test_interop_fake"
+tests/cpu/test_handle tests/cpu/test_diskcache tests/cpu/test_fuzz_model \
+tests/cpu/test_concurrency_fake tests/cpu/test_code_fake tests/cpu/test_cross_fake \
+tests/cpu/test_fault_sweep tests/cpu/test_interop_fake"
 tests=${MUTATE_TESTS:-$default_tests}
 
 die() { echo "mutate: $*" >&2; exit 2; }
@@ -143,6 +144,16 @@ for d in "$work"/list/*; do
   ids="$ids $id"
 done
 [ -n "$ids" ] || die "no mutations in $list"
+for id in $(echo "$only" | tr ',' ' '); do
+  case " $ids " in *" $id "*) ;; *) die "--only: no mutation $id in $list" ;; esac
+done
+
+# Whether entry directory $1 is to run (--only).
+selected() {
+  [ -z "$only" ] && return 0
+  case ",$only," in *",$(cat "$1/id"),"*) return 0 ;; esac
+  return 1
+}
 
 # Every text is checked against the tree before anything is built.
 mkdir -p "$work/check"
@@ -162,6 +173,9 @@ echo "mutate: $n_all mutations in $list, each found once"
 [ $check_only = 0 ] || exit 0
 
 # ---- the scratch copy and its builds ---------------------------------------
+# (A run interrupted with a mutation planted leaves it in the scratch copy:
+# the next run's sync finds the file differs from the tree and copies it
+# back.)
 src=$work/src
 mkdir -p "$src"
 echo "mutate: syncing the scratch copy ($(date +%T))"
@@ -199,7 +213,7 @@ fi
 
 need_tsan=0
 for d in "$work"/list/*; do
-  [ "$(cat "$d/lane" 2>/dev/null)" = tsan ] && need_tsan=1
+  selected "$d" && [ "$(cat "$d/lane" 2>/dev/null)" = tsan ] && need_tsan=1
 done
 if [ $need_tsan = 1 ] && [ ! -f "$tsan/Makefile" ]; then
   mkdir -p "$tsan"
@@ -210,7 +224,7 @@ fi
 
 tsan_tests() { # the TSan lane's programs: every `tests:` of a tsan entry
   for d in "$work"/list/*; do
-    [ "$(cat "$d/lane" 2>/dev/null)" = tsan ] && cat "$d/tests"
+    selected "$d" && [ "$(cat "$d/lane" 2>/dev/null)" = tsan ] && cat "$d/tests"
   done | tr ' ' '\n' | sort -u | tr '\n' ' '
 }
 
@@ -294,9 +308,7 @@ killed=0 survived=0 argued=0 stillborn=0 wrong=0 n=0
 start=$(now)
 for d in "$work"/list/*; do
   id=$(cat "$d/id") f=$(cat "$d/file") why=$(cat "$d/why")
-  if [ -n "$only" ]; then
-    case ",$only," in *",$id,"*) ;; *) continue ;; esac
-  fi
+  selected "$d" || continue
   n=$((n + 1))
   lane=$(cat "$d/lane" 2>/dev/null || true)
   first=$(cat "$d/tests" 2>/dev/null || true)
