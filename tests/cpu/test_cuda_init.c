@@ -380,6 +380,46 @@ START_TEST(missing_compiler_affects_only_compiling) {
 }
 END_TEST
 
+/* A compile that fails returns its artifact with the log and no code (the
+ * header: T4A_ECOMPILE, *out non-null); loading it is refused before the
+ * driver sees it. The fake NVRTC fails a source with #error, so this runs
+ * where the real NVRTC is missing (CI), unlike test_code's "nvrtc" case. */
+START_TEST(a_failed_compile_gives_a_log_and_no_code) {
+  use_fake(T4A_TEST_FAKE_CUDA);
+  pin_fake();
+  setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);
+  setenv("T4A_CACHE_DIR", "", 1); /* no disk cache */
+  expect_init(T4A_OK, NULL);
+  t4a_compile_options o = {.struct_size = sizeof o,
+                           .source = "#error no kernel today\n",
+                           .name = "bad.cu",
+                           .device_ordinal = 0};
+  t4a_artifact a = {0};
+  ck_assert_int_eq(t->artifact_compile(&o, &a), T4A_ECOMPILE);
+  ck_assert(a.bits != 0);
+  const char *log = NULL;
+  uint64_t length = 0;
+  ck_assert_int_eq(t->artifact_log(a, &log, &length), T4A_OK);
+  ck_assert_ptr_nonnull(strstr(log, "no kernel today"));
+  t4a_runtime rt;
+  t4a_module m = {0};
+  ck_assert_int_eq(t->runtime_create(0, NULL, &rt), T4A_OK);
+  void *h = dlopen(getenv("T4A_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_ptr_nonnull(h);
+  uint64_t (*calls)(const char *);
+  *(void **)&calls = dlsym(h, "fake_cuda_calls");
+  ck_assert_ptr_nonnull(calls);
+  uint64_t loads = calls("cuModuleLoadData");
+  ck_assert_int_eq(t->module_load(rt, a, &m), T4A_EINVAL);
+  ck_assert_ptr_nonnull(strstr(t4a_test_backend_error(t), "holds no code"));
+  ck_assert_uint_eq(calls("cuModuleLoadData"), loads);
+  ck_assert(m.bits == 0);
+  ck_assert_int_eq(t->artifact_release(a), T4A_OK);
+  ck_assert_int_eq(t->runtime_destroy(rt, T4A_WAIT_FOREVER), T4A_OK);
+  dlclose(h);
+}
+END_TEST
+
 START_TEST(wrong_compiler_library_is_refused) {
   setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   open_plugin();
@@ -431,6 +471,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, init_is_idempotent_and_thread_safe);
   tcase_add_test(tc, failed_init_is_cached_without_retry_storm);
   tcase_add_test(tc, missing_compiler_affects_only_compiling);
+  tcase_add_test(tc, a_failed_compile_gives_a_log_and_no_code);
   tcase_add_test(tc, wrong_compiler_library_is_refused);
   tcase_add_test(tc, entry_negotiates_the_major);
   suite_add_tcase(s, tc);

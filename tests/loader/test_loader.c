@@ -487,6 +487,7 @@ START_TEST(versions_and_status_names) {
   t4a_gpu_loader_version(&major, &minor, &patch);
   ck_assert_int_eq(major, T4A_LOADER_VERSION_MAJOR);
   ck_assert_int_eq(minor, T4A_LOADER_VERSION_MINOR);
+  ck_assert_int_eq(patch, T4A_LOADER_VERSION_PATCH);
   t4a_gpu_loader_abi(&major, &minor);
   ck_assert_int_eq(major, T4A_GPU_BACKEND_ABI_MAJOR);
   ck_assert_int_eq(minor, T4A_GPU_BACKEND_ABI_MINOR);

@@ -92,6 +92,7 @@ static const char *const initcheck_left_out[] = {
     "witness_query_wait_and_timeout",
     "a_runtime_waits_for_another_runtimes_witness",
     "witness_wait_does_not_hold_the_runtime",
+    "a_deadline_that_overflows_still_waits",
     "pinned_buffer_is_not_reused_while_a_copy_is_pending",
     "same_device_copy_follows_the_source",
     "same_device_source_is_not_reused_early",

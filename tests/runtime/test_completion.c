@@ -52,6 +52,32 @@ START_TEST(one_seal_records_one_event) {
 }
 END_TEST
 
+/* Completion events are recycled: a runtime that keeps two seals in flight,
+ * round after round, makes at most the two events it needs at once (the
+ * counter, and on the fake the driver's own count). */
+START_TEST(events_are_recycled) {
+  t4a_runtime rt = rt_create();
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(rt, 4096, &b));
+  uint64_t created = rt_counters(rt).events_created, made = rt_fake_calls("cuEventCreate");
+  for (int round = 0; round < 50; round++) {
+    t4a_witness w1, w2;
+    RT_OK(T->memset(rt, b, 0, (uint32_t)round & 0xff, 1, 4096));
+    RT_OK(T->seal(rt, &w1));
+    RT_OK(T->memset(rt, b, 0, 0x5a, 1, 4096));
+    RT_OK(T->seal(rt, &w2));
+    RT_OK(T->witness_wait(w2, T4A_WAIT_FOREVER)); /* both seals complete: their events return */
+    RT_OK(T->witness_release(w1));
+    RT_OK(T->witness_release(w2));
+  }
+  ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, 100);
+  ck_assert_uint_le(rt_counters(rt).events_created - created, 2);
+  if (rt_on_fake())
+    ck_assert_uint_le(rt_fake_calls("cuEventCreate") - made, 2);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 START_TEST(seal_with_nothing_enqueued_is_ready) {
   t4a_runtime rt = rt_create();
   t4a_witness w;
@@ -160,6 +186,13 @@ static void *wait_forever(void *arg) {
   return NULL;
 }
 
+/* A finite timeout so large that now + timeout overflows: it waits. */
+static void *wait_very_long(void *arg) {
+  waiter *x = arg;
+  x->rc = T->witness_wait(x->w, UINT64_MAX - 1);
+  return NULL;
+}
+
 typedef struct same_runtime {
   t4a_runtime rt;
   uint64_t seed;
@@ -216,6 +249,31 @@ START_TEST(witness_wait_does_not_hold_the_runtime) {
   RT_OK(T->witness_release(x.w));
   RT_OK(T->witness_release(c.w));
   RT_OK(T->host_free(rt, c.h));
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
+/* A finite timeout whose deadline overflows (UINT64_MAX - 1 ns from now,
+ * some 584 years) waits like T4A_WAIT_FOREVER: it neither times out at
+ * once nor returns before the work is done. */
+START_TEST(a_deadline_that_overflows_still_waits) {
+  t4a_runtime rt = rt_create();
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  waiter x = {{0}, -1};
+  RT_OK(T->seal(rt, &x.w));
+  rt_thread waiting;
+  rt_thread_start(&waiting, wait_very_long, &x);
+  bool returned = rt_thread_wait(&waiting, 0.2);
+  rt_gate_open(&g);
+  if (!returned)
+    rt_thread_join(&waiting);
+  ck_assert_msg(!returned, "witness_wait(w, UINT64_MAX - 1) returned %s before the work ran",
+                t4a_status_name(x.rc));
+  ck_assert_int_eq(x.rc, T4A_OK);
+  RT_OK(T->witness_query(x.w));
+  RT_OK(T->witness_release(x.w));
   rt_gate_free(&g);
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
 }
@@ -366,11 +424,13 @@ int main(void) {
   tc = rt_tcase(s, "seal", 60);
   tcase_add_test(tc, one_seal_records_one_event);
   tcase_add_test(tc, seal_with_nothing_enqueued_is_ready);
+  tcase_add_test(tc, events_are_recycled);
   tc = rt_tcase(s, "witness", 60);
   tcase_add_test(tc, witness_query_wait_and_timeout);
   tcase_add_test(tc, witness_outlives_its_runtime);
   tcase_add_test(tc, a_runtime_waits_for_another_runtimes_witness);
   tcase_add_test(tc, witness_wait_does_not_hold_the_runtime);
+  tcase_add_test(tc, a_deadline_that_overflows_still_waits);
   tc = rt_tcase(s, "retirement", 60);
   tcase_add_test(tc, pinned_buffer_is_not_reused_while_a_copy_is_pending);
   tc = rt_tcase(s, "raw-seam", 60);

@@ -602,6 +602,42 @@ __attribute__((unused)) static void add_single(Suite *s) {
   suite_add_tcase(s, tc);
 }
 
+#ifdef T4A_TEST_FAKE
+/* A copy's reader event lives in the destination device's context (see
+ * note_reader in cross.c), so the source runtime holds a reference on that
+ * context: one, however many such events it makes, given back at destroy.
+ * Two peer copies out of two source buffers keep two reader events at once;
+ * after destroy the context's references are what they were (fake: its
+ * reference count on device 1's primary context). */
+START_TEST(events_in_another_context_hold_it_once) {
+  uint64_t (*refs)(const char *, int);
+  *(void **)&refs = rt_driver("fake_cuda_live_on");
+  t4a_runtime a = create_on(0), b = create_on(1);
+  uint64_t before = refs("context", 1);
+  t4a_buffer s1, s2, d1, d2;
+  RT_OK(T->buffer_alloc(a, 4096, &s1));
+  RT_OK(T->buffer_alloc(a, 4096, &s2));
+  RT_OK(T->buffer_alloc(b, 4096, &d1));
+  RT_OK(T->buffer_alloc(b, 4096, &d2));
+  RT_OK(T->memset(a, s1, 0, 0x11, 1, 4096));
+  RT_OK(T->memset(a, s2, 0, 0x22, 1, 4096));
+  uint64_t events = rt_counters(a).events_created;
+  RT_OK(T->copy_from_peer(b, d1, 0, a, s1, 0, 4096)); /* s1's reader: an event on device 1 */
+  RT_OK(T->copy_from_peer(b, d2, 0, a, s2, 0, 4096)); /* s2's: another, s1's still held */
+  ck_assert_uint_ge(rt_counters(a).events_created, events + 2);
+  ck_assert_uint_eq(refs("context", 1), before + 1);
+  rt_sync(b);
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  ck_assert_uint_eq(refs("context", 1), before);
+  unsigned char back[4096];
+  RT_OK(T->copy_d2h(b, back, d2, 0, sizeof back));
+  ck_assert_uint_eq(back[0], 0x22);
+  ck_assert_uint_eq(back[4095], 0x22);
+  RT_OK(T->runtime_destroy(b, T4A_WAIT_FOREVER));
+}
+END_TEST
+#endif
+
 __attribute__((unused)) static void add_multi(Suite *s) {
   TCase *tc = tcase_create("two-devices");
   tcase_set_timeout(tc, 300);
@@ -617,6 +653,7 @@ __attribute__((unused)) static void add_multi(Suite *s) {
   tcase_add_test(tc, a_runtime_waits_for_a_witness_of_another_device);
 #ifdef T4A_TEST_FAKE
   tcase_add_test(tc, peer_access_has_a_direction);
+  tcase_add_test(tc, events_in_another_context_hold_it_once);
 #endif
   suite_add_tcase(s, tc);
 }

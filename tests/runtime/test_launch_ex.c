@@ -360,6 +360,16 @@ START_TEST(occupancy_answers_and_their_cache) {
   ck_assert_uint_ge(per_sm, 1);
   if (rt_on_fake())
     ck_assert_uint_eq(per_sm, 8); /* 2048 threads per multiprocessor */
+  /* dynamic shared memory counts: 32 KiB a block leaves room for fewer blocks
+   * than the 8 the threads allow, and the cached answer for 0 bytes is not
+   * given for it (nor the other way round) */
+  uint32_t with_shared = 0, again = 0;
+  RT_OK(T->occupancy_max_active_blocks(rt, f, 256, 32 * 1024, &with_shared));
+  ck_assert_uint_lt(with_shared, per_sm);
+  if (rt_on_fake())
+    ck_assert_uint_eq(with_shared, 6); /* 228 KiB / (32 + 1 KiB reserved) */
+  RT_OK(T->occupancy_max_active_blocks(rt, f, 256, 0, &again));
+  ck_assert_uint_eq(again, per_sm);
   RT_OK(T->occupancy_suggest_block_size(rt, f, 0, 0, &block, &grid));
   ck_assert_uint_ge(block, 32);
   ck_assert_uint_le(block, (uint32_t)DEV.max_threads_per_block);

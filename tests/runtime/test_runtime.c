@@ -341,6 +341,9 @@ START_TEST(runtime_options_are_checked) {
   o.staging_bytes = 1024;
   RT_EXPECT(T->runtime_create(0, &o, &rt), T4A_EINVAL);
   RT_DETAIL("staging_bytes");
+  o.staging_bytes = (16ull << 30) + 4096; /* above the 16 GiB of design.md */
+  RT_EXPECT(T->runtime_create(0, &o, &rt), T4A_EINVAL);
+  RT_DETAIL("staging_bytes");
   o.staging_bytes = 0;
   o.copy_threads = 1000;
   RT_EXPECT(T->runtime_create(0, &o, &rt), T4A_EINVAL);
@@ -658,6 +661,51 @@ START_TEST(steady_state_allocation_makes_no_driver_call) {
 }
 END_TEST
 
+/* A runtime created in a destroyed runtime's slot (the runtime index every
+ * handle carries) starts with fresh handle tables; the dead runtime's
+ * handles, its buffers' and host buffers' included, must not name the new
+ * runtime's objects: each publication takes a generation from one
+ * process-wide sequence, not the entry's own count (which would restart at
+ * 1 in a fresh table). */
+START_TEST(a_reused_runtime_slot_keeps_old_handles_stale) {
+  t4a_runtime a = rt_create();
+  t4a_buffer ba;
+  t4a_host_buffer ha;
+  void *p;
+  RT_OK(T->buffer_alloc(a, 64, &ba));
+  RT_OK(T->host_alloc(a, 64, 0, &ha, &p));
+  RT_OK(T->runtime_destroy(a, T4A_WAIT_FOREVER));
+  /* the lowest free slot is reused: a's, unless another is free below it */
+  t4a_runtime b[8];
+  int n = 0, same = -1;
+  while (same < 0 && n < 8) {
+    b[n] = rt_create();
+    if ((b[n].bits >> 48 & 0xfff) == (a.bits >> 48 & 0xfff)) /* the handle's runtime index */
+      same = n;
+    n++;
+  }
+  ck_assert_msg(same >= 0, "no new runtime reused the destroyed runtime's slot");
+  t4a_runtime r = b[same];
+  ck_assert_uint_ne(r.bits, a.bits);
+  t4a_runtime_counters c = {.struct_size = sizeof c};
+  RT_EXPECT(T->runtime_counters(a, &c), T4A_EHANDLE);
+  t4a_buffer bb;
+  t4a_host_buffer hb;
+  RT_OK(T->buffer_alloc(r, 64, &bb));
+  RT_OK(T->host_alloc(r, 64, 0, &hb, &p));
+  ck_assert_uint_ne(bb.bits, ba.bits);
+  ck_assert_uint_ne(hb.bits, ha.bits);
+  uint64_t size = 0;
+  RT_EXPECT(T->buffer_size(r, ba, &size), T4A_EHANDLE);
+  RT_EXPECT(T->host_free(r, ha), T4A_EHANDLE);
+  RT_OK(T->buffer_size(r, bb, &size));
+  ck_assert_uint_eq(size, 64);
+  RT_OK(T->host_free(r, hb));
+  for (int i = 0; i < n; i++)
+    RT_OK(T->runtime_destroy(b[i], T4A_WAIT_FOREVER));
+}
+END_TEST
+
 START_TEST(out_of_memory_trims_retries_and_recovers) {
   t4a_runtime rt = rt_create_with(0, UINT64_MAX); /* an unbounded cache */
   uint64_t big = DEV.total_memory / 10 * 6;
@@ -919,6 +967,7 @@ int main(void) {
   tcase_add_test(tc, destroy_waits_for_outstanding_work);
   tc = rt_tcase(s, "buffers", 120);
   tcase_add_test(tc, buffers_and_handle_validation);
+  tcase_add_test(tc, a_reused_runtime_slot_keeps_old_handles_stale);
   tcase_add_test(tc, steady_state_allocation_makes_no_driver_call);
   tcase_add_test(tc, out_of_memory_trims_retries_and_recovers);
   tc = rt_tcase(s, "cache", 60);

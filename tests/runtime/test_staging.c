@@ -16,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -309,6 +310,86 @@ START_TEST(copies_of_every_size_land_in_call_order) {
 }
 END_TEST
 
+/* The copy threads' hand-off (copypool.c): many small split copies from
+ * several threads at once. Each copy is split into 4-8 parts of 128 KiB
+ * (T4A_COPY_SPLIT_MIN at its least, 512 KiB; eight copy threads), its task
+ * lives on the caller's stack and the caller's next copy starts one at the
+ * same address, and the threads and the waiter sleep at once
+ * (T4A_COPY_SPIN_US=0: every hand-off goes through the condition
+ * variables). Only the task's lock says that the copy thread finishing the
+ * last part is out of it: a part_done that counts and signals without it
+ * races the waiter's pthread_cond_destroy and the next copy's
+ * pthread_mutex_init (TSan reports it: CI's sanitizer lane runs this
+ * suite), and can lose the wake-up (a copy that never returns: the bounded
+ * wait below fails instead of hanging). Data bit-exact both ways. */
+typedef struct splitter {
+  t4a_runtime rt;
+  uint64_t seed;
+  int rounds, failures;
+  char what[160];
+} splitter;
+
+static void *split_copies(void *arg) {
+  splitter *w = arg;
+  const uint64_t most = 1 * MiB;
+  unsigned char *src = malloc(most), *back = malloc(most);
+  t4a_buffer d;
+  if (!src || !back || T->buffer_alloc(w->rt, most, &d)) {
+    snprintf(w->what, sizeof w->what, "setup failed");
+    w->failures++;
+    free(src);
+    free(back);
+    return NULL;
+  }
+  uint64_t x = w->seed | 1;
+  for (int i = 0; i < w->rounds && !w->failures; i++) {
+    uint64_t n = 512 * KiB + next_rand(&x) % (512 * KiB + 1);
+    t4a_test_fill_random(src, n, w->seed + (uint64_t)i);
+    memset(back, 0xee, n);
+    int rc = T->copy_h2d(w->rt, d, 0, src, n);
+    if (rc == T4A_OK)
+      rc = T->copy_d2h(w->rt, back, d, 0, n);
+    if (rc != T4A_OK || memcmp(src, back, n) != 0) {
+      snprintf(w->what, sizeof w->what, "round %d, %llu bytes: %s", i, (unsigned long long)n,
+               rc ? t4a_status_name(rc) : "the data differ");
+      w->failures++;
+    }
+  }
+  if (T->buffer_free(w->rt, d))
+    w->failures++;
+  free(src);
+  free(back);
+  return NULL;
+}
+
+START_TEST(split_copies_from_several_threads_hand_off_exactly) {
+  enum { THREADS = 4 };
+  setenv("T4A_COPY_SPLIT_MIN", "524288", 1);
+  setenv("T4A_COPY_SPIN_US", "0", 1);
+  splitter w[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    t4a_runtime_options o = {.struct_size = sizeof o, .staging_bytes = 4 * MiB, .copy_threads = 8};
+    w[i] = (splitter){.seed = t4a_test_seed() + 77 * (uint64_t)i, .rounds = (int)rt_scaled(150)};
+    RT_OK(T->runtime_create(0, &o, &w[i].rt));
+  }
+  unsetenv("T4A_COPY_SPLIT_MIN");
+  unsetenv("T4A_COPY_SPIN_US");
+  rt_thread th[THREADS];
+  for (int i = 0; i < THREADS; i++)
+    rt_thread_start(&th[i], split_copies, &w[i]);
+  for (int i = 0; i < THREADS; i++) /* about a second; within the test's timeout under TSan */
+    ck_assert_msg(rt_thread_wait(&th[i], 60),
+                  "thread %d's copies did not return within 60 s (a lost wake-up?)", i);
+  for (int i = 0; i < THREADS; i++) {
+    ck_assert_msg(!w[i].failures, "thread %d: %s", i, w[i].what);
+    t4a_runtime_counters c = rt_counters(w[i].rt);
+    ck_assert_uint_eq(c.copies_h2d_pageable, (uint64_t)w[i].rounds);
+    ck_assert_uint_eq(c.copies_d2h_pageable, (uint64_t)w[i].rounds);
+    RT_OK(T->runtime_destroy(w[i].rt, T4A_WAIT_FOREVER));
+  }
+}
+END_TEST
+
 #ifdef T4A_TEST_FAKE
 /* A failed DMA must not free a chunk whose earlier DMAs may still run. With
  * the stream held behind a gate: copy A (0.5 MiB, hot windows off) leaves a
@@ -402,6 +483,7 @@ static Suite *suite(void) {
   RT_CUDA_ONLY(fill, filled_chunks_wait_for_their_dmas, no_staging);
   RT_CUDA_ONLY(fill, mid_size_h2d_copies_reuse_two_hot_windows, no_staging);
   tcase_add_test(fill, copies_of_every_size_land_in_call_order);
+  tcase_add_test(fill, split_copies_from_several_threads_hand_off_exactly);
 #ifdef T4A_TEST_FAKE
   tcase_add_test(fill, a_failed_dma_never_frees_a_chunk_in_use);
 #endif

@@ -117,6 +117,19 @@ START_TEST(device_to_device_copies) {
   RT_OK(T->copy_d2h(rt, dst, a, 0, n / 2));
   ck_assert(memcmp(src + n / 2, dst, n / 2) == 0);
   ck_assert_uint_eq(rt_counters(rt).copies_d2d, 2);
+  /* one shared byte is an overlap, either way round; regions that only
+   * touch are not (a now holds src's second half at its start) */
+  RT_EXPECT(T->copy_d2d(rt, a, 0, a, 99, 100), T4A_EINVAL); /* byte 99 is in both */
+  RT_DETAIL("overlap");
+  RT_EXPECT(T->copy_d2d(rt, a, 99, a, 0, 100), T4A_EINVAL);
+  RT_DETAIL("overlap");
+  RT_OK(T->copy_d2d(rt, a, 0, a, 100, 100));
+  RT_OK(T->copy_d2d(rt, a, 300, a, 200, 100));
+  RT_OK(T->copy_d2h(rt, dst, a, 0, 400));
+  ck_assert(memcmp(dst, src + n / 2 + 100, 100) == 0);
+  ck_assert(memcmp(dst + 100, src + n / 2 + 100, 200) == 0);
+  ck_assert(memcmp(dst + 300, src + n / 2 + 200, 100) == 0);
+  ck_assert_uint_eq(rt_counters(rt).copies_d2d, 4);
   RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
   free(src);
   free(dst);

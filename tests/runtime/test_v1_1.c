@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tests/runtime/rtutil.h"
 
@@ -50,6 +51,19 @@ START_TEST(memset_fills_exactly_its_range) {
   RT_EXPECT(T->memset(rt, b, n - 3, 0, 4, 1), T4A_EINVAL);
   RT_EXPECT(T->memset(rt, b, (n / 4 - 1) * 4, 0, 4, 2), T4A_ERANGE); /* runs past the end */
   RT_EXPECT(T->memset(rt, b, 0, 0, 4, UINT64_MAX / 2), T4A_ERANGE);  /* overflow */
+  /* counts whose byte size wraps to a few bytes (2^63 + 1 elements of 2 bytes
+   * are 2 bytes, 2^62 + 1 of 4 are 4, modulo 2^64), which the range check
+   * alone would let through: refused before the driver sees them */
+  uint64_t d16 = rt_fake_calls("cuMemsetD16Async"), d32 = rt_fake_calls("cuMemsetD32Async");
+  RT_EXPECT(T->memset(rt, b, 0, 0, 2, UINT64_MAX / 2 + 2), T4A_ERANGE);
+  RT_DETAIL("overflow");
+  RT_EXPECT(T->memset(rt, b, 0, 0, 4, UINT64_MAX / 4 + 2), T4A_ERANGE);
+  RT_DETAIL("overflow");
+  RT_EXPECT(T->memset(rt, b, 4, 0, 4, UINT64_MAX / 4 + 3), T4A_ERANGE); /* 8 bytes at 4 */
+  if (rt_on_fake()) {
+    ck_assert_uint_eq(rt_fake_calls("cuMemsetD16Async"), d16);
+    ck_assert_uint_eq(rt_fake_calls("cuMemsetD32Async"), d32);
+  }
   t4a_runtime_counters c = rt_counters(rt);
   RT_OK(T->memset(rt, b, 0, 0, 4, 0)); /* nothing enqueued */
   ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, c.seal_events_recorded);
@@ -174,6 +188,53 @@ START_TEST(copies_2d_of_every_kind_are_exact) {
   free(host);
   free(ref);
   free(got);
+}
+END_TEST
+
+/* A pitch above the device's max_pitch is T4A_EINVAL even when every row is
+ * otherwise in range, on either side; max_pitch itself is fine. Pageable
+ * memory has no end the plugin knows, so two rows at max_pitch + 1 apart
+ * are in range: they lie in a mapping reserved for them (only the pages
+ * the rows touch are ever backed). */
+START_TEST(pitch_above_max_pitch_is_refused) {
+  ck_assert_uint_gt(DEV.max_pitch, 0); /* the fake says 2^31 - 1, as the H200 does */
+  const uint64_t mp = DEV.max_pitch, width = 64;
+  const size_t span = (size_t)(mp + 1 + width);
+  unsigned char *host =
+      mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ck_assert(host != MAP_FAILED);
+  t4a_runtime rt = rt_create();
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(rt, 4096, &b));
+  unsigned char rows[2 * 64], back[2 * 64];
+  t4a_test_fill_random(rows, sizeof rows, t4a_test_seed());
+  memcpy(host, rows, width);
+  memcpy(host + mp, rows + width, width); /* row 1 at pitch max_pitch */
+  t4a_copy_2d g = {.struct_size = sizeof g, .width = width, .rows = 2, .dst_pitch = width};
+  /* the source side: host rows max_pitch + 1 apart */
+  g.src_pitch = mp + 1;
+  RT_EXPECT(T->copy_2d_h2d(rt, b, host, &g), T4A_EINVAL);
+  RT_DETAIL("max_pitch");
+  g.src_pitch = mp;
+  RT_OK(T->copy_2d_h2d(rt, b, host, &g));
+  RT_OK(T->copy_d2h(rt, back, b, 0, sizeof back));
+  ck_assert(memcmp(back, rows, sizeof rows) == 0);
+  /* the destination side, likewise */
+  t4a_copy_2d h = {.struct_size = sizeof h, .width = width, .rows = 2, .src_pitch = width};
+  h.dst_pitch = mp + 1;
+  memset(host + mp + 1, 0x5a, width);
+  RT_EXPECT(T->copy_2d_d2h(rt, host, b, &h), T4A_EINVAL);
+  RT_DETAIL("max_pitch");
+  for (uint64_t i = 0; i < width; i++) /* nothing was written */
+    ck_assert_uint_eq(host[mp + 1 + i], 0x5a);
+  h.dst_pitch = mp;
+  memset(host, 0, width);
+  memset(host + mp, 0, width);
+  RT_OK(T->copy_2d_d2h(rt, host, b, &h));
+  ck_assert(memcmp(host, rows, width) == 0);
+  ck_assert(memcmp(host + mp, rows + width, width) == 0);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  munmap(host, span);
 }
 END_TEST
 
@@ -315,6 +376,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, rt_setup, rt_teardown);
   tcase_add_test(tc, memset_fills_exactly_its_range);
   tcase_add_test(tc, copies_2d_of_every_kind_are_exact);
+  tcase_add_test(tc, pitch_above_max_pitch_is_refused);
   tcase_add_test(tc, memory_info_tells_the_device_and_the_pool);
   tcase_add_test(tc, registered_memory_serves_pinned_copies);
   tcase_add_test(tc, timed_witnesses_measure_gpu_time);
