@@ -4,7 +4,7 @@
  *
  * The references use as many threads as the runtime's copies do (its
  * copy_threads): a pool of that many threads made once here (the caller is
- * one of them, as in core/copypool), each copying or setting one
+ * one of them, as in backend-core/copypool), each copying or setting one
  * contiguous slice of the same memory t4a's side uses (the destination is
  * the runtime's own buffer: the same pages, the same huge-page hint), so
  * the ratio is t4a's cost over the bare parallel memcpy/memset.
@@ -30,7 +30,7 @@
 
 unsigned bench_host_threads; /* the runtime's copy_threads (bench_host_copy_threads) */
 
-/* The rule of core/copypool's t4a__copy_threads_default, so that the
+/* The rule of backend-core/copypool's t4a__copy_threads_default, so that the
  * reference pool matches a runtime made with the default options. */
 unsigned bench_host_copy_threads(unsigned asked) {
   if (asked)

@@ -12,7 +12,7 @@
 #include "common/checked.h"
 #include "common/str.h"
 #include "plugin-cuda/artifact.h"
-#include "core/handle.h"
+#include "backend-core/handle.h"
 #include "plugin-cuda/slots.h"
 
 typedef struct art {

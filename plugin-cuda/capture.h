@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "plugin-cuda/backend.h"
-#include "core/handle.h"
+#include "backend-core/handle.h"
 
 typedef struct t4a__runtime t4a__runtime;
 
@@ -72,7 +72,7 @@ typedef struct t4a__graph {
   t4a__recorded rec;
 } t4a__graph;
 
-#include "core/kinds.h" /* t4a__graph_kind */
+#include "backend-core/kinds.h" /* t4a__graph_kind */
 
 /* Runtime creation: no capture, no graph. */
 void t4a__capture_init(t4a__runtime *rt);

@@ -6,11 +6,11 @@
 #include "config.h"
 
 #include "common/checked.h"
-#include "core/rect.h"
+#include "backend-core/rect.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
-/* The request's struct and both sides (core/rect.c); T4A_OK with *empty
+/* The request's struct and both sides (backend-core/rect.c); T4A_OK with *empty
  * set when the rectangle has no bytes (nothing to enqueue). */
 static int rect_ok(const char *what, const t4a__runtime *rt, const t4a_copy_2d *g, uint64_t dsize,
                    uint64_t ssize, bool *empty) {

@@ -1,3 +1,3 @@
-/* plugin-cuda/copypool.h -- the copy threads moved to core/copypool.h (both
+/* plugin-cuda/copypool.h -- the copy threads moved to backend-core/copypool.h (both
  * backends use them); this name stays for the files that include it. */
-#include "core/copypool.h"
+#include "backend-core/copypool.h"

@@ -1,6 +1,6 @@
 /* plugin-cuda/dlpack.c -- dlpack_export and dlpack_import on CUDA: which
  * buffer a handle names and which device a tensor is on. The checks, the
- * export block and its deleters are core/dlpack.c's.
+ * export block and its deleters are backend-core/dlpack.c's.
  *
  * Devices: a buffer exports as kDLCUDA with the runtime's ordinal, or as
  * kDLCUDAHost when it wraps page-locked host memory (T4A_EXTERNAL_HOST);
@@ -8,7 +8,7 @@
  * with the driver by the external wrap (external.c). */
 #include "config.h"
 
-#include "core/dlpack.h"
+#include "backend-core/dlpack.h"
 #include "plugin-cuda/external.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"

@@ -4,8 +4,8 @@
 #include "config.h"
 
 #include "plugin-cuda/artifact.h"
-#include "core/copypool.h"
-#include "core/readonly.h"
+#include "backend-core/copypool.h"
+#include "backend-core/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 #include "plugin-cuda/witness.h"

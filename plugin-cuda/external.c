@@ -23,7 +23,7 @@
 
 #include "common/checked.h"
 #include "plugin-cuda/external.h"
-#include "core/readonly.h"
+#include "backend-core/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 

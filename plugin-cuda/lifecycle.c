@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "core/options.h"
+#include "backend-core/options.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 #include "plugin-cuda/spare.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "core/fill.h"
+#include "backend-core/fill.h"
 #include "common/log.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"

@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "plugin-cuda/completion.h"
-#include "core/handle.h"
-#include "core/sizeclass.h"
+#include "backend-core/handle.h"
+#include "backend-core/sizeclass.h"
 
 typedef struct t4a__buffer {
   t4a__hslot h;
@@ -51,7 +51,7 @@ typedef struct t4a__memory {
   uint64_t unproven_blocks; /* device blocks kept because a reader was untracked */
 } t4a__memory;
 
-#include "core/kinds.h" /* t4a__buffer_kind */
+#include "backend-core/kinds.h" /* t4a__buffer_kind */
 
 /* Creates the pool, or adopts `pool` (an empty, trimmed pool of a destroyed
  * runtime on this device, with the devices in pool_access granted), sets

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "plugin-cuda/backend.h"
-#include "core/handle.h"
+#include "backend-core/handle.h"
 
 typedef struct t4a__runtime t4a__runtime;
 

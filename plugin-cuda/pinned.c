@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "core/readonly.h"
+#include "backend-core/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "plugin-cuda/backend.h"
-#include "core/handle.h"
+#include "backend-core/handle.h"
 
 typedef struct t4a__runtime t4a__runtime;
 
@@ -37,7 +37,7 @@ typedef struct t4a__pinned {
   uint64_t cache_bytes;
 } t4a__pinned;
 
-#include "core/kinds.h" /* t4a__host_kind */
+#include "backend-core/kinds.h" /* t4a__host_kind */
 
 void t4a__pinned_init(t4a__runtime *rt);
 

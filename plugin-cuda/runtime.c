@@ -1,6 +1,6 @@
 /* plugin-cuda/runtime.c -- the CUDA runtime's core: locking a runtime from a
- * handle (the table itself is core/rtable.c; here the device faults),
- * context handling, failure recording and quarantine (core/keep.c). */
+ * handle (the table itself is backend-core/rtable.c; here the device faults),
+ * context handling, failure recording and quarantine (backend-core/keep.c). */
 #include "config.h"
 
 #include <stdarg.h>
@@ -88,6 +88,6 @@ int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...) {
   return t4a__cu_record(r, "%s", msg);
 }
 
-/* ---- kept for good (core/keep.c) ------------------------------------------- */
+/* ---- kept for good (backend-core/keep.c) ------------------------------------------- */
 
 void t4a__rt_quarantine(const t4a__runtime *rt) { t4a__quarantine(rt, sizeof *rt); }

@@ -8,7 +8,7 @@
  * (lifecycle.c) calls each subsystem's init and fini in one order.
  *
  * Locking: every field of a runtime is guarded by its `slot.lock` (the
- * head core/rtable.h keeps for every backend), taken by t4a__rt_lock() from
+ * head backend-core/rtable.h keeps for every backend), taken by t4a__rt_lock() from
  * a handle and released by t4a__rt_unlock(). Runtime structs are never
  * freed while the plugin is loaded (a destroyed runtime's slot is reused
  * with a new generation), so a stale handle can always be checked safely. */
@@ -19,19 +19,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/keep.h"
-#include "core/rtable.h"
+#include "backend-core/keep.h"
+#include "backend-core/rtable.h"
 #include "plugin-cuda/backend.h"
 #include "plugin-cuda/capture.h"
 #include "plugin-cuda/completion.h"
-#include "core/handle.h"
+#include "backend-core/handle.h"
 #include "plugin-cuda/memory.h"
 #include "plugin-cuda/module.h"
 #include "plugin-cuda/pinned.h"
 #include "plugin-cuda/staging.h"
 
 struct t4a__runtime {
-  /* Identity and lock (core/rtable.h), kept across the slot's reuse; first,
+  /* Identity and lock (backend-core/rtable.h), kept across the slot's reuse; first,
    * so that the table's head is the runtime. */
   t4a__rtslot slot;
 
@@ -69,7 +69,7 @@ int t4a__rt_lock(t4a_runtime h, const char *what, t4a__runtime **out);
  * queries that report the fault themselves). */
 int t4a__rt_lock_any(t4a_runtime h, const char *what, t4a__runtime **out);
 
-/* Unlocks rt, then runs the calls that became due meanwhile (core/rtable.h
+/* Unlocks rt, then runs the calls that became due meanwhile (backend-core/rtable.h
  * says when a thread may). */
 static inline void t4a__rt_unlock(t4a__runtime *rt) { t4a__rtable_unlock(&rt->slot); }
 
@@ -78,7 +78,7 @@ static inline void t4a__rt_defer(t4a__runtime *rt, t4a__call *c) {
   t4a__rtable_defer(&rt->slot, c);
 }
 
-/* Lets rt's lock go for a moment, keeping its due calls (core/rtable.h). */
+/* Lets rt's lock go for a moment, keeping its due calls (backend-core/rtable.h). */
 static inline void t4a__rt_unlock_keep(t4a__runtime *rt, t4a__calls *kept) {
   t4a__rtable_unlock_keep(&rt->slot, kept);
 }

@@ -1,3 +1,3 @@
-/* plugin-cuda/slots.h -- the slot prototypes moved to core/slots.h (every
+/* plugin-cuda/slots.h -- the slot prototypes moved to backend-core/slots.h (every
  * backend defines the slots it fills under those names). */
-#include "core/slots.h"
+#include "backend-core/slots.h"

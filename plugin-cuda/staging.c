@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "common/env.h"
-#include "core/copypool.h"
+#include "backend-core/copypool.h"
 #include "plugin-cuda/runtime.h"
 
 #define CHUNK_MAX (8ull << 20)

@@ -4,7 +4,7 @@
  * wider than a chunk go row by row through the 1D path (staging.c). */
 #include "config.h"
 
-#include "core/copypool.h"
+#include "backend-core/copypool.h"
 #include "plugin-cuda/runtime.h"
 
 /* Copies rows between a packed chunk and pitched host memory. */

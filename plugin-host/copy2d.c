@@ -1,13 +1,13 @@
 /* plugin-host/copy2d.c -- rectangle copies (ABI 1.1), checked by
- * core/rect.c, run as one operation of `rows` rows (split by rows over the
+ * backend-core/rect.c, run as one operation of `rows` rows (split by rows over the
  * copy threads when large). Pinned and device-to-device ones are queued;
  * pageable ones go as the 1D pageable copies do (t4a__hrt_pageable). */
 #include "config.h"
 
 #include "common/checked.h"
-#include "core/readonly.h"
-#include "core/rect.h"
-#include "core/slots.h"
+#include "backend-core/readonly.h"
+#include "backend-core/rect.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 
 static t4a__op rect_op(const t4a_copy_2d *g, char *dst, const char *src) {

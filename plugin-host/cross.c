@@ -8,7 +8,7 @@
 #include "config.h"
 
 #include "common/checked.h"
-#include "core/slots.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 
 /* Locks both runtimes, lower slot first. One runtime is T4A_EINVAL (a copy

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/structs.h"
+#include "backend-core/structs.h"
 #include "plugin-host/host.h"
-#include "core/slots.h"
+#include "backend-core/slots.h"
 
 t4a_device_info t4a__host_device;
 static atomic_int ready;

@@ -1,6 +1,6 @@
 /* plugin-host/dlpack.c -- dlpack_export and dlpack_import on the host:
  * which buffer a handle names and which device a tensor is on. The checks,
- * the export block and its deleters are core/dlpack.c's.
+ * the export block and its deleters are backend-core/dlpack.c's.
  *
  * Devices: the host's memory is the CPU's, so a buffer (pool or external)
  * exports as kDLCPU, device 0: what NumPy's from_dlpack, PyTorch's and
@@ -12,8 +12,8 @@
  * (seal and wait, as for any host read of a buffer). */
 #include "config.h"
 
-#include "core/dlpack.h"
-#include "core/slots.h"
+#include "backend-core/dlpack.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 
 int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_export *req,

@@ -1,7 +1,7 @@
 /* plugin-host/entry.c -- the host backend's one exported symbol, its table
  * and its teardown. The slots come from device.c, lifecycle.c, runtime.c,
  * memory.c, pinned.c, transfer.c, copy2d.c, cross.c, witness.c, graph.c,
- * external.c, dlpack.c and kernel.c; last_error from core/structs.c.
+ * external.c, dlpack.c and kernel.c; last_error from backend-core/structs.c.
  *
  * NULL slots (docs/design.md, "The host backend"): the raw seam
  * (raw_runtime, raw_begin, raw_end, raw_function) and the slots taking
@@ -10,9 +10,9 @@
  * hand out or take. */
 #include "config.h"
 
-#include "core/copypool.h"
-#include "core/readonly.h"
-#include "core/slots.h"
+#include "backend-core/copypool.h"
+#include "backend-core/readonly.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 
 static const t4a_gpu_backend_v1 table = {

@@ -4,18 +4,18 @@
  * of this process (device_ordinal 0 without the flag, -1 with it), which
  * the backend cannot verify further (there is no driver to ask): the
  * consumer vouches that it is mapped, readable and writable. Read-only
- * registrations (host_register, any runtime) are refused (core/readonly).
+ * registrations (host_register, any runtime) are refused (backend-core/readonly).
  * release(user) is called once, after buffer_free (or destroy) and the
  * completion of the work queued before it, after the runtime's lock was
- * let go (a deferred call, core/rtable). */
+ * let go (a deferred call, backend-core/rtable). */
 #include "config.h"
 
 #include <stdlib.h>
 
 #include "common/checked.h"
-#include "core/readonly.h"
-#include "core/slots.h"
-#include "core/structs.h"
+#include "backend-core/readonly.h"
+#include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "plugin-host/host.h"
 
 struct t4a__ext {

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/slots.h"
-#include "core/structs.h"
+#include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "plugin-host/host.h"
 
 static int graph_get(t4a__hrt *rt, t4a_graph h, const char *what, t4a__hgraph **out) {

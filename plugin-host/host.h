@@ -1,6 +1,6 @@
 /* plugin-host/host.h -- the host backend's runtime: one in-order queue
  * (queue.h) and the state of each subsystem, embedded by value behind the
- * core/rtable head. Every field after the head is guarded by the head's
+ * backend-core/rtable head. Every field after the head is guarded by the head's
  * lock (t4a__hrt_lock / t4a__hrt_unlock); the worker thread reads only the
  * queue's ring and writes only its timeline.
  *
@@ -15,10 +15,10 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "core/handle.h"
-#include "core/kinds.h"
-#include "core/rtable.h"
-#include "core/sizeclass.h"
+#include "backend-core/handle.h"
+#include "backend-core/kinds.h"
+#include "backend-core/rtable.h"
+#include "backend-core/sizeclass.h"
 #include "plugin-host/queue.h"
 #include "t4a/gpu_backend_v1.h"
 
@@ -117,7 +117,7 @@ typedef struct t4a__hgraph {
 /* ---- the runtime ------------------------------------------------------- */
 
 struct t4a__hrt {
-  t4a__rtslot slot; /* core/rtable: identity and lock; must be first */
+  t4a__rtslot slot; /* backend-core/rtable: identity and lock; must be first */
   /* State: zeroed when the slot is reused. */
   t4a_runtime_options opts; /* normalised */
   t4a_runtime_counters c;

@@ -5,9 +5,9 @@
  * The compile caches are empty (stats all 0; clearing them succeeds). */
 #include "config.h"
 
-#include "core/handle.h"
-#include "core/slots.h"
-#include "core/structs.h"
+#include "backend-core/handle.h"
+#include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "plugin-host/host.h"
 
 static int no_kernels(const char *what) {

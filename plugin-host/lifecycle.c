@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#include "core/options.h"
-#include "core/slots.h"
+#include "backend-core/options.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 
 /* Clears a slot's state (everything after its head). */

@@ -1,6 +1,6 @@
 /* plugin-host/memory.c -- a runtime's device memory on the host: the pool
  * (chunks mapped with mmap, 256-byte aligned blocks carved from them), the
- * cache of freed blocks by size class (core/sizeclass.h), the buffer slots
+ * cache of freed blocks by size class (backend-core/sizeclass.h), the buffer slots
  * and memset.
  *
  * Stream-ordered reuse comes free: the queue is in order, so a block freed
@@ -22,9 +22,9 @@
 
 #include "common/checked.h"
 #include "common/env.h"
-#include "core/fill.h"
-#include "core/slots.h"
-#include "core/structs.h"
+#include "backend-core/fill.h"
+#include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "plugin-host/host.h"
 
 #define CHUNK (64ull << 20)

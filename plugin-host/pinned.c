@@ -6,7 +6,7 @@
  * the RLIMIT_MEMLOCK budget) and ignores T4A_HOST_WRITE_COMBINED (there is
  * no bus to combine writes for); host_register pins nothing and records the
  * range, so that the pinned copies accept it and a read-only registration
- * is enforced (core/readonly: copies into it and wraps of it are refused). */
+ * is enforced (backend-core/readonly: copies into it and wraps of it are refused). */
 #include "config.h"
 
 #include <stdint.h>
@@ -15,8 +15,8 @@
 
 #include "common/checked.h"
 #include "common/env.h"
-#include "core/readonly.h"
-#include "core/slots.h"
+#include "backend-core/readonly.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 #include "plugin-host/test_gate.h"
 

@@ -5,7 +5,7 @@
  * (a shared pool would have to hand each runtime to at most one thread at a
  * time to keep its order, and a WAIT operation, which blocks its thread on
  * another runtime, would take a pool thread from everyone). Large
- * operations are split over the process-wide copy threads (core/copypool),
+ * operations are split over the process-wide copy threads (backend-core/copypool),
  * so a runtime is not limited to its one thread. Workers of destroyed
  * runtimes are parked, with their rings, and handed to the next
  * runtime_create, which then costs no thread creation and no allocation of
@@ -25,7 +25,7 @@
 
 #include "common/checked.h"
 #include "common/error.h"
-#include "core/copypool.h"
+#include "backend-core/copypool.h"
 #include "plugin-host/queue.h"
 #include "t4a/gpu_backend_v1.h"
 

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/sysinfo.h>
 
-#include "core/slots.h"
-#include "core/structs.h"
+#include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "plugin-host/host.h"
 
 void t4a__hrt_enqueue(t4a__hrt *rt, const t4a__op *op, uint64_t a, uint64_t b) {

@@ -4,8 +4,8 @@
 #include "config.h"
 
 #include "common/checked.h"
-#include "core/readonly.h"
-#include "core/slots.h"
+#include "backend-core/readonly.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 
 static int range(const char *what, const char *side, uint64_t off, uint64_t n, uint64_t size) {

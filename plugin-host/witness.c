@@ -14,7 +14,7 @@
 
 #include <pthread.h>
 
-#include "core/slots.h"
+#include "backend-core/slots.h"
 #include "plugin-host/host.h"
 
 #define OWNER 0xfffu

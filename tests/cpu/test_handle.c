@@ -7,7 +7,7 @@
 #include <check.h>
 #include <stdint.h>
 
-#include "core/handle.h"
+#include "backend-core/handle.h"
 #include "tests/testutil.h"
 
 START_TEST(reference_counts_saturate_instead_of_wrapping) {

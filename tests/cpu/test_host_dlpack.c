@@ -4,7 +4,7 @@
  * tensor (kDLCPU, kDLCUDAHost) as an external buffer released through the
  * tensor's deleter once its last use completed, a round trip between two
  * runtimes shares the bytes, and bad requests are refused before anything
- * is made or owned. The checks common to both backends (core/dlpack.c) are
+ * is made or owned. The checks common to both backends (backend-core/dlpack.c) are
  * test_interop's on the CUDA lanes; this file covers the host's device
  * choices and that the memory really is shared. */
 #include "config.h"

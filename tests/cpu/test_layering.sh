@@ -1,13 +1,13 @@
 #!/bin/sh
 # tests/cpu/test_layering.sh -- the structure docs/design.md ("Layout")
 # promises, measured on the built objects:
-#  (a) no call loop among the files of core/, of each plugin (with core/), of
+#  (a) no call loop among the files of backend-core/, of each plugin (with backend-core/), of
 #      the loader library, or of the t4a-gpu program: every call between two files goes one way
 #      (nm gives each object's defined and undefined symbols; tsort finds
 #      loops);
 #  (b) no C source of those folders or common/ over 600 lines (tests and
 #      generated files aside): a file that grows past it wants splitting;
-#  (c) the layers: common/ below core/ below the plugins, by their includes.
+#  (c) the layers: common/ below backend-core/ below the plugins, by their includes.
 # Skips (77) when nm or tsort is missing.
 b=${T4A_TEST_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 s=${T4A_TEST_SRCDIR:-$b}
@@ -40,21 +40,21 @@ check() { # group name, objects...
   rm -f "${TMPDIR:-/tmp}/t4a-tsort.$$"
 }
 
-check core "$b"/core/.libs/libt4a_core_la-*.o
+check core "$b"/backend-core/.libs/libt4a_core_la-*.o
 check plugin-cuda "$b"/plugin-cuda/.libs/libt4a_cuda_core_la-*.o "$b"/plugin-cuda/.libs/libt4a_cuda_la-*.o \
-  "$b"/core/.libs/libt4a_core_la-*.o
-check plugin-host "$b"/plugin-host/.libs/libt4a_host_la-*.o "$b"/core/.libs/libt4a_core_la-*.o
+  "$b"/backend-core/.libs/libt4a_core_la-*.o
+check plugin-host "$b"/plugin-host/.libs/libt4a_host_la-*.o "$b"/backend-core/.libs/libt4a_core_la-*.o
 
-# (c) the layers: core/ is below every plugin and common/ below core/; a lower
+# (c) the layers: backend-core/ is below every plugin and common/ below backend-core/; a lower
 # layer never includes (or calls) a higher one, and no plugin includes another's.
-for f in "$s"/core/*.[ch]; do
+for f in "$s"/backend-core/*.[ch]; do
   if grep -n '#include "plugin-' "$f"; then
-    echo "FAIL: ${f#"$s"/} includes a plugin's header: core/ is below the plugins"; fail=1
+    echo "FAIL: ${f#"$s"/} includes a plugin's header: backend-core/ is below the plugins"; fail=1
   fi
 done
 for f in "$s"/common/*.[ch]; do
   if grep -nE '#include "(core|plugin-[a-z]+)/' "$f"; then
-    echo "FAIL: ${f#"$s"/} includes core/ or a plugin: common/ is the lowest layer"; fail=1
+    echo "FAIL: ${f#"$s"/} includes backend-core/ or a plugin: common/ is the lowest layer"; fail=1
   fi
 done
 for p in "$s"/plugin-*/; do
@@ -68,7 +68,7 @@ done
 check loader "$b"/loader/.libs/libt4a_gpu_core_la-*.o
 check t4a-gpu "$b"/tools/t4a_gpu-*.o
 
-for f in "$s"/common/*.c "$s"/core/*.c "$s"/loader/*.c "$s"/plugin-*/*.c "$s"/tools/*.c; do
+for f in "$s"/common/*.c "$s"/backend-core/*.c "$s"/loader/*.c "$s"/plugin-*/*.c "$s"/tools/*.c; do
   [ -f "$f" ] || continue
   n=$(wc -l < "$f")
   [ "$n" -le 600 ] || { echo "FAIL: ${f#"$s"/} has $n lines (over 600): split it by concern"; fail=1; }

@@ -83,7 +83,7 @@ START_TEST(plugin_exports_only_its_entry) {
 }
 END_TEST
 
-/* The host backend likewise (it links core/ and common/ hidden too). */
+/* The host backend likewise (it links backend-core/ and common/ hidden too). */
 START_TEST(host_plugin_exports_only_its_entry) {
   ck_assert_int_eq(each_export(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), is_entry),
                    1);

@@ -1,4 +1,4 @@
-/* core/handle.c -- handle tables: taking, publishing and releasing
+/* backend-core/handle.c -- handle tables: taking, publishing and releasing
  * entries, and the messages for rejected handles. */
 #include "config.h"
 
@@ -8,7 +8,7 @@
 
 #include "common/checked.h"
 #include "common/error.h"
-#include "core/handle.h"
+#include "backend-core/handle.h"
 #include "t4a/gpu_backend_v1.h"
 
 #define FIRST_CAP 16u

@@ -1,4 +1,4 @@
-/* core/keep.h -- what a backend keeps for good (keep.c): a handle or block
+/* backend-core/keep.h -- what a backend keeps for good (keep.c): a handle or block
  * whose release failed or cannot be proven safe, and the state of a
  * runtime destroyed after a fault (quarantine). Kept things stay reachable
  * in process-wide lists and are never freed; the plugin pins itself loaded

@@ -1,9 +1,9 @@
-/* core/fill.c -- memset's argument checks (see fill.h). */
+/* backend-core/fill.c -- memset's argument checks (see fill.h). */
 #include "config.h"
 
 #include "common/checked.h"
 #include "common/error.h"
-#include "core/fill.h"
+#include "backend-core/fill.h"
 #include "t4a/gpu_backend_v1.h"
 
 int t4a__fill_check(uint64_t offset, uint32_t pattern, uint32_t element_size, uint64_t count,

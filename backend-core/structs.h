@@ -1,4 +1,4 @@
-/* core/structs.h -- the struct_size rules of the header's Versioning
+/* backend-core/structs.h -- the struct_size rules of the header's Versioning
  * section (structs.c), shared by every backend: a caller's struct is
  * accepted from its v1.0 size up and read only as far as the callee knows
  * it; an info struct is filled as far as both sides know it. */

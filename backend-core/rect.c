@@ -1,11 +1,11 @@
-/* core/rect.c -- the checks of a rectangle copy (t4a_copy_2d), the same for
+/* backend-core/rect.c -- the checks of a rectangle copy (t4a_copy_2d), the same for
  * every backend (see rect.h). */
 #include "config.h"
 
 #include "common/checked.h"
 #include "common/error.h"
-#include "core/rect.h"
-#include "core/structs.h"
+#include "backend-core/rect.h"
+#include "backend-core/structs.h"
 
 /* One side of a rectangle: where it starts, its pitch, and the bytes it may
  * span (UINT64_MAX for pageable memory, whose extent the consumer owns). */

@@ -1,4 +1,4 @@
-/* core/sizeclass.h -- size classes of cached blocks: 8 per power of
+/* backend-core/sizeclass.h -- size classes of cached blocks: 8 per power of
  * two (at most 12.5% slack), at least 256 bytes. Pure functions. */
 #ifndef T4A_CORE_SIZECLASS_H
 #define T4A_CORE_SIZECLASS_H

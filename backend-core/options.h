@@ -1,4 +1,4 @@
-/* core/options.h -- runtime_create's options, checked and with their
+/* backend-core/options.h -- runtime_create's options, checked and with their
  * defaults filled in (options.c), the same for every backend. */
 #ifndef T4A_CORE_OPTIONS_H
 #define T4A_CORE_OPTIONS_H

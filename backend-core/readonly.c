@@ -1,4 +1,4 @@
-/* core/readonly.c -- the host ranges this backend registered
+/* backend-core/readonly.c -- the host ranges this backend registered
  * read-only, across all its runtimes (see readonly.h). Registrations are
  * rare and few, so a locked array scanned in full is enough; its own lock
  * is taken under a runtime's lock and takes none itself. */
@@ -10,7 +10,7 @@
 #include "common/checked.h"
 #include "common/error.h"
 #include "t4a/gpu_backend_v1.h"
-#include "core/readonly.h"
+#include "backend-core/readonly.h"
 
 typedef struct span {
   uint64_t start, bytes;

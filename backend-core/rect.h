@@ -1,4 +1,4 @@
-/* core/rect.h -- the checks of a rectangle copy (rect.c): the struct, the
+/* backend-core/rect.h -- the checks of a rectangle copy (rect.c): the struct, the
  * pitches against the width and the device's max_pitch, every row within
  * its side (T4A_ERANGE names the first one out), overflow-checked. */
 #ifndef T4A_CORE_RECT_H

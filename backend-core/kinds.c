@@ -1,7 +1,7 @@
-/* core/kinds.c -- the handle kinds of core/kinds.h. */
+/* backend-core/kinds.c -- the handle kinds of backend-core/kinds.h. */
 #include "config.h"
 
-#include "core/kinds.h"
+#include "backend-core/kinds.h"
 
 const t4a__hkind t4a__buffer_kind = {
     T4A__TAG_BUFFER, "buffer", "buffer_alloc", "use it with its own runtime (or copy_from_runtime)",

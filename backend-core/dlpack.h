@@ -1,4 +1,4 @@
-/* core/dlpack.h -- the backend-neutral half of dlpack_export and
+/* backend-core/dlpack.h -- the backend-neutral half of dlpack_export and
  * dlpack_import (dlpack.c): the checks of a request or a producer's tensor,
  * the span its elements occupy, and the export block with its deleters.
  * What stays with a backend is which buffer a handle names and the device

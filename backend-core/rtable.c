@@ -1,11 +1,11 @@
-/* core/rtable.c -- the table of runtimes (see rtable.h). */
+/* backend-core/rtable.c -- the table of runtimes (see rtable.h). */
 #include "config.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "common/error.h"
-#include "core/rtable.h"
+#include "backend-core/rtable.h"
 
 static t4a__rtslot *_Atomic slots[T4A__MAX_RUNTIMES];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,4 +1,4 @@
-/* core/copypool.c -- host threads for the memcpy of large pageable
+/* backend-core/copypool.c -- host threads for the memcpy of large pageable
  * transfers.
  *
  * One memcpy thread moves roughly 10-20 GB/s; copy engines move 50+ GB/s
@@ -22,7 +22,7 @@
 #define HAVE_STREAMING 1
 #endif
 
-#include "core/copypool.h"
+#include "backend-core/copypool.h"
 
 #define MAX_WORKERS 15u
 /* The staging decides which copies are worth splitting (staging.c,

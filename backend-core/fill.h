@@ -1,4 +1,4 @@
-/* core/fill.h -- memset's argument checks (fill.c), the same for every
+/* backend-core/fill.h -- memset's argument checks (fill.c), the same for every
  * backend: what a plugin's memset checks before it looks anything up, and
  * the range within the buffer once it found it. */
 #ifndef T4A_CORE_FILL_H

@@ -1,4 +1,4 @@
-/* core/keep.c -- what is kept for good (see keep.h). */
+/* backend-core/keep.c -- what is kept for good (see keep.h). */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/keep.h"
+#include "backend-core/keep.h"
 
 static void **quarantine;
 static uint32_t quarantine_count;

@@ -1,4 +1,4 @@
-/* core/handle.h -- handles and the tables behind them, for every object
+/* backend-core/handle.h -- handles and the tables behind them, for every object
  * kind (runtime, buffer, host buffer, witness, artifact, module, function,
  * graph).
  *

@@ -1,4 +1,4 @@
-/* core/readonly.h -- the host ranges this backend registered
+/* backend-core/readonly.h -- the host ranges this backend registered
  * read-only (readonly.c), across all its runtimes.
  *
  * host_register with T4A_HOST_REGISTER_READ_ONLY promises that the device

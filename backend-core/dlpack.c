@@ -1,4 +1,4 @@
-/* core/dlpack.c -- the backend-neutral half of DLPack (see dlpack.h):
+/* backend-core/dlpack.c -- the backend-neutral half of DLPack (see dlpack.h):
  * tensors out of buffers (dlpack_export) and into external buffers
  * (dlpack_import), as every backend makes and takes them.
  *
@@ -20,9 +20,9 @@
 
 #include "common/checked.h"
 #include "common/error.h"
-#include "core/dlpack.h"
-#include "core/keep.h"
-#include "core/structs.h"
+#include "backend-core/dlpack.h"
+#include "backend-core/keep.h"
+#include "backend-core/structs.h"
 
 /* ---- the shape of a tensor ------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-/* core/structs.c -- the struct_size rules of the header's Versioning
+/* backend-core/structs.c -- the struct_size rules of the header's Versioning
  * section, for every backend. */
 #include "config.h"
 
@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "core/slots.h"
-#include "core/structs.h"
+#include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "t4a/gpu_backend_v1.h"
 
 int t4a__check_struct(const void *s, size_t min_size, const char *what) {
@@ -31,7 +31,7 @@ void t4a__fill_struct(void *dst, const void *src, size_t src_size) {
   memcpy(dst, &n, sizeof n);
 }
 
-/* The last_error slot of every backend (core/slots.h): the calling thread's record (each
+/* The last_error slot of every backend (backend-core/slots.h): the calling thread's record (each
  * plugin has its own copy of common/), filled as the struct rules say. */
 int t4a__slot_last_error(t4a_error_info *info) {
   int rc = t4a__check_struct(info, T4A_ERROR_INFO_V1_0_SIZE, "t4a_error_info");

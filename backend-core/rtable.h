@@ -1,4 +1,4 @@
-/* core/rtable.h -- the table of runtimes every backend keeps (rtable.c):
+/* backend-core/rtable.h -- the table of runtimes every backend keeps (rtable.c):
  * runtime structs by slot, looked up and locked from a handle, and the
  * calls due once a runtime's lock is let go.
  *
@@ -9,7 +9,7 @@
  * handle's tag, slot and generation are checked here; what makes a live
  * runtime unusable (a device fault) is the backend's to check after.
  *
- * Each plugin links its own copy of core/ (hidden), so two backends in one
+ * Each plugin links its own copy of backend-core/ (hidden), so two backends in one
  * process keep two tables. */
 #ifndef T4A_CORE_RTABLE_H
 #define T4A_CORE_RTABLE_H
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/handle.h"
+#include "backend-core/handle.h"
 #include "t4a/gpu_backend_v1.h"
 
 /* A call due once the runtime's lock is let go (t4a__rtable_defer):

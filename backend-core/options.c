@@ -1,13 +1,13 @@
-/* core/options.c -- runtime_create's options (see options.h), for both
+/* backend-core/options.c -- runtime_create's options (see options.h), for both
  * plugins' lifecycle.c. */
 #include "config.h"
 
 #include <string.h>
 
 #include "common/error.h"
-#include "core/copypool.h"
-#include "core/options.h"
-#include "core/structs.h"
+#include "backend-core/copypool.h"
+#include "backend-core/options.h"
+#include "backend-core/structs.h"
 
 int t4a__options_normalise(const t4a_runtime_options *in, t4a_runtime_options *o) {
   memset(o, 0, sizeof *o);

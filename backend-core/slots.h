@@ -1,4 +1,4 @@
-/* core/slots.h -- the functions behind the table's slots, one per slot of
+/* backend-core/slots.h -- the functions behind the table's slots, one per slot of
  * t4a_gpu_backend_v1. Each plugin defines those it fills (the file comments
  * below name plugin-cuda's files; plugin-host/entry.c says where its are)
  * and puts them in its table (entry.c); each plugin's are its own (hidden

@@ -1,4 +1,4 @@
-/* core/copypool.h -- host threads for the memcpy of large pageable
+/* backend-core/copypool.h -- host threads for the memcpy of large pageable
  * transfers (process-wide, created lazily, shared by all runtimes). */
 #ifndef T4A_CORE_COPYPOOL_H
 #define T4A_CORE_COPYPOOL_H
