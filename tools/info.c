@@ -199,6 +199,9 @@ int t4a__cli_info(const options *o) {
       const char *check = driver_check(bi.name, init);
       if (*check)
         printf("check:        %s\n", check);
+      if (strcmp(bi.name, "cuda") == 0) /* what runs without a GPU: the same table on the CPU */
+        printf("or:           run on the CPU with the host backend: T4A_GPU_BACKEND=host "
+               "(t4a-gpu info --backend host)\n");
     }
   }
   print_compiler(t, o); /* compiler_info needs no init: shown without a driver too */

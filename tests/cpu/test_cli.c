@@ -55,6 +55,7 @@ START_TEST(info_without_driver_says_why) {
   ASSERT_OUT("install the NVIDIA driver");
   ASSERT_OUT("\ncheck:        nvidia-smi"); /* how to check the driver's installation */
   ASSERT_OUT("ldconfig -p | grep libcuda.so.1");
+  ASSERT_OUT("\nor:           run on the CPU with the host backend: T4A_GPU_BACKEND=host");
   ck_assert_int_eq(run("--json info"), 4);
   ASSERT_OUT("\"status\":\"T4A_ENODRIVER\"");
   /* the compiler needs no driver: info says whether it is there (#12) */
@@ -73,6 +74,7 @@ START_TEST(info_without_gpu_says_why) {
   ck_assert_int_eq(run("info"), 4);
   ASSERT_OUT("unusable (T4A_ENODEVICE)");
   ASSERT_OUT("\ncheck:        nvidia-smi lists the GPUs the driver sees");
+  ASSERT_OUT("T4A_GPU_BACKEND=host");
 }
 END_TEST
 
