@@ -2,8 +2,10 @@
 # tests/mutate/mutate.sh -- the mutation lane (`make mutate`; not part of
 # `make check`, see docs/testing.md): plants each mutation of the list
 # (tests/mutate/mutations.txt) in a scratch copy of the tree, one at a time,
-# rebuilds incrementally, runs the fast fake-lane tests and reports whether
-# they killed it (some test failed) or it survived.
+# rebuilds incrementally, runs the fast tests of its lanes (the fake lane for
+# plugin-cuda/ and the loader, the host lane for plugin-host/, both for
+# backend-core/ and common/) and reports whether they killed it (some test
+# failed) or it survived.
 #
 #   tests/mutate/mutate.sh [--list FILE] [--only ID,ID...] [--check-list]
 #
@@ -14,8 +16,12 @@
 #                   (default ./mutate-work); kept between runs, so the next
 #                   run rebuilds only what changed
 #   MUTATE_JOBS     make -j for builds and the test batch (default 2)
-#   MUTATE_TESTS    the test programs every mutation runs against (default
-#                   below), relative to the build directory
+#   MUTATE_TESTS    the fake lane's test programs (default below, relative
+#                   to the build directory): what a mutation of plugin-cuda/,
+#                   loader/, backend-core/ or common/ runs after its `tests:`
+#   MUTATE_HOST_TESTS  the host lane's (default below): what a mutation of
+#                   plugin-host/, backend-core/ or common/ runs (backend-core/
+#                   and common/ are linked into both plugins: both sets)
 #   MUTATE_TIMEOUT  seconds one test program may run (default 150): a hang
 #                   counts as a kill (the test failed), but only after this
 #   MUTATE_CONFIGURE_FLAGS  extra configure arguments for the scratch build
@@ -58,6 +64,22 @@ tests/cpu/test_handle tests/cpu/test_diskcache tests/cpu/test_fuzz_model \
 tests/cpu/test_concurrency_fake tests/cpu/test_code_fake tests/cpu/test_cross_fake \
 tests/cpu/test_fault_sweep tests/cpu/test_interop_fake"
 tests=${MUTATE_TESTS:-$default_tests}
+# The host backend's (plugin-host/): the host lane of the shared suites, its
+# DLPack test and the tools' conformance run against it.
+default_host_tests="tests/cpu/test_runtime_host tests/cpu/test_transfer_host \
+tests/cpu/test_completion_host tests/cpu/test_v1_1_host tests/cpu/test_staging_host \
+tests/cpu/test_cross_host tests/cpu/test_graph_host tests/cpu/test_concurrency_host \
+tests/cpu/test_host_dlpack tests/cpu/test_conform_host.sh"
+host_tests=${MUTATE_HOST_TESTS:-$default_host_tests}
+
+# The default tests of a mutation of file $1: its lanes' sets.
+lane_tests() {
+  case $1 in
+  plugin-host/*) echo "$host_tests" ;;
+  backend-core/* | common/*) echo "$tests $host_tests" ;;
+  *) echo "$tests" ;;
+  esac
+}
 
 die() { echo "mutate: $*" >&2; exit 2; }
 now() { date +%s; }
@@ -69,7 +91,7 @@ now() { date +%s; }
 #   why: what the mutation breaks (one line)
 #   tests: programs to run first (optional; the default set follows)
 #   lane: tsan (optional: built with ThreadSanitizer; runs only `tests:`)
-#   unkillable: why no fake-lane test can see it (optional)
+#   unkillable: why no test of its lanes can see it (optional)
 #   --- from
 #   the exact source text, one or more lines (found exactly once)
 #   --- to
@@ -289,8 +311,15 @@ if [ $need_tsan = 1 ]; then
 fi
 echo "mutate: the unmutated tree against the tests ($(date +%T))"
 t0=$(now)
-# shellcheck disable=SC2086 # $tests is a list
-failed=$(run_tests "$build" "$work/logs/baseline.log" batch $tests)
+# (only the lanes the selected mutations run)
+base_tests=$(for d in "$work"/list/*; do
+  if selected "$d" && [ "$(cat "$d/lane" 2>/dev/null)" != tsan ]; then
+    lane_tests "$(cat "$d/file")"
+    cat "$d/tests" 2>/dev/null || true
+  fi
+done | tr ' ' '\n' | grep . | awk '!seen[$0]++' | tr '\n' ' ')
+# shellcheck disable=SC2086 # $base_tests is a list
+failed=$(run_tests "$build" "$work/logs/baseline.log" batch $base_tests)
 [ -z "$failed" ] || die "the unmutated tree fails $failed: fix that first (see $work/logs/baseline.log)"
 if [ $need_tsan = 1 ]; then
   # shellcheck disable=SC2046
@@ -328,7 +357,7 @@ for d in "$work"/list/*; do
     by=$(run_tests "$dir" "$log" one $first)
     if [ -z "$by" ] && [ "$lane" != tsan ]; then
       rest=
-      for t in $tests; do
+      for t in $(lane_tests "$f"); do
         case " $first " in *" $t "*) ;; *) rest="$rest $t" ;; esac
       done
       # shellcheck disable=SC2086
