@@ -410,7 +410,7 @@ int main(int argc, char **argv) {
     }
   }
   bool want_host = strcmp(backend, "cuda") != 0, want_cuda = strcmp(backend, "host") != 0;
-  if (strcmp(backend, "all") && strcmp(backend, "host") && strcmp(backend, "cuda")) {
+  if (strcmp(backend, "all") != 0 && strcmp(backend, "host") != 0 && strcmp(backend, "cuda") != 0) {
     fprintf(stderr, "t4a_bench: --backend %s; use all, host or cuda\n", backend);
     return 2;
   }
