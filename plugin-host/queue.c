@@ -100,7 +100,16 @@ void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
  * `done`: one of the two sides sees the other. */
 static void woke(t4a__queue *q) {
   t4a__timeline *tl = q->tl;
+#if defined(__SANITIZE_THREAD__) && defined(__GNUC__) && !defined(__clang__)
+/* gcc's -Wtsan: TSan does not model fences; what this one orders are
+ * atomics (done against waiters and full), which TSan never reports */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
   atomic_thread_fence(memory_order_seq_cst);
+#if defined(__SANITIZE_THREAD__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
   if (atomic_load_explicit(&tl->waiters, memory_order_relaxed)) {
     pthread_mutex_lock(&tl->lock);
     pthread_cond_broadcast(&tl->cond);
