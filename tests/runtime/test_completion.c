@@ -324,6 +324,79 @@ START_TEST(pinned_buffer_is_not_reused_while_a_copy_is_pending) {
 }
 END_TEST
 
+static void count_release(void *user) { __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST); }
+
+/* A retirement waits for a seal covering its work, not only for the work:
+ * the library never seals behind the consumer's back (design.md). A host
+ * buffer and an external buffer (another runtime's memory) are freed with
+ * queued work on them (behind a gate); the work then runs (a pageable copy
+ * behind it returned) and natural points pass, without a seal: both stay
+ * pending. A seal releases them. */
+START_TEST(a_retirement_waits_for_a_seal_covering_its_work) {
+  const uint64_t n = 64 * KiB;
+  t4a_runtime owner = rt_create(), rt = rt_create();
+  t4a_buffer d, mem, ext, tmp;
+  RT_OK(T->buffer_alloc(rt, n, &d));
+  RT_OK(T->buffer_alloc(owner, n, &mem));
+  RT_OK(T->memset(owner, mem, 0, 0, 1, n));
+  rt_sync(owner);
+  uint64_t address = 0;
+  RT_OK(T->buffer_device_address(owner, mem, &address));
+  int released = 0;
+  t4a_external_memory m = {.struct_size = sizeof m,
+                           .address = address,
+                           .bytes = n,
+                           .device_ordinal = 0,
+                           .release = count_release,
+                           .user = &released};
+  RT_OK(T->buffer_wrap_external(rt, &m, &ext));
+  t4a_witness before;
+  RT_OK(T->seal(rt, &before)); /* covers nothing of what follows */
+  RT_OK(T->witness_wait(before, T4A_WAIT_FOREVER));
+  rt_gate g;
+  rt_gate_close(&g, rt);
+  t4a_host_buffer h;
+  void *p;
+  RT_OK(T->host_alloc(rt, n, 0, &h, &p));
+  t4a_test_fill_random(p, n, 7);
+  RT_OK(T->copy_h2d_pinned(rt, d, 0, h, 0, n));
+  RT_OK(T->memset(rt, ext, 0, 0x5a, 1, n));
+  RT_OK(T->host_free(rt, h));
+  RT_OK(T->buffer_free(rt, ext));
+  ck_assert_uint_ge(rt_counters(rt).pending_retirements, 1);
+  rt_gate_open(&g);
+  unsigned char *back = malloc(n), *want = malloc(n);
+  RT_OK(T->copy_d2h(rt, back, d, 0, n)); /* returns after the work ahead of it ran */
+  t4a_test_fill_random(want, n, 7);
+  ck_assert(memcmp(back, want, n) == 0);
+  /* natural points, none a seal: nothing is released */
+  for (int i = 0; i < 3; i++) {
+    RT_OK(T->witness_query(before));
+    RT_OK(T->witness_wait(before, 0));
+    RT_OK(T->buffer_alloc(rt, 64, &tmp));
+    RT_OK(T->buffer_free(rt, tmp));
+  }
+  ck_assert_int_eq(__atomic_load_n(&released, __ATOMIC_SEQ_CST), 0);
+  ck_assert_uint_ge(rt_counters(rt).pending_retirements, 1);
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  ck_assert_uint_eq(rt_counters(rt).pending_retirements, 0);
+  ck_assert_int_eq(__atomic_load_n(&released, __ATOMIC_SEQ_CST), 1);
+  RT_OK(T->copy_d2h(owner, back, mem, 0, n)); /* the memset ran before the release */
+  memset(want, 0x5a, n);
+  ck_assert(memcmp(back, want, n) == 0);
+  RT_OK(T->witness_release(w));
+  RT_OK(T->witness_release(before));
+  rt_gate_free(&g);
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  ck_assert_int_eq(__atomic_load_n(&released, __ATOMIC_SEQ_CST), 1);
+  RT_OK(T->runtime_destroy(owner, T4A_WAIT_FOREVER));
+  free(back);
+  free(want);
+}
+END_TEST
+
 /* ---- raw seam -------------------------------------------------------------------- */
 
 START_TEST(raw_seam_work_is_ordered_and_sealed) {
@@ -433,6 +506,7 @@ int main(void) {
   tcase_add_test(tc, a_deadline_that_overflows_still_waits);
   tc = rt_tcase(s, "retirement", 60);
   tcase_add_test(tc, pinned_buffer_is_not_reused_while_a_copy_is_pending);
+  tcase_add_test(tc, a_retirement_waits_for_a_seal_covering_its_work);
   tc = rt_tcase(s, "raw-seam", 60);
   RT_CUDA_ONLY(tc, raw_seam_work_is_ordered_and_sealed,
                "a consumer kernel on the raw CUstream; the host's raw-seam slots are NULL");
