@@ -47,8 +47,8 @@ int t4a__host_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t by
   if (bytes && !address)
     return t4a__fail(T4A_EINVAL, "%s: the address is 0 for %llu bytes; pass the memory", what,
                      (unsigned long long)bytes);
-  if (!t4a__add_u64(address, bytes, &end))
-    return t4a__fail(T4A_ERANGE, "%s: the range wraps around the address space; pass a valid range",
+  if (!t4a__add_u64(address, bytes, &end)) /* no memory at all: EINVAL, as on CUDA */
+    return t4a__fail(T4A_EINVAL, "%s: the range wraps around the address space; pass a valid range",
                      what);
   int rc = t4a__read_only_refuse_wrap(what, address, bytes);
   if (rc)

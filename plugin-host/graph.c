@@ -174,6 +174,7 @@ int t4a__slot_graph_release(t4a_runtime h, t4a_graph gh) {
     t4a__htable_release(&rt->graphs, t4a__h_index(gh.bits));
     rt->c.live_graphs--;
     t4a__retire_add(rt, &r);
+    t4a__retire_due(rt); /* a natural point (the header's list) */
   }
   t4a__hrt_unlock(rt);
   return rc;

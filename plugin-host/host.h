@@ -193,7 +193,7 @@ void t4a__hhost_fini(t4a__hrt *rt);
 
 /* retire.c */
 int t4a__retire_add(t4a__hrt *rt, const t4a__hretire *r);
-/* Releases what is due (a natural point: seal, witness query, free). */
+/* Releases what is due (a natural point: see retire.c). */
 void t4a__retire_due(t4a__hrt *rt);
 /* Destroy (the queue is drained): releases everything left. */
 void t4a__retire_fini(t4a__hrt *rt);

@@ -1,8 +1,10 @@
 /* plugin-host/retire.c -- what is released behind the queue: freed host
  * buffers, unregistered memory, external memory, released graphs. An entry
- * is released at a natural point (seal, witness_query/_wait, the frees,
- * destroy) once the queue ran past its position and a seal covered it, or
- * at once when its work had completed already. */
+ * is released at a natural point (the header's list: seal,
+ * witness_query/_wait/_elapsed and runtime_wait_witness for a witness of
+ * the runtime, the frees, graph_release, destroy) once the queue ran past
+ * its position and a seal covered it, or at once when its work had
+ * completed already. */
 #include "config.h"
 
 #include <stdlib.h>

@@ -60,7 +60,11 @@ static void unsee(seen *s) {
   t4a__mark_release(s->mark);
 }
 
-/* A natural point for the witness's runtime: its releases that became due. */
+/* A natural point for the witness's runtime (the header's list: seal,
+ * witness_query, witness_wait, witness_elapsed, runtime_wait_witness, for a
+ * witness of it, whatever the witness's own state): its releases that
+ * became due. Called with no runtime locked, before the call's own failure
+ * is recorded (a release callback's calls must not be its last error). */
 static void natural_point(t4a__timeline *tl) {
   if (!atomic_load_explicit(&tl->retiring, memory_order_relaxed))
     return;
@@ -139,8 +143,7 @@ int t4a__slot_witness_query(t4a_witness w) {
   /* not reached: the fault if any, else not ready (a 0 here is no success) */
   bool reached = t4a__timeline_reached(s.tl, s.seq);
   rc = reached ? T4A_OK : atomic_load(&s.tl->fault);
-  if (reached)
-    natural_point(s.tl);
+  natural_point(s.tl);
   unsee(&s);
   if (reached)
     return T4A_OK;
@@ -155,8 +158,7 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
   if (rc)
     return rc;
   rc = t4a__timeline_wait(s.tl, s.seq, timeout_ns);
-  if (rc == T4A_OK)
-    natural_point(s.tl);
+  natural_point(s.tl);
   unsee(&s);
   if (rc == T4A_ETIMEOUT)
     return t4a__fail(T4A_ETIMEOUT,
@@ -212,14 +214,18 @@ int t4a__slot_runtime_wait_witness(t4a_runtime h, t4a_witness w) {
   }
   if ((rc = t4a__hrt_refuse(rt, "runtime_wait_witness", "waits for work outside the capture")) ||
       s.tl == rt->q.tl || t4a__timeline_reached(s.tl, s.seq)) {
-    t4a__timeline_release(s.tl); /* its own queue's order covers it, or it completed */
+    /* refused, or its own queue's order covers it, or it completed */
   } else {
     t4a__op op = {.kind = T4A__OP_WAIT, .rows = 1};
-    op.u.wait.tl = s.tl; /* our reference goes to the operation */
+    op.u.wait.tl = s.tl; /* a reference of its own goes to the operation */
     op.u.wait.seq = s.seq;
+    t4a__timeline_retain(s.tl);
     t4a__queue_push(&rt->q, &op);
   }
   t4a__hrt_unlock(rt);
+  if (!rc) /* a natural point of the witness's runtime (rt is unlocked: it may be rt) */
+    natural_point(s.tl);
+  t4a__timeline_release(s.tl);
   return rc;
 }
 
@@ -234,6 +240,9 @@ int t4a__slot_witness_elapsed(t4a_witness start, t4a_witness end, uint64_t *ns) 
     unsee(&a);
     return rc;
   }
+  natural_point(a.tl); /* first: a release's calls are never the call's last error */
+  if (b.tl != a.tl)
+    natural_point(b.tl);
   if (a.tl != b.tl)
     rc = t4a__fail(T4A_EINVAL, "witness_elapsed: the witnesses come from two runtimes; time "
                                "two seals of one runtime");

@@ -94,6 +94,7 @@ static const char *const initcheck_left_out[] = {
     "witness_wait_does_not_hold_the_runtime",
     "a_deadline_that_overflows_still_waits",
     "pinned_buffer_is_not_reused_while_a_copy_is_pending",
+    "a_retirement_waits_for_a_seal_covering_its_work",
     "same_device_copy_follows_the_source",
     "same_device_source_is_not_reused_early",
     "same_device_source_is_not_reused_early_by_the_pool",
@@ -486,3 +487,62 @@ void rt_gate_free(rt_gate *g) {
 #endif
   memset(g, 0, sizeof *g);
 }
+
+uint64_t rt_address(t4a_runtime rt, t4a_buffer b) {
+  uint64_t a = 0;
+  RT_OK(T->buffer_device_address(rt, b, &a));
+  return a;
+}
+
+#if T4A_GPU_BACKEND_ABI_MINOR >= 1
+int32_t rt_dl_device(void) { return rt_on_host() ? T4A_DL_CPU : T4A_DL_CUDA; }
+
+const t4a_dl_data_type RT_DL_F32 = {T4A_DL_FLOAT, 32, 1};
+
+int rt_dl_deletes;
+void *rt_dl_last_user;
+
+void rt_dl_count_delete(void *user) {
+  rt_dl_deletes++;
+  rt_dl_last_user = user;
+}
+
+t4a_dlpack_export rt_dl_request(uint32_t flags, uint64_t offset, t4a_dl_data_type dt, int32_t ndim,
+                                const int64_t *shape, const int64_t *strides) {
+  t4a_dlpack_export q = {.struct_size = sizeof q,
+                         .flags = flags,
+                         .offset = offset,
+                         .dtype = dt,
+                         .ndim = ndim,
+                         .shape = shape,
+                         .strides = strides,
+                         .on_delete = rt_dl_count_delete,
+                         .user = &rt_dl_deletes};
+  return q;
+}
+
+static void made_delete_v(t4a_dl_managed_tensor_versioned *t) {
+  ((rt_dl_made *)t->manager_ctx)->deleted++;
+}
+
+static void made_delete_l(t4a_dl_managed_tensor *t) { ((rt_dl_made *)t->manager_ctx)->deleted++; }
+
+void rt_dl_make(rt_dl_made *m, uint64_t data, uint64_t byte_offset, int32_t device_type,
+                int32_t ndim, const int64_t *shape, const int64_t *strides, t4a_dl_data_type dt) {
+  ck_assert(ndim >= 0 && ndim <= 3);
+  memset(m, 0, sizeof *m);
+  if (ndim)
+    memcpy(m->shape, shape, (size_t)ndim * sizeof *shape);
+  if (strides && ndim)
+    memcpy(m->strides, strides, (size_t)ndim * sizeof *strides);
+  t4a_dl_tensor t = {.data = (void *)(uintptr_t)data,
+                     .device = {device_type, 0},
+                     .ndim = ndim,
+                     .dtype = dt,
+                     .shape = m->shape,
+                     .strides = strides ? m->strides : NULL,
+                     .byte_offset = byte_offset};
+  m->v = (t4a_dl_managed_tensor_versioned){{1, 1}, m, made_delete_v, 0, t};
+  m->l = (t4a_dl_managed_tensor){t, m, made_delete_l};
+}
+#endif

@@ -176,6 +176,44 @@ void rt_gate_open_later(rt_gate *g, long ms);
 /* Whether the gate was opened. */
 bool rt_gate_is_open(const rt_gate *g);
 
+/* A buffer's device address (buffer_device_address, asserted). */
+uint64_t rt_address(t4a_runtime rt, t4a_buffer b);
+
+#if T4A_GPU_BACKEND_ABI_MINOR >= 1 /* DLPack is ABI 1.1 (test_compat_v10 builds this file) */
+/* ---- DLPack: the export requests and producers' tensors of test_interop,
+ * test_reentry and test_host_dlpack ---- */
+
+/* The device type a buffer of this lane's backend is on: T4A_DL_CPU in the
+ * host lane, T4A_DL_CUDA otherwise. */
+int32_t rt_dl_device(void);
+
+extern const t4a_dl_data_type RT_DL_F32;
+
+/* rt_dl_count_delete (the requests' on_delete) counts its calls in
+ * rt_dl_deletes and keeps its argument in rt_dl_last_user. */
+extern int rt_dl_deletes;
+extern void *rt_dl_last_user;
+void rt_dl_count_delete(void *user);
+
+/* An export request whose on_delete is rt_dl_count_delete(&rt_dl_deletes). */
+t4a_dlpack_export rt_dl_request(uint32_t flags, uint64_t offset, t4a_dl_data_type dt, int32_t ndim,
+                                const int64_t *shape, const int64_t *strides);
+
+/* A tensor a producer made, in both forms (the t4a_ structs laid out as
+ * dlpack.h's); its deleters count their calls in `deleted`. */
+typedef struct rt_dl_made {
+  t4a_dl_managed_tensor_versioned v;
+  t4a_dl_managed_tensor l;
+  int64_t shape[3], strides[3];
+  int deleted;
+} rt_dl_made;
+
+/* Fills m: ndim (at most 3) extents and strides (NULL: row-major) of dt at
+ * data + byte_offset on (device_type, 0). */
+void rt_dl_make(rt_dl_made *m, uint64_t data, uint64_t byte_offset, int32_t device_type,
+                int32_t ndim, const int64_t *shape, const int64_t *strides, t4a_dl_data_type dt);
+#endif
+
 /* Fake lane only: the fake driver's own counts (see tests/fakecuda):
  * calls of an entry point, live objects of a kind, violations. On the GPU
  * lane they return UINT64_MAX: tests check them when rt_on_fake(). */

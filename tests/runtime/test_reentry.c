@@ -1,5 +1,5 @@
 /* tests/runtime/test_reentry.c -- release callbacks that call back into the
- * backend (issue #26, item 3), in both lanes.
+ * backend (issue #26, item 3), in the three lanes (fake, host, GPU).
  *
  * A release callback (buffer_wrap_external's release, a DLPack producer's
  * deleter given to dlpack_import) runs at a later natural point, on the
@@ -21,7 +21,11 @@
  * lane also runs the two orders only the fake's call counts can arrange:
  * witness_wait finding the callback due on its first look after the spin
  * (its runtime held by a destroy that times out), and runtime_destroy while
- * another thread's witness_wait pins one of its events. */
+ * another thread's witness_wait pins one of its events. The host lane
+ * holds rt's queue with the host's test gate on the same flags, wraps
+ * another runtime's buffer (host memory, kDLCPU for DLPack) and leaves
+ * out the slots it does not have (stream_wait_witness is NULL, no modules
+ * yet), saying so. */
 #include "config.h"
 
 #include <pthread.h>
@@ -30,6 +34,7 @@
 #include <time.h>
 
 #include "plugin-cuda/cuda_decls.h"
+#include "plugin-host/test_gate.h"
 #include "tests/runtime/rtutil.h"
 
 #define BYTES 65536u
@@ -124,7 +129,8 @@ static void scene_open(scene *sc, kind how, uint32_t rt_flags) {
   sc->flags = p;
   __atomic_store_n(&sc->flags[0], 0u, __ATOMIC_SEQ_CST);
   __atomic_store_n(&sc->flags[1], 0u, __ATOMIC_SEQ_CST);
-  if (rt_on_fake()) { /* the fake's allocations are exact: another runtime's buffer */
+  if (rt_on_fake() || rt_on_host()) { /* exact allocations (the fake), or no driver to ask
+                                       * (the host): another runtime's buffer */
     RT_OK(T->buffer_alloc(sc->owner, BYTES, &sc->mem));
     RT_OK(T->buffer_device_address(sc->owner, sc->mem, &sc->address));
   } else { /* an allocation of its own, whose range the driver reports exactly */
@@ -148,7 +154,7 @@ static void scene_open(scene *sc, kind how, uint32_t rt_flags) {
     sc->t.shape[0] = BYTES;
     sc->t.v = &sc->v;
     sc->t.m = (t4a_dl_managed_tensor){{.data = (void *)(uintptr_t)sc->address,
-                                       .device = {T4A_DL_CUDA, 0},
+                                       .device = {rt_dl_device(), 0},
                                        .ndim = 1,
                                        .dtype = {T4A_DL_UINT, 8, 1},
                                        .shape = sc->t.shape},
@@ -158,8 +164,15 @@ static void scene_open(scene *sc, kind how, uint32_t rt_flags) {
   }
 }
 
-/* Closes gate i (0: A, 1: B) on rt's stream. */
+/* Closes gate i (0: A, 1: B) on rt's stream (the host lane: on rt's queue,
+ * the host's test gate on the same flag; rt's end ends its registration). */
 static void gate_close(scene *sc, int i) {
+  if (rt_on_host()) {
+    t4a_host_buffer hb;
+    RT_OK(T->host_register(sc->rt, &sc->flags[i], sizeof(uint32_t), T4A__HOST_REGISTER_TEST_GATE,
+                           &hb));
+    return;
+  }
   uint64_t addr = (uint64_t)(uintptr_t)&sc->flags[i];
   void *args[] = {&addr};
   rt_raw_launch(sc->rt, &sc->module, "t4a_spin", args);
@@ -171,24 +184,35 @@ static void gate_open(scene *sc, int i) { __atomic_store_n(&sc->flags[i], 1u, __
  * it, its buffer_free, seal w1; then (with `later`) gate B and seal w2,
  * which stay pending. Gate A opens and w1's work completes, which rt has
  * not looked at yet: the next natural point of rt finds the release due
- * (a consumer event recorded after w1's seal says when it completed). */
+ * (a consumer event recorded after w1's seal says when it completed; in
+ * the host lane, which has no events, the owner's copy from rt, queued
+ * after w1's work and waited for on the owner: a natural point of the
+ * owner only). */
 static void scene_retire(scene *sc, bool later) {
-  t4a__CUresult (*create)(t4a__CUevent *, unsigned), (*record)(t4a__CUevent, t4a__CUstream),
-      (*query)(t4a__CUevent);
-  *(void **)&create = rt_driver("cuEventCreate");
-  *(void **)&record = rt_driver("cuEventRecord");
-  *(void **)&query = rt_driver("cuEventQuery");
   gate_close(sc, 0);
   RT_OK(T->memset(sc->rt, sc->ext, 0, 0x5a, 1, BYTES));
   RT_OK(T->buffer_free(sc->rt, sc->ext)); /* retired behind the gate */
   RT_OK(T->seal(sc->rt, &sc->w1));
-  t4a_raw_runtime raw = {.struct_size = sizeof raw};
-  RT_OK(T->raw_runtime(sc->rt, &raw));
-  t4a_raw_section sec = {.struct_size = sizeof sec};
-  RT_OK(T->raw_begin(sc->rt, &sec));
-  ck_assert_int_eq(create(&sc->done_a, T4A__CU_EVENT_DISABLE_TIMING), 0);
-  ck_assert_int_eq(record(sc->done_a, raw.stream), 0);
-  RT_OK(T->raw_end(sc->rt, &sec));
+  t4a__CUresult (*query)(t4a__CUevent) = NULL;
+  t4a_buffer from = {0}, to = {0};
+  if (rt_on_host()) {
+    RT_OK(T->buffer_alloc(sc->rt, 4, &from));
+    RT_OK(T->memset(sc->rt, from, 0, 0, 1, 4));
+    RT_OK(T->buffer_alloc(sc->owner, 4, &to));
+    RT_OK(T->copy_from_runtime(sc->owner, to, 0, sc->rt, from, 0, 4));
+  } else {
+    t4a__CUresult (*create)(t4a__CUevent *, unsigned), (*record)(t4a__CUevent, t4a__CUstream);
+    *(void **)&create = rt_driver("cuEventCreate");
+    *(void **)&record = rt_driver("cuEventRecord");
+    *(void **)&query = rt_driver("cuEventQuery");
+    t4a_raw_runtime raw = {.struct_size = sizeof raw};
+    RT_OK(T->raw_runtime(sc->rt, &raw));
+    t4a_raw_section sec = {.struct_size = sizeof sec};
+    RT_OK(T->raw_begin(sc->rt, &sec));
+    ck_assert_int_eq(create(&sc->done_a, T4A__CU_EVENT_DISABLE_TIMING), 0);
+    ck_assert_int_eq(record(sc->done_a, raw.stream), 0);
+    RT_OK(T->raw_end(sc->rt, &sec));
+  }
   if (later) {
     gate_close(sc, 1);
     RT_OK(T->seal(sc->rt, &sc->w2));
@@ -196,10 +220,20 @@ static void scene_retire(scene *sc, bool later) {
   ck_assert_int_eq(__atomic_load_n(&sc->v.calls, __ATOMIC_SEQ_CST), 0);
   gate_open(sc, 0);
   uint64_t end = now_ms() + (uint64_t)(bound_s() * 1000);
-  t4a__CUresult r;
-  while ((r = query(sc->done_a)) == T4A__CUDA_ERROR_NOT_READY && now_ms() < end)
-    pause_ms(1);
-  ck_assert_msg(r == 0, "gate A's work did not complete (%d)", (int)r);
+  if (rt_on_host()) {
+    t4a_witness w;
+    RT_OK(T->seal(sc->owner, &w));
+    int rc;
+    while ((rc = T->witness_wait(w, 1000000)) == T4A_ETIMEOUT && now_ms() < end)
+      ;
+    ck_assert_msg(rc == T4A_OK, "gate A's work did not complete (%s)", t4a_status_name(rc));
+    RT_OK(T->witness_release(w));
+  } else {
+    t4a__CUresult r;
+    while ((r = query(sc->done_a)) == T4A__CUDA_ERROR_NOT_READY && now_ms() < end)
+      pause_ms(1);
+    ck_assert_msg(r == 0, "gate A's work did not complete (%d)", (int)r);
+  }
   ck_assert_int_eq(__atomic_load_n(&sc->v.calls, __ATOMIC_SEQ_CST), 0); /* nothing looked yet */
 }
 
@@ -581,12 +615,14 @@ int main(void) {
   tcase_add_test(tc, release_destroys_its_runtime_in_seal);
   tcase_add_test(tc, release_destroys_its_runtime_in_witness_query);
   tcase_add_test(tc, release_destroys_its_runtime_in_witness_elapsed);
-  tcase_add_test(tc, release_destroys_its_runtime_in_stream_wait_witness);
+  RT_CUDA_ONLY(tc, release_destroys_its_runtime_in_stream_wait_witness,
+               "a consumer's CUstream; the host's stream_wait_witness is NULL");
   tcase_add_test(tc, release_destroys_its_runtime_in_runtime_wait_witness);
   tcase_add_test(tc, release_destroys_its_runtime_in_buffer_free);
   tcase_add_test(tc, release_destroys_its_runtime_in_host_free);
   tcase_add_test(tc, release_destroys_its_runtime_in_host_unregister);
-  tcase_add_test(tc, release_destroys_its_runtime_in_module_unload);
+  RT_CUDA_ONLY(tc, release_destroys_its_runtime_in_module_unload,
+               "a module (the host backend makes none yet: no kernels)");
   tcase_add_test(tc, release_destroys_its_runtime_in_graph_release);
   tcase_add_test(tc, release_destroys_its_runtime_in_runtime_destroy);
 #if defined(T4A_TEST_FAKE)
