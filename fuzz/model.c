@@ -1,14 +1,17 @@
 /* fuzz/model.c -- the model fuzzer (see fuzz/model.h): a libFuzzer target
  * whose inputs are programs over every slot of the v1.1 table, run against
  * the fake driver from a seeded world, each status and each byte read back
- * asserted against the model. This file: the input, the world and its
- * seeding and teardown, the expectations, the shadows and the effects.
+ * asserted against the model (or the host backend: fz_on_host in model.h).
+ * This file: the input, the world and its seeding and teardown, the
+ * expectations, the shadows and the effects.
  *
  * Built by .ci/sanitizers with -fsanitize=fuzzer (and ASan+UBSan); the
  * committed corpus (fuzz/corpus-model) replays under make check
  * (tests/cpu/test_fuzz_model), which also runs a fixed set of generated
- * inputs. Environment: T4A_FUZZ_PLUGIN (the plugin file), T4A_CUDA_LIBRARY
- * (the fake driver, two devices). At exit it prints the calls made and the
+ * inputs (tests/cpu/test_fuzz_model_host: the same on the host backend).
+ * Environment: T4A_FUZZ_PLUGIN (the plugin file: libt4a_cuda.so or
+ * libt4a_host.so), T4A_CUDA_LIBRARY (with the CUDA plugin: the fake driver,
+ * two devices). At exit it prints the calls made and the
  * rate ("fuzz_model: N table calls ..."). The seeded world persists across
  * inputs (see seed()): a finding replays from a fresh process all the same,
  * since every input starts from the same model state. */
@@ -30,6 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 fz_world W;
 const t4a_gpu_backend_v1 *T;
 uint64_t fz_calls;
+bool fz_on_host;
+int fz_devices = 2;
+
+int fz_seeded_device(int r) { return fz_on_host || r < 2 ? 0 : 1; }
 static uint64_t inputs;
 static struct timespec started;
 static uint64_t (*fake_violations)(void);
@@ -589,7 +596,8 @@ static void seed(void) {
     W.rt[r].rt = r;
   for (int i = 0; i < FZ_HOSTS; i++)
     W.host[i].region = -1;
-  if (kept.art.live) {
+  if (fz_on_host) { /* no code to seed */
+  } else if (kept.art.live) {
     W.art[0] = kept.art;
   } else {
     t4a_artifact a;
@@ -599,11 +607,11 @@ static void seed(void) {
               ST_OK);
     W.art[0] = (fz_obj){a.bits, -1, true};
   }
-  W.art_code[0] = true;
-  W.art_bytes[0] = ptx;
-  W.art_size[0] = sizeof ptx - 1;
+  W.art_code[0] = !fz_on_host;
+  W.art_bytes[0] = fz_on_host ? NULL : ptx;
+  W.art_size[0] = fz_on_host ? 0 : sizeof ptx - 1;
   for (int r = 0; r < 3; r++) {
-    if (seed_runtime(r, r < 2 ? 0 : 1, r == 0)) { /* a new runtime: none of its objects live */
+    if (seed_runtime(r, fz_seeded_device(r), r == 0)) { /* new: none of its objects live */
       kept.buf[(size_t)r * 2].live = kept.buf[(size_t)r * 2 + 1].live = false;
       kept.host[r].live = false;
       kept.mod[r].live = false;
@@ -611,7 +619,8 @@ static void seed(void) {
     seed_buffer(2 * r, r);
     seed_buffer(2 * r + 1, r);
     seed_host(r, r);
-    seed_module(r);
+    if (!fz_on_host)
+      seed_module(r);
   }
 }
 
@@ -656,7 +665,7 @@ static void teardown(void) {
   /* seeded slots keep their object only if it is still the seeded kind */
   bool keep_rt[FZ_RTS] = {false};
   for (int r = 0; r < 3; r++)
-    keep_rt[r] = W.rt[r].live && W.dev[r] == (r < 2 ? 0 : 1) && W.timing[r] == (r == 0);
+    keep_rt[r] = W.rt[r].live && W.dev[r] == fz_seeded_device(r) && W.timing[r] == (r == 0);
   for (int b = 0; b < FZ_BUFS; b++) {
     const fz_buf *s = &W.buf[b];
     bool seeded = b < 6 && s->o.live && s->o.rt == b / 2 && s->size == FZ_BMAX && keep_rt[b / 2];
@@ -728,10 +737,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argv;
   const char *plugin = getenv("T4A_FUZZ_PLUGIN"), *driver = getenv("T4A_CUDA_LIBRARY");
   t4a_gpu_backend *b = NULL;
-  if (!plugin || !driver || t4a_gpu_open_path(plugin, &b) != T4A_OK) {
+  if (!plugin || t4a_gpu_open_path(plugin, &b) != T4A_OK) {
     fprintf(stderr,
-            "fuzz_model: set T4A_FUZZ_PLUGIN to libt4a_cuda.so and T4A_CUDA_LIBRARY to "
-            "the fake driver (%s)\n",
+            "fuzz_model: set T4A_FUZZ_PLUGIN to libt4a_cuda.so (and T4A_CUDA_LIBRARY to the "
+            "fake driver) or to libt4a_host.so (%s)\n",
             t4a_gpu_last_error());
     abort();
   }
@@ -740,15 +749,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     fprintf(stderr, "fuzz_model: the plugin lacks ABI 1.1 or init failed\n");
     abort();
   }
-  void *fake = dlopen(driver, RTLD_NOW | RTLD_NOLOAD);
-  if (fake) {
-    *(void **)&fake_violations = dlsym(fake, "fake_cuda_violations");
-    *(void **)&fake_last_violation = dlsym(fake, "fake_cuda_last_violation");
-    *(void **)&fake_device_fault = dlsym(fake, "fake_cuda_device_fault");
-  }
-  if (!fake_violations || !fake_device_fault) {
-    fprintf(stderr, "fuzz_model: T4A_CUDA_LIBRARY is not the fake driver\n");
-    abort();
+  fz_on_host = strcmp(T->name, "host") == 0;
+  fz_devices = fz_on_host ? 1 : 2;
+  if (fz_on_host) {
+    t4a_compiler_info ci = {.struct_size = sizeof ci};
+    if (T->compiler_info(&ci) != T4A_OK || ci.status == T4A_OK) {
+      fprintf(stderr, "fuzz_model: the host backend has a kernel compiler now; the model's host "
+                      "mode knows no host kernels yet (fuzz/model_host.c): teach it\n");
+      abort();
+    }
+  } else {
+    void *fake = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (fake) {
+      *(void **)&fake_violations = dlsym(fake, "fake_cuda_violations");
+      *(void **)&fake_last_violation = dlsym(fake, "fake_cuda_last_violation");
+      *(void **)&fake_device_fault = dlsym(fake, "fake_cuda_device_fault");
+    }
+    if (!fake_violations || !fake_device_fault) {
+      fprintf(stderr, "fuzz_model: T4A_CUDA_LIBRARY is not the fake driver\n");
+      abort();
+    }
   }
   clock_gettime(CLOCK_MONOTONIC, &started);
   atexit(report);
@@ -764,7 +784,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_step();
     /* the model never asks for a fault: one is the plugin's (work it let
      * touch memory it should not), seen a few steps late at most */
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 2 && fake_device_fault; d++)
       if (fake_device_fault(d))
         fz_finding("device %d faulted (code %u)", d, fake_device_fault(d));
   }

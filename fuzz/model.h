@@ -116,6 +116,18 @@ extern fz_world W;
 extern const t4a_gpu_backend_v1 *T;
 extern uint64_t fz_calls;
 
+/* The backend under test, chosen by T4A_FUZZ_PLUGIN: the CUDA plugin over
+ * the fake driver (two devices), or the host backend (fz_on_host: one device
+ * and, until its kernels come, no code: the code slots are refused as its
+ * kernel.c says, the raw seam and CUstream slots are NULL, there is no peer
+ * and no staging). The seeded world then has its three runtimes on device
+ * 0 and no module; fz_op_host_code and fz_op_host_raw (model_host.c) take
+ * the place of the code, launch and raw operations. */
+extern bool fz_on_host;
+extern int fz_devices;
+/* The device the seeded runtime r (0..2) is on. */
+int fz_seeded_device(int r);
+
 /* ---- input ------------------------------------------------------------- */
 uint8_t fz_u8(void);
 uint32_t fz_u32(void);
@@ -169,6 +181,8 @@ const char *fz_ptx(uint64_t *size); /* the seeded module's PTX text */
 
 /* ---- operations (model_ops.h) ------------------------------------------- */
 void fz_step(void);
+void fz_op_host_code(void);
+void fz_op_host_raw(void);
 void fz_sync(int r);                         /* seal + witness_wait + release on runtime r */
 void fz_order_after(int src_rt, int dst_rt); /* src_rt waits for dst_rt's work so far */
 

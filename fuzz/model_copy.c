@@ -138,6 +138,16 @@ void fz_op_copy_cross(void) {
   fz_arg dr = rt_for(d, buf_owner(d)), sr = rt_for(s, buf_owner(s));
   uint64_t dsz = buf_size(d), ssz = buf_size(s), doff, soff, n;
   fz_ranges(dsz, ssz, &doff, &soff, &n);
+  if (fz_on_host && kind) { /* one device, no peer: the runtimes are checked, then refused */
+    uint32_t want = dr.bits == sr.bits               ? ST(T4A_EINVAL)
+                    : !dr.ok || !sr.ok               ? ST(T4A_EHANDLE)
+                    : capturing(dr) || capturing(sr) ? ST(T4A_EBUSY)
+                                                     : ST(T4A_EUNSUPPORTED);
+    int (*peer)(t4a_runtime, t4a_buffer, uint64_t, t4a_runtime, t4a_buffer, uint64_t, uint64_t) =
+        kind == 1 ? T->copy_from_peer : T->copy_from_peer_via_host;
+    CALL(names[kind], peer(RT(dr), BUF(d), doff, RT(sr), BUF(s), soff, n), want);
+    return;
+  }
   bool dok = owns(dr, d, buf_owner(d)), sok = owns(sr, s, buf_owner(s)), handles = dok && sok;
   uint32_t err = 0;
   ERR(!handles, T4A_EHANDLE); /* a valid side's range may be checked first */

@@ -179,6 +179,23 @@ static const op_fn ops[] = {
     fz_op_graph_info,
 };
 
+/* The host backend's (fz_on_host): its code slots and the NULL ones instead of
+ * the code, launch and raw operations, in the same proportions. */
+static const op_fn host_ops[] = {
+    fz_op_last_error,      fz_op_backend_queries, fz_op_runtime_create,  fz_op_runtime_destroy,
+    fz_op_runtime_queries, fz_op_buffer_alloc,    fz_op_buffer_free,     fz_op_buffer_queries,
+    fz_op_memset,          fz_op_host_alloc,      fz_op_host_free,       fz_op_host_register,
+    fz_op_host_unregister, fz_op_host_check,      fz_op_copy_h2d,        fz_op_copy_d2h,
+    fz_op_copy_d2h,        fz_op_copy_d2d,        fz_op_copy_pinned,     fz_op_copy_pinned,
+    fz_op_copy_cross,      fz_op_copy_2d,         fz_op_copy_2d,         fz_op_seal,
+    fz_op_witness,         fz_op_witness,         fz_op_witness_elapsed, fz_op_host_code,
+    fz_op_host_code,       fz_op_host_code,       fz_op_host_code,       fz_op_host_code,
+    fz_op_host_code,       fz_op_host_code,       fz_op_host_code,       fz_op_host_raw,
+    fz_op_graph_capture,   fz_op_graph_capture,   fz_op_graph_end_idle,  fz_op_graph_launch,
+    fz_op_graph_launch,    fz_op_graph_args,      fz_op_graph_info,
+};
+_Static_assert(sizeof host_ops == sizeof ops, "the host's table replaces operations one for one");
+
 void fz_step(void) {
   static bool limits;
   if (!limits) { /* device 0's limits, once */
@@ -189,5 +206,5 @@ void fz_step(void) {
     limits = true;
   }
   fz_null_arg = false;
-  ops[fz_u8() % (sizeof ops / sizeof ops[0])]();
+  (fz_on_host ? host_ops : ops)[fz_u8() % (sizeof ops / sizeof ops[0])]();
 }

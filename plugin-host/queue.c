@@ -80,7 +80,10 @@ void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
     t4a__timeline_wait(op->u.wait.tl, op->u.wait.seq, T4A_WAIT_FOREVER);
     t4a__timeline_release(op->u.wait.tl);
     break;
-  case T4A__OP_MARK: atomic_store(&op->u.mark->ns, t4a__host_now_ns()); break;
+  case T4A__OP_MARK: /* it holds a reference on the mark */
+    atomic_store(&op->u.mark->ns, t4a__host_now_ns());
+    t4a__mark_release(op->u.mark);
+    break;
   case T4A__OP_GRAPH:
     for (uint32_t i = 0; i < op->u.graph->count; i++)
       t4a__op_run(&op->u.graph->ops[i], copy_threads);

@@ -48,7 +48,8 @@ enum t4a__op_kind {
   T4A__OP_FILL,     /* bytes at dst of elements `fill` bytes wide holding `pattern` */
   T4A__OP_WAIT,     /* until tl->done >= seq (another runtime's work, a witness); it
                        holds a reference on tl, dropped once it ran */
-  T4A__OP_MARK,     /* stores the time into mark */
+  T4A__OP_MARK,     /* stores the time into mark; it holds a reference on the mark, dropped
+                       once it ran */
   T4A__OP_GRAPH,    /* runs a graph's operations in order */
   T4A__OP_GATE      /* until the 32-bit word at src is nonzero: the test gate (test_gate.h) */
 };

@@ -107,7 +107,11 @@ int t4a__slot_seal(t4a_runtime h, t4a_witness *out) {
   if (t4a__queue_tail(&rt->q) != rt->sealed) { /* work since the last seal: one record */
     if (m) {
       t4a__op op = {.kind = T4A__OP_MARK, .rows = 1};
-      op.u.mark = m; /* held by last_mark until the runtime is destroyed, drained */
+      /* a reference for the operation (dropped once it ran): last_mark's
+       * goes with the next seal, its witnesses' with their release, and the
+       * queue may not have reached it by then */
+      t4a__mark_retain(m);
+      op.u.mark = m;
       if (!t4a__queue_inline(&rt->q, &op, 0))
         t4a__queue_push(&rt->q, &op);
       t4a__mark_release(rt->last_mark);
