@@ -59,6 +59,7 @@
   X(SHARED, "copy(other thread)")                                                                  \
   X(PUBLISH, "publish/unpublish")                                                                  \
   X(LAUNCH, "launch")                                                                              \
+  X(MEMSET, "memset")                                                                              \
   X(COMPILE, "artifact_compile")                                                                   \
   X(FROM_BYTES, "artifact_from_bytes")                                                             \
   X(LOAD, "module_load")                                                                           \
@@ -221,6 +222,8 @@ typedef struct soak_global {
   unsigned ndev;
   bool peer[SOAK_MAX_DEVICES][SOAK_MAX_DEVICES]; /* [dst][src]: dst reads src directly */
   bool compiler;
+  bool kernels;      /* false with --no-kernels: the fills a launch makes are memsets */
+  bool host_backend; /* the backend is "host" (one device; peer copies T4A_EUNSUPPORTED) */
   const char *phase;
   atomic_bool stop;
   atomic_uint failures;
@@ -275,7 +278,8 @@ void soak_drop_host(soak_rt *rt, unsigned k);
 /* ---- soak_code.c ---- */
 int soak_op_module(soak_thread *th, unsigned i, soak_rng *r);
 int soak_op_launch(soak_thread *th, unsigned i, soak_rng *r);
-/* Fills [off, off + 4 n) of buffer k of runtime i with value v by a launch. */
+/* Fills [off, off + 4 n) of buffer k of runtime i with value v by a launch
+ * (without kernels: by a 32-bit memset). */
 int soak_launch_fill(soak_thread *th, unsigned i, unsigned k, uint64_t off, uint64_t n, uint32_t v,
                      soak_rng *r);
 int soak_op_publish(soak_thread *th, soak_rng *r);

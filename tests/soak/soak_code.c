@@ -106,6 +106,15 @@ static t4a_launch_config geometry(soak_rng *r) {
 int soak_op_module(soak_thread *th, unsigned i, soak_rng *r) {
   const t4a_gpu_backend_v1 *t = G.t;
   soak_rt *rt = &th->rt[i];
+  if (!G.kernels) { /* PTX is GPU code: refused, as a backend without kernels documents */
+    const char *ptx = rt_test_ptx();
+    t4a_artifact a = {0};
+    if (SOAK_CALL(th, T4A_EUNSUPPORTED,
+                  t->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "t4a_soak.ptx", &a)))
+      return -1;
+    soak_count(th, K_REFUSED, 0);
+    return 0;
+  }
   if (rt->nm == 0 || (rt->nm < SOAK_MAX_MODS && soak_one_in(r, 2)))
     return load(th, i, r);
   unsigned k = (unsigned)soak_below(r, rt->nm);
@@ -127,10 +136,29 @@ int soak_op_module(soak_thread *th, unsigned i, soak_rng *r) {
   return 0;
 }
 
+/* The fill without kernels: a 32-bit memset of the same words. */
+static int memset_fill(soak_thread *th, unsigned i, unsigned k, uint64_t off, uint64_t n,
+                       uint32_t v) {
+  soak_rt *rt = &th->rt[i];
+  soak_buf *b = &rt->b[k];
+  if (soak_before_write(th, i, b))
+    return -1;
+  soak_note(th, "memset rt%u [%llu, +%llu u32] = 0x%08x", i, (unsigned long long)off,
+            (unsigned long long)n, v);
+  if (SOAK_OK(th, G.t->memset(rt->h, b->h, off, v, 4, n)))
+    return -1;
+  for (uint64_t j = 0; j < n; j++)
+    memcpy(b->shadow + off + 4 * j, &v, 4);
+  soak_count(th, K_MEMSET, 4 * n);
+  return 0;
+}
+
 int soak_launch_fill(soak_thread *th, unsigned i, unsigned k, uint64_t off, uint64_t n, uint32_t v,
                      soak_rng *r) {
   const t4a_gpu_backend_v1 *t = G.t;
   soak_rt *rt = &th->rt[i];
+  if (!G.kernels)
+    return memset_fill(th, i, k, off, n, v);
   if (rt->nm == 0 && load(th, i, r))
     return -1;
   soak_buf *b = &rt->b[k];

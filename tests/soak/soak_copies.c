@@ -143,7 +143,7 @@ int soak_op_alloc(soak_thread *th, unsigned i, soak_rng *r) {
   rt->nb++;
   soak_count(th, K_ALLOC, size);
   /* its content is undefined: give it one, by a launch or a copy */
-  if (size >= 4 && size % 4 == 0 && rt->nm && soak_one_in(r, 2))
+  if (size >= 4 && size % 4 == 0 && (rt->nm || !G.kernels) && soak_one_in(r, 2))
     return soak_launch_fill(th, i, k, 0, size / 4, (uint32_t)soak_next(r), r);
   return h2d_random(th, i, &rt->b[k], 0, size, r);
 }
@@ -388,7 +388,8 @@ int soak_op_between(soak_thread *th, soak_rng *r, bool peer) {
   uint64_t lim = x->size < y->size ? x->size : y->size, n = soak_below(r, lim + 1);
   uint64_t xoff = soak_below(r, x->size - n + 1), yoff = soak_below(r, y->size - n + 1);
   if (soak_one_in(r, 32)) { /* the wrong slot for the pair is refused, naming the right one */
-    int want = peer ? T4A_EFOREIGNDEVICE : T4A_EINVAL;
+    /* (the host backend has one device and no peer copy: T4A_EUNSUPPORTED) */
+    int want = peer ? T4A_EFOREIGNDEVICE : G.host_backend ? T4A_EUNSUPPORTED : T4A_EINVAL;
     int rc = peer ? t->copy_from_runtime(d->h, y->h, yoff, s->h, x->h, xoff, n)
                   : t->copy_from_peer(d->h, y->h, yoff, s->h, x->h, xoff, n);
     if (soak_status(th, peer ? "copy_from_runtime across devices" : "copy_from_peer on one device",

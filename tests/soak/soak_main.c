@@ -56,10 +56,12 @@ static void usage(FILE *f) {
              "  --report-every S      progress report period (default 10)\n"
              "  --rss-tolerance-mib N resident memory growth allowed (default 8)\n"
              "  --device-tolerance-mib N device memory growth allowed (default 64)\n"
-             "  --no-compile          leave NVRTC out (kernels from PTX only)\n");
+             "  --no-compile          leave NVRTC out (kernels from PTX only)\n"
+             "  --no-kernels          a backend without kernels (the host backend's today):\n"
+             "                        the fills are memsets, modules are refused as documented\n");
 }
 
-static bool no_compile;
+static bool no_compile, no_kernels;
 
 static int parse(int argc, char **argv, soak_opts *o) {
   *o = (soak_opts){.duration_s = 180,
@@ -86,6 +88,7 @@ static int parse(int argc, char **argv, soak_opts *o) {
                                         {"rss-tolerance-mib", 1, 0, 'R'},
                                         {"device-tolerance-mib", 1, 0, 'T'},
                                         {"no-compile", 0, 0, 'n'},
+                                        {"no-kernels", 0, 0, 'K'},
                                         {"help", 0, 0, 'h'},
                                         {0, 0, 0, 0}};
   int c;
@@ -104,6 +107,7 @@ static int parse(int argc, char **argv, soak_opts *o) {
     case 'R': o->rss_tolerance_kib = strtoull(optarg, NULL, 0) << 10; break;
     case 'T': o->device_tolerance_bytes = strtoull(optarg, NULL, 0) << 20; break;
     case 'n': no_compile = true; break;
+    case 'K': no_kernels = true; break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); return -1;
     }
@@ -283,10 +287,12 @@ static int setup(void) {
       G.peer[d][s] = s != d && t->peer_access_supported((int32_t)d, (int32_t)s, &ok) == 0 && ok;
     }
   }
+  G.host_backend = strcmp(t->name, "host") == 0;
+  G.kernels = !no_kernels;
   t4a_compiler_info ci = {.struct_size = sizeof ci};
   t->compiler_info(&ci);
-  G.compiler = ci.status == T4A_OK && !no_compile;
-  if (ci.status != T4A_OK && !no_compile) {
+  G.compiler = ci.status == T4A_OK && !no_compile && G.kernels;
+  if (ci.status != T4A_OK && !no_compile && G.kernels) {
     ci.reason[sizeof ci.reason - 1] = '\0';
     fprintf(stderr,
             "t4a_soak: NVRTC unavailable (%s): the soak compiles kernels; install it or "
@@ -296,6 +302,9 @@ static int setup(void) {
   }
   return 0;
 }
+
+/* The make target that replays a seed on this backend. */
+static const char *replay_target(void) { return G.host_backend ? "soak-host" : "soak"; }
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -312,13 +321,13 @@ int main(int argc, char **argv) {
     cache_remove();
     return rc;
   }
-  printf("t4a_soak: seed %llu (replay: T4A_SOAK_SEED=%llu make soak, or --seed), %u threads x %u "
+  printf("t4a_soak: seed %llu (replay: T4A_SOAK_SEED=%llu make %s, or --seed), %u threads x %u "
          "runtimes x %u devices, %.0f s + %.0f s warm-up, buffers up to %llu bytes, staging %llu "
-         "KiB, NVRTC %s, disk cache %s\n",
-         (unsigned long long)G.o.seed, (unsigned long long)G.o.seed, G.o.threads, G.o.runtimes,
-         G.ndev, G.o.duration_s, G.o.warmup_s, (unsigned long long)G.o.max_bytes,
+         "KiB, NVRTC %s, kernels %s, disk cache %s\n",
+         (unsigned long long)G.o.seed, (unsigned long long)G.o.seed, replay_target(), G.o.threads,
+         G.o.runtimes, G.ndev, G.o.duration_s, G.o.warmup_s, (unsigned long long)G.o.max_bytes,
          (unsigned long long)(G.o.staging_bytes >> 10), G.compiler ? "on" : "off",
-         getenv("T4A_CACHE_DIR"));
+         G.kernels ? "on" : "off (memsets)", getenv("T4A_CACHE_DIR"));
   G.th = calloc(G.o.threads, sizeof *G.th);
   G.pub = calloc(G.o.threads, sizeof *G.pub);
   G.box = calloc(G.o.threads, sizeof *G.box);
@@ -361,9 +370,9 @@ int main(int argc, char **argv) {
     fails += soak_compile_stats("end") != 0;
     fails += soak_drift(&base, &end);
   }
-  printf("mismatches: %llu\nresult: %s (seed %llu; replay: T4A_SOAK_SEED=%llu make soak)\n",
+  printf("mismatches: %llu\nresult: %s (seed %llu; replay: T4A_SOAK_SEED=%llu make %s)\n",
          (unsigned long long)atomic_load(&G.mismatches), fails ? "FAIL" : "PASS",
-         (unsigned long long)G.o.seed, (unsigned long long)G.o.seed);
+         (unsigned long long)G.o.seed, (unsigned long long)G.o.seed, replay_target());
 
   for (unsigned i = 0; i < G.o.threads; i++) {
     free(G.th[i].rt);
