@@ -24,10 +24,27 @@
 #include "backend-core/keep.h"
 #include "backend-core/structs.h"
 
+/* Bytes a tensor's elements span relative to element 0: [lo, hi), lo <= 0;
+ * both 0 when an extent is 0 (no element). */
+typedef struct dl_span {
+  uint64_t element; /* bytes per element */
+  int64_t lo, hi;
+} dl_span;
+
+typedef struct dl_block dl_block;
+
+/* An export being made: the request as copied, its span, and the block
+ * the consumer will own (shape and strides already in it). */
+typedef struct dl_export {
+  t4a_dlpack_export q;
+  dl_span span;
+  dl_block *block;
+} dl_export;
+
 /* ---- the shape of a tensor ------------------------------------------------------------ */
 
 static int span_of(const char *what, t4a_dl_data_type dt, int32_t ndim, const int64_t *shape,
-                   const int64_t *strides, int64_t *row_major, t4a__dl_span *s) {
+                   const int64_t *strides, int64_t *row_major, dl_span *s) {
   memset(s, 0, sizeof *s);
   if (ndim < 0 || ndim > T4A_DLPACK_MAX_NDIM)
     return t4a__fail(T4A_EINVAL, "%s: ndim %d; use 0 to %d dimensions", what, (int)ndim,
@@ -91,7 +108,7 @@ static int span_of(const char *what, t4a_dl_data_type dt, int32_t ndim, const in
 
 /* ---- export ---------------------------------------------------------------------------- */
 
-struct t4a__dl_block {
+struct dl_block {
   union {
     t4a_dl_managed_tensor legacy;
     t4a_dl_managed_tensor_versioned versioned;
@@ -101,7 +118,7 @@ struct t4a__dl_block {
   int64_t dims[]; /* shape, then strides */
 };
 
-static void export_free(t4a__dl_block *b) {
+static void export_free(dl_block *b) {
   void (*on_delete)(void *) = b->on_delete;
   void *user = b->user;
   free(b);
@@ -138,7 +155,9 @@ static int check_export(const t4a_dlpack_export *q) {
   return T4A_OK;
 }
 
-int t4a__dl_export_prepare(const t4a_dlpack_export *req, void **out, t4a__dl_export *x) {
+/* Checks out, req (struct_size, flags, dtype, shape, strides) and
+ * allocates the block; *out is NULL from here on until done. */
+static int export_prepare(const t4a_dlpack_export *req, void **out, dl_export *x) {
   x->block = NULL;
   if (!out)
     return t4a__fail(T4A_EINVAL, "dlpack_export: out is NULL; pass a pointer");
@@ -153,7 +172,7 @@ int t4a__dl_export_prepare(const t4a_dlpack_export *req, void **out, t4a__dl_exp
       (rc = span_of("dlpack_export", q->dtype, q->ndim, q->shape, q->strides, row_major, &x->span)))
     return rc;
   size_t dims = 2 * (size_t)q->ndim;
-  t4a__dl_block *b = malloc(sizeof *b + dims * sizeof(int64_t));
+  dl_block *b = malloc(sizeof *b + dims * sizeof(int64_t));
   if (!b)
     return t4a__fail(T4A_ENOMEM, "dlpack_export: out of host memory; free some and retry");
   memset(b, 0, sizeof *b);
@@ -167,8 +186,10 @@ int t4a__dl_export_prepare(const t4a_dlpack_export *req, void **out, t4a__dl_exp
   return T4A_OK;
 }
 
-int t4a__dl_export_fits(const t4a__dl_export *x, uint64_t size) {
-  const t4a__dl_span *s = &x->span;
+/* T4A_ERANGE (the standard message) unless the elements at x's offset lie
+ * in a buffer of `size` bytes. */
+static int export_fits(const dl_export *x, uint64_t size) {
+  const dl_span *s = &x->span;
   uint64_t offset = x->q.offset;
   bool fits;
   if (s->hi == 0) { /* no element */
@@ -186,10 +207,12 @@ int t4a__dl_export_fits(const t4a__dl_export *x, uint64_t size) {
                    (unsigned long long)size);
 }
 
-void t4a__dl_export_finish(t4a__dl_export *x, uint64_t address, int32_t device_type,
-                           int32_t device_id, void **out) {
+/* Fills the tensor: element 0 at address + offset, on device
+ * (device_type, device_id); sets *out to the block. */
+static void export_finish(dl_export *x, uint64_t address, int32_t device_type, int32_t device_id,
+                          void **out) {
   const t4a_dlpack_export *q = &x->q;
-  t4a__dl_block *b = x->block;
+  dl_block *b = x->block;
   bool versioned = (q->flags & T4A_DLPACK_VERSIONED) != 0;
   t4a_dl_tensor *t = versioned ? &b->t.versioned.dl_tensor : &b->t.legacy.dl_tensor;
   bool empty = x->span.hi == 0;
@@ -215,7 +238,10 @@ void t4a__dl_export_finish(t4a__dl_export *x, uint64_t address, int32_t device_t
   *out = b;
 }
 
-int t4a__dl_export_end(t4a__dl_export *x, int rc) {
+/* The end of an export, rc its status so far: on failure frees the block
+ * (no on_delete runs; *out stays NULL) and returns rc; on success (after
+ * finish) pins this plugin loaded, since the deleters are its code. */
+static int export_end(dl_export *x, int rc) {
   free(x->block); /* NULL once finished: the consumer's */
   x->block = NULL;
   if (rc)
@@ -262,7 +288,15 @@ static int import_tensor(void *tensor, uint32_t flags, const t4a_dl_tensor **t) 
   return T4A_OK;
 }
 
-int t4a__dl_import_prepare(void *tensor, uint32_t flags, t4a_buffer *out, t4a__dl_import *imp) {
+/* An import being checked: the backend's view and the span. */
+typedef struct importing {
+  t4a__dl_import imp;
+  dl_span span;
+} importing;
+
+/* Checks tensor, flags and out (out->bits = 0 from here on), the tensor's
+ * form (version, read-only), shape and strides. */
+static int import_prepare(void *tensor, uint32_t flags, t4a_buffer *out, importing *in) {
   if (!out || !tensor)
     return t4a__fail(T4A_EINVAL, "dlpack_import: tensor and out must not be NULL; pass them");
   out->bits = 0;
@@ -273,19 +307,22 @@ int t4a__dl_import_prepare(void *tensor, uint32_t flags, t4a_buffer *out, t4a__d
                      flags & ~IMPORT_FLAGS_KNOWN);
   const t4a_dl_tensor *t;
   int64_t row_major[T4A_DLPACK_MAX_NDIM];
-  t4a__dl_span s;
+  dl_span s;
   int rc = import_tensor(tensor, flags, &t);
   if (rc || (rc = span_of("dlpack_import", t->dtype, t->ndim, t->shape, t->strides, row_major, &s)))
     return rc;
-  imp->t = t;
-  imp->span = s;
-  imp->release = (flags & T4A_DLPACK_VERSIONED) ? release_versioned : release_legacy;
+  in->imp.t = t;
+  in->span = s;
+  in->imp.release = (flags & T4A_DLPACK_VERSIONED) ? release_versioned : release_legacy;
   return T4A_OK;
 }
 
-int t4a__dl_import_locate(t4a__dl_import *imp) {
+/* Checks the tensor's data and byte_offset against its span: sets start,
+ * bytes and below. */
+static int import_locate(importing *in) {
+  t4a__dl_import *imp = &in->imp;
   const t4a_dl_tensor *t = imp->t;
-  const t4a__dl_span *s = &imp->span;
+  const dl_span *s = &in->span;
   /* the bytes below element 0 (negative strides) and the whole span */
   uint64_t below = (uint64_t)-s->lo, bytes = (uint64_t)s->hi + below;
   uint64_t start = (uint64_t)(uintptr_t)t->data, first;
@@ -301,5 +338,32 @@ int t4a__dl_import_locate(t4a__dl_import *imp) {
   imp->start = start;
   imp->bytes = bytes;
   imp->below = below;
+  return T4A_OK;
+}
+
+/* ---- the slots -------------------------------------------------------------------------- */
+
+int t4a__dl_export_slot(int ready, t4a_runtime rt, t4a_buffer b, const t4a_dlpack_export *req,
+                        void **out, int (*find)(t4a_runtime, t4a_buffer, t4a__dl_where *)) {
+  dl_export x;
+  int rc = ready;
+  if (rc || (rc = export_prepare(req, out, &x)))
+    return rc;
+  t4a__dl_where w;
+  if (!(rc = find(rt, b, &w)) && !(rc = export_fits(&x, w.size)))
+    export_finish(&x, w.address, w.device_type, w.device_id, out);
+  return export_end(&x, rc);
+}
+
+int t4a__dl_import_slot(int ready, t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
+                        uint64_t *offset, int (*device)(const t4a_dl_tensor *),
+                        int (*wrap)(t4a_runtime, void *, const t4a__dl_import *, t4a_buffer *)) {
+  importing in;
+  int rc = ready;
+  if (rc || (rc = import_prepare(tensor, flags, out, &in)) || (rc = device(in.imp.t)) ||
+      (rc = import_locate(&in)) || (rc = wrap(rt, tensor, &in.imp, out)))
+    return rc;
+  if (offset)
+    *offset = in.imp.below;
   return T4A_OK;
 }

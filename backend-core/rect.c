@@ -61,3 +61,14 @@ int t4a__rect_check(const char *what, const t4a_copy_2d *g, uint64_t dsize, uint
     return rc;
   return T4A_OK;
 }
+
+int t4a__rect_overlap_refused(const char *what, const t4a_copy_2d *g, uint64_t dst, uint64_t src,
+                              bool one_buffer) {
+  if (!t4a__spans_overlap(dst, t4a__rect_span(g, g->dst_pitch), src,
+                          t4a__rect_span(g, g->src_pitch)))
+    return T4A_OK;
+  return t4a__fail(T4A_EINVAL,
+                   "%s: the source and destination rectangles overlap%s; copy through a "
+                   "temporary buffer",
+                   what, one_buffer ? " in one buffer" : " (two buffers of the same memory)");
+}

@@ -19,4 +19,12 @@ static inline uint64_t t4a__rect_span(const t4a_copy_2d *g, uint64_t pitch) {
   return g->rows ? (g->rows - 1) * pitch + g->width : 0;
 }
 
+/* copy_2d_d2d's overlap rule, the same on every backend: T4A_EINVAL when
+ * the spans of the two rectangles (first byte to last, conservative as
+ * copy_d2d's rule) at addresses dst and src share a byte, by address, not
+ * by handle (one memory may be two buffers; `one_buffer`: the two are one
+ * handle, for the message). For a non-empty, checked rectangle. */
+int t4a__rect_overlap_refused(const char *what, const t4a_copy_2d *g, uint64_t dst, uint64_t src,
+                              bool one_buffer);
+
 #endif

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "common/checked.h"
+#include "backend-core/directions.h"
 #include "backend-core/rect.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
@@ -88,24 +89,7 @@ out:
   return rc;
 }
 
-int t4a__slot_copy_2d_h2d_pinned(t4a_runtime rt, t4a_buffer dst, t4a_host_buffer src,
-                                 const t4a_copy_2d *g) {
-  return pinned_2d(rt, true, dst, src, g);
-}
-
-int t4a__slot_copy_2d_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, t4a_buffer src,
-                                 const t4a_copy_2d *g) {
-  return pinned_2d(rt, false, src, dst, g);
-}
-
-/* Whether the rectangles at device addresses dst and src may share a byte:
- * their spans [first byte, last byte] overlap (conservative, like copy_d2d's
- * rule). By address, not by handle: one memory may be two buffers. */
-static bool spans_overlap(const t4a_copy_2d *g, uint64_t dst, uint64_t src) {
-  uint64_t dspan = (g->rows - 1) * g->dst_pitch + g->width; /* in range: rect_ok checked it */
-  uint64_t sspan = (g->rows - 1) * g->src_pitch + g->width;
-  return t4a__spans_overlap(dst, dspan, src, sspan);
-}
+T4A__PINNED_2D_SLOTS(pinned_2d)
 
 int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t4a_copy_2d *g) {
   const char *what = "copy_2d_d2d";
@@ -116,15 +100,10 @@ int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t
   if (rc)
     return rc;
   if ((rc = t4a__buffer_get(rt, dst, what, &d)) || (rc = t4a__buffer_get(rt, src, what, &s)) ||
-      (rc = rect_ok(what, rt, g, d->size, s->size, &empty)) || empty)
+      (rc = rect_ok(what, rt, g, d->size, s->size, &empty)) || empty ||
+      (rc = t4a__rect_overlap_refused(what, g, d->ptr + g->dst_offset, s->ptr + g->src_offset,
+                                      d == s)))
     goto out;
-  if (spans_overlap(g, d->ptr + g->dst_offset, s->ptr + g->src_offset)) {
-    rc = t4a__fail(T4A_EINVAL,
-                   "copy_2d_d2d: the source and destination rectangles overlap%s; "
-                   "copy through a temporary buffer",
-                   d == s ? " in one buffer" : " (two buffers of the same memory)");
-    goto out;
-  }
   if ((rc = dma_2d(rt, what, g, NULL, d->ptr + g->dst_offset, NULL, s->ptr + g->src_offset)))
     goto out;
   if (rt->cap.active)
@@ -180,10 +159,4 @@ out:
   return rc;
 }
 
-int t4a__slot_copy_2d_h2d(t4a_runtime rt, t4a_buffer dst, const void *src, const t4a_copy_2d *g) {
-  return pageable_2d(rt, true, dst, (void *)(uintptr_t)src, g);
-}
-
-int t4a__slot_copy_2d_d2h(t4a_runtime rt, void *dst, t4a_buffer src, const t4a_copy_2d *g) {
-  return pageable_2d(rt, false, src, dst, g);
-}
+T4A__PAGEABLE_2D_SLOTS(pageable_2d)

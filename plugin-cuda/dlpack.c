@@ -1,6 +1,6 @@
 /* plugin-cuda/dlpack.c -- dlpack_export and dlpack_import on CUDA: which
  * buffer a handle names and which device a tensor is on. The checks, the
- * export block and its deleters are backend-core/dlpack.c's.
+ * order, the export block and its deleters are backend-core/dlpack.c's.
  *
  * Devices: a buffer exports as kDLCUDA with the runtime's ordinal, or as
  * kDLCUDAHost when it wraps page-locked host memory (T4A_EXTERNAL_HOST);
@@ -13,53 +13,59 @@
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
-int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_export *req,
-                            void **out) {
-  int rc = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
-  t4a__dl_export x;
-  if (rc || (rc = t4a__dl_export_prepare(req, out, &x)))
-    return rc;
+/* The buffer's memory and device, under its runtime's lock. */
+static int find(t4a_runtime h, t4a_buffer bh, t4a__dl_where *w) {
   t4a__runtime *rt;
   t4a__buffer *buf;
-  if ((rc = t4a__rt_lock(h, "dlpack_export", &rt)))
-    return t4a__dl_export_end(&x, rc);
-  if (!(rc = t4a__buffer_get(rt, bh, "dlpack_export", &buf)) &&
-      !(rc = t4a__dl_export_fits(&x, buf->size))) {
+  int rc = t4a__rt_lock(h, "dlpack_export", &rt);
+  if (rc)
+    return rc;
+  if (!(rc = t4a__buffer_get(rt, bh, "dlpack_export", &buf))) {
     uint64_t host_address = 0;
     bool host = t4a__external_host(buf, &host_address);
-    t4a__dl_export_finish(&x, host ? host_address : buf->ptr, host ? T4A_DL_CUDA_HOST : T4A_DL_CUDA,
-                          host ? 0 : rt->ordinal, out);
+    *w = (t4a__dl_where){host ? host_address : buf->ptr, buf->size,
+                         host ? T4A_DL_CUDA_HOST : T4A_DL_CUDA, host ? 0 : rt->ordinal};
   }
   t4a__rt_unlock(rt);
-  return t4a__dl_export_end(&x, rc);
+  return rc;
+}
+
+int t4a__slot_dlpack_export(t4a_runtime h, t4a_buffer bh, const t4a_dlpack_export *req,
+                            void **out) {
+  return t4a__dl_export_slot(t4a__require_init(), h, bh, req, out, find);
+}
+
+static int device(const t4a_dl_tensor *t) {
+  int32_t type = t->device.device_type;
+  if (type == T4A_DL_CUDA || type == T4A_DL_CUDA_HOST)
+    return T4A_OK;
+  return t4a__fail(T4A_EUNSUPPORTED,
+                   "dlpack_import: the tensor's device type is %d; t4a imports CUDA device "
+                   "memory (%d) and page-locked host memory (%d): copy it there first",
+                   (int)type, T4A_DL_CUDA, T4A_DL_CUDA_HOST);
+}
+
+/* kDLCUDA of rt's device (another: T4A_EFOREIGNDEVICE) or kDLCUDAHost. */
+static int wrap(t4a_runtime h, void *tensor, const t4a__dl_import *imp, t4a_buffer *out) {
+  t4a__runtime *rt;
+  int rc = t4a__rt_lock(h, "dlpack_import", &rt);
+  if (rc)
+    return rc;
+  bool host = imp->t->device.device_type == T4A_DL_CUDA_HOST;
+  int32_t id = imp->t->device.device_id;
+  if (!host && id != rt->ordinal)
+    rc = t4a__fail(T4A_EFOREIGNDEVICE,
+                   "dlpack_import: the tensor is on device %d, the runtime on device %d; import "
+                   "it into a runtime of device %d",
+                   (int)id, (int)rt->ordinal, (int)id);
+  else
+    rc = t4a__external_wrap(rt, "dlpack_import", imp->start, imp->bytes, host, imp->release, tensor,
+                            out);
+  t4a__rt_unlock(rt);
+  return rc;
 }
 
 int t4a__slot_dlpack_import(t4a_runtime h, void *tensor, uint32_t flags, t4a_buffer *out,
                             uint64_t *offset) {
-  int rc = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
-  t4a__dl_import imp;
-  if (rc || (rc = t4a__dl_import_prepare(tensor, flags, out, &imp)))
-    return rc;
-  int32_t type = imp.t->device.device_type;
-  bool host = type == T4A_DL_CUDA_HOST;
-  if (type != T4A_DL_CUDA && !host)
-    return t4a__fail(T4A_EUNSUPPORTED,
-                     "dlpack_import: the tensor's device type is %d; t4a imports CUDA device "
-                     "memory (%d) and page-locked host memory (%d): copy it there first",
-                     (int)type, T4A_DL_CUDA, T4A_DL_CUDA_HOST);
-  t4a__runtime *rt;
-  if ((rc = t4a__dl_import_locate(&imp)) || (rc = t4a__rt_lock(h, "dlpack_import", &rt)))
-    return rc;
-  if (!host && imp.t->device.device_id != rt->ordinal)
-    rc = t4a__fail(T4A_EFOREIGNDEVICE,
-                   "dlpack_import: the tensor is on device %d, the runtime on device %d; import "
-                   "it into a runtime of device %d",
-                   (int)imp.t->device.device_id, (int)rt->ordinal, (int)imp.t->device.device_id);
-  else
-    rc = t4a__external_wrap(rt, "dlpack_import", imp.start, imp.bytes, host, imp.release, tensor,
-                            out);
-  t4a__rt_unlock(rt);
-  if (rc == T4A_OK && offset)
-    *offset = imp.below;
-  return rc;
+  return t4a__dl_import_slot(t4a__require_init(), h, tensor, flags, out, offset, device, wrap);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "backend-core/cachestats.h"
 #include "backend-core/fill.h"
 #include "common/log.h"
 #include "plugin-cuda/runtime.h"
@@ -367,14 +368,9 @@ int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
   t4a__runtime *rt;
   if (rc || (rc = t4a__rt_lock_any(h, "cache_stats", &rt)))
     return rc;
-  t4a_cache_stats s = {.struct_size = sizeof s,
-                       .entries = rt->mem.cache_entries,
-                       .bytes = rt->mem.cache_bytes,
-                       .hits = rt->c.cache_hits,
-                       .misses = rt->c.cache_misses,
-                       .limit_bytes = rt->opts.cache_limit_bytes,
-                       .pinned_entries = rt->pin.cache_count,
-                       .pinned_bytes = rt->pin.cache_bytes};
+  t4a_cache_stats s =
+      t4a__cache_stats_of(&rt->c, rt->mem.cache_entries, rt->mem.cache_bytes,
+                          rt->opts.cache_limit_bytes, rt->pin.cache_count, rt->pin.cache_bytes);
   t4a__rt_unlock(rt);
   t4a__fill_struct(out, &s, sizeof s);
   return T4A_OK;

@@ -6,6 +6,7 @@
 
 #include "common/checked.h"
 #include "backend-core/readonly.h"
+#include "backend-core/directions.h"
 #include "backend-core/rect.h"
 #include "backend-core/slots.h"
 #include "plugin-host/host.h"
@@ -61,15 +62,7 @@ out:
   return rc;
 }
 
-int t4a__slot_copy_2d_h2d_pinned(t4a_runtime rt, t4a_buffer dst, t4a_host_buffer src,
-                                 const t4a_copy_2d *g) {
-  return pinned_2d(rt, true, dst, src, g);
-}
-
-int t4a__slot_copy_2d_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, t4a_buffer src,
-                                 const t4a_copy_2d *g) {
-  return pinned_2d(rt, false, src, dst, g);
-}
+T4A__PINNED_2D_SLOTS(pinned_2d)
 
 int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t4a_copy_2d *g) {
   t4a__hrt *rt;
@@ -82,16 +75,11 @@ int t4a__slot_copy_2d_d2d(t4a_runtime h, t4a_buffer dst, t4a_buffer src, const t
       (rc = t4a__hbuf_get(rt, src, "copy_2d_d2d", &s)) ||
       (rc = t4a__rect_check("copy_2d_d2d", g, d->size, s->size, t4a__host_device.max_pitch,
                             &empty)) ||
-      empty)
+      empty ||
+      (rc = t4a__rect_overlap_refused("copy_2d_d2d", g,
+                                      (uint64_t)(uintptr_t)d->blk.ptr + g->dst_offset,
+                                      (uint64_t)(uintptr_t)s->blk.ptr + g->src_offset, d == s)))
     goto out;
-  if (t4a__spans_overlap(
-          (uint64_t)(uintptr_t)d->blk.ptr + g->dst_offset, t4a__rect_span(g, g->dst_pitch),
-          (uint64_t)(uintptr_t)s->blk.ptr + g->src_offset, t4a__rect_span(g, g->src_pitch))) {
-    rc = t4a__fail(T4A_EINVAL,
-                   "copy_2d_d2d: the source and destination rectangles overlap (in one buffer "
-                   "or two of the same memory); copy through a temporary buffer");
-    goto out;
-  }
   t4a__op op = rect_op(g, d->blk.ptr, s->blk.ptr);
   t4a__hrt_enqueue(rt, &op, dst.bits, src.bits);
   count(rt, 0, false, g->rows * g->width);
@@ -128,10 +116,4 @@ out:
   return rc;
 }
 
-int t4a__slot_copy_2d_h2d(t4a_runtime rt, t4a_buffer dst, const void *src, const t4a_copy_2d *g) {
-  return pageable_2d(rt, true, dst, (void *)(uintptr_t)src, g);
-}
-
-int t4a__slot_copy_2d_d2h(t4a_runtime rt, void *dst, t4a_buffer src, const t4a_copy_2d *g) {
-  return pageable_2d(rt, false, src, dst, g);
-}
+T4A__PAGEABLE_2D_SLOTS(pageable_2d)

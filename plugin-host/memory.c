@@ -22,6 +22,7 @@
 
 #include "common/checked.h"
 #include "common/env.h"
+#include "backend-core/cachestats.h"
 #include "backend-core/fill.h"
 #include "backend-core/slots.h"
 #include "backend-core/structs.h"
@@ -355,12 +356,8 @@ int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
   t4a__hrt *rt;
   if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock(h, "cache_stats", &rt)))
     return rc;
-  t4a_cache_stats s = {.struct_size = sizeof s,
-                       .entries = rt->mem.cache_entries,
-                       .bytes = rt->mem.cache_bytes,
-                       .hits = rt->c.cache_hits,
-                       .misses = rt->c.cache_misses,
-                       .limit_bytes = rt->opts.cache_limit_bytes};
+  t4a_cache_stats s = t4a__cache_stats_of(&rt->c, rt->mem.cache_entries, rt->mem.cache_bytes,
+                                          rt->opts.cache_limit_bytes, 0, 0);
   t4a__hrt_unlock(rt);
   t4a__fill_struct(out, &s, sizeof s);
   return T4A_OK;

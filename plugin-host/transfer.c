@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "common/checked.h"
+#include "backend-core/directions.h"
 #include "backend-core/readonly.h"
 #include "backend-core/slots.h"
 #include "plugin-host/host.h"
@@ -53,15 +54,7 @@ out:
   return rc;
 }
 
-int t4a__slot_copy_h2d_pinned(t4a_runtime rt, t4a_buffer dst, uint64_t dst_offset,
-                              t4a_host_buffer src, uint64_t src_offset, uint64_t bytes) {
-  return pinned(rt, true, dst, dst_offset, src, src_offset, bytes);
-}
-
-int t4a__slot_copy_d2h_pinned(t4a_runtime rt, t4a_host_buffer dst, uint64_t dst_offset,
-                              t4a_buffer src, uint64_t src_offset, uint64_t bytes) {
-  return pinned(rt, false, src, src_offset, dst, dst_offset, bytes);
-}
+T4A__PINNED_COPY_SLOTS(pinned)
 
 static int pageable(t4a_runtime h, bool to_device, t4a_buffer bh, uint64_t boff, void *host,
                     uint64_t n) {
