@@ -271,10 +271,12 @@ static bool queue_split(const job *whole, unsigned parts) {
   return true;
 }
 
-static void start(t4a__copy_task *t, job *whole, unsigned parts) {
+/* Starts `whole` in `parts` parts; the finishing thread looks at the parts
+ * still running for wait_spin_us (0: the copy threads' spin_us). */
+static void start(t4a__copy_task *t, job *whole, unsigned parts, uint32_t wait_spin_us) {
   whole->task = t;
   atomic_init(&t->remaining, 0);
-  t->spin_us = whole->spin_us;
+  t->spin_us = wait_spin_us ? wait_spin_us : whole->spin_us;
   t->queued = false;
   if (parts > 1) {
     pthread_mutex_init(&t->lock, NULL);
@@ -333,15 +335,20 @@ static unsigned parts_for(size_t total, unsigned threads) {
 void t4a__copy_start(t4a__copy_task *t, void *dst, const void *src, size_t bytes,
                      t4a__copy_how how) {
   job whole = {dst, src, bytes, 1, 0, 0, how.stream, how.spin_us, NULL, 0, 0};
-  start(t, &whole, parts_for(bytes, how.threads));
+  start(t, &whole, parts_for(bytes, how.threads), how.wait_spin_us);
+}
+
+void t4a__fill_start(t4a__copy_task *t, void *dst, size_t bytes, uint32_t pattern,
+                     unsigned element_size, t4a__copy_how how) {
+  /* parts are cut at 64-byte multiples from dst: each starts on an element */
+  job whole = {dst, NULL, bytes, 1, 0, 0, how.stream, how.spin_us, NULL, pattern, element_size};
+  start(t, &whole, parts_for(bytes, how.threads), how.wait_spin_us);
 }
 
 void t4a__parallel_fill(void *dst, size_t bytes, uint32_t pattern, unsigned element_size,
                         t4a__copy_how how) {
-  /* parts are cut at 64-byte multiples from dst: each starts on an element */
-  job whole = {dst, NULL, bytes, 1, 0, 0, how.stream, how.spin_us, NULL, pattern, element_size};
   t4a__copy_task t;
-  start(&t, &whole, parts_for(bytes, how.threads));
+  t4a__fill_start(&t, dst, bytes, pattern, element_size, how);
   t4a__copy_finish(&t);
 }
 
@@ -359,7 +366,7 @@ void t4a__parallel_memcpy_2d(void *dst, size_t dst_pitch, const void *src, size_
   if (parts > rows)
     parts = (unsigned)rows;
   t4a__copy_task t;
-  start(&t, &whole, parts);
+  start(&t, &whole, parts, how.wait_spin_us);
   t4a__copy_finish(&t);
 }
 

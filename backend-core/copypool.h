@@ -13,11 +13,14 @@
  * them), with non-temporal stores when `stream` (the destination is not
  * read again soon), and how long a copy thread that did a part of it keeps
  * looking for the next job before it sleeps (`spin_us`, 0: it sleeps at
- * once; staging.c says why it spins). */
+ * once; staging.c says why it spins). `wait_spin_us` is how long the thread
+ * that finishes the copy looks at the parts still running before it sleeps
+ * (0: spin_us). */
 typedef struct t4a__copy_how {
   unsigned threads;
   bool stream;
   uint32_t spin_us;
+  uint32_t wait_spin_us;
 } t4a__copy_how;
 
 /* A copy in progress on the copy threads (t4a__copy_start). */
@@ -38,6 +41,11 @@ typedef struct t4a__copy_task {
 void t4a__copy_start(t4a__copy_task *t, void *dst, const void *src, size_t bytes,
                      t4a__copy_how how);
 void t4a__copy_finish(t4a__copy_task *t);
+
+/* The same for a fill (t4a__parallel_fill's arguments): started, finished
+ * by t4a__copy_finish. */
+void t4a__fill_start(t4a__copy_task *t, void *dst, size_t bytes, uint32_t pattern,
+                     unsigned element_size, t4a__copy_how how);
 
 /* memcpy split over the copy threads, waited for. */
 void t4a__parallel_memcpy(void *dst, const void *src, size_t bytes, t4a__copy_how how);

@@ -43,7 +43,7 @@ typedef struct t4a__staging {
 static inline t4a__copy_how t4a__staging_how(const t4a__staging *s, unsigned threads, uint64_t n,
                                              bool to_device) {
   t4a__copy_how how = {n < s->split_min ? 1u : threads, to_device ? s->stream_h2d : s->stream_d2h,
-                       s->spin_us};
+                       s->spin_us, 0}; /* the finisher spins spin_us, as the copy threads */
   return how;
 }
 

@@ -157,8 +157,9 @@ static inline t4a_runtime t4a__hrt_handle(const t4a__hrt *rt) {
 }
 
 /* Enqueues op on rt: recorded into the capture when one is in progress,
- * run at once when the queue is idle and op small, else pushed. `a`, `b`:
- * the buffer handles it names (0: none), for the capture. */
+ * run at once when the queue is idle and op small, started over the copy
+ * threads when the queue is idle and op large (t4a__queue_early), else
+ * pushed. `a`, `b`: the buffer handles it names (0: none), for the capture. */
 void t4a__hrt_enqueue(t4a__hrt *rt, const t4a__op *op, uint64_t a, uint64_t b);
 
 /* A pageable copy: on the caller's thread when the queue is idle (over

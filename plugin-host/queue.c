@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/checked.h"
 #include "common/error.h"
@@ -66,7 +67,7 @@ static inline void cpu_relax(void) {
 
 void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
   uint64_t total = op->bytes * op->rows; /* checked when the operation was made */
-  t4a__copy_how how = {total >= T4A__HOST_SPLIT_MIN ? copy_threads : 1u, false, 0};
+  t4a__copy_how how = {total >= T4A__HOST_SPLIT_MIN ? copy_threads : 1u, false, 0, 0};
   switch (op->kind) {
   case T4A__OP_COPY:
     if (op->rows == 1)
@@ -88,6 +89,7 @@ void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
     for (uint32_t i = 0; i < op->u.graph->count; i++)
       t4a__op_run(&op->u.graph->ops[i], copy_threads);
     break;
+  case T4A__OP_FINISH: t4a__copy_finish(op->u.task); break;
   case T4A__OP_GATE: /* a test's gate: polls the word, sleeping (the host opens it late) */
     while (!__atomic_load_n((const uint32_t *)op->src, __ATOMIC_ACQUIRE)) {
       struct timespec ts = {0, 50000};
@@ -349,6 +351,43 @@ bool t4a__queue_inline(t4a__queue *q, const t4a__op *op, uint64_t max_bytes) {
   uint64_t t = t4a__queue_tail(q) + 1;
   atomic_store_explicit(&q->tl->done, t, memory_order_release); /* before tail: see `empty` */
   atomic_store_explicit(&q->tail, t, memory_order_release);
+  return true;
+}
+
+/* How long the worker finishing an early operation looks at the parts
+ * still running before it sleeps, when the copy threads leave a CPU free
+ * for it to spin on (else it sleeps at once, as every split's finisher
+ * does): the parts end together within tens of microseconds, and a
+ * finisher that sleeps puts a wake-up (tens of microseconds from an idle
+ * core's sleep state) between the last part and `done`, on the path to the
+ * waiting caller. */
+#define EARLY_WAIT_SPIN_US 100u
+
+static unsigned online_cpus(void) {
+  static atomic_uint cached;
+  unsigned n = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (!n) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    n = c > 0 ? (unsigned)c : 1u;
+    atomic_store_explicit(&cached, n, memory_order_relaxed);
+  }
+  return n;
+}
+
+bool t4a__queue_early(t4a__queue *q, const t4a__op *op) {
+  if ((op->kind != T4A__OP_COPY || op->rows != 1) && op->kind != T4A__OP_FILL)
+    return false;
+  if (op->bytes < T4A__HOST_SPLIT_MIN || q->copy_threads < 2 || !t4a__queue_idle(q))
+    return false; /* (idle: an earlier early operation's FINISH ran, q->early is free) */
+  t4a__copy_how how = {q->copy_threads, false, 0,
+                       q->copy_threads < online_cpus() ? EARLY_WAIT_SPIN_US : 0};
+  if (op->kind == T4A__OP_COPY)
+    t4a__copy_start(&q->early, op->dst, op->src, op->bytes, how);
+  else
+    t4a__fill_start(&q->early, op->dst, op->bytes, op->pattern, op->fill, how);
+  t4a__op fin = {.kind = T4A__OP_FINISH, .rows = 1};
+  fin.u.task = &q->early;
+  t4a__queue_push(q, &fin);
   return true;
 }
 

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend-core/copypool.h"
+
 /* What completes a runtime's work, shared with its witnesses. */
 typedef struct t4a__timeline {
   _Atomic uint64_t done; /* operations run */
@@ -51,7 +53,8 @@ enum t4a__op_kind {
   T4A__OP_MARK,     /* stores the time into mark; it holds a reference on the mark, dropped
                        once it ran */
   T4A__OP_GRAPH,    /* runs a graph's operations in order */
-  T4A__OP_GATE      /* until the 32-bit word at src is nonzero: the test gate (test_gate.h) */
+  T4A__OP_GATE,     /* until the 32-bit word at src is nonzero: the test gate (test_gate.h) */
+  T4A__OP_FINISH    /* the end of a copy or fill started early (t4a__queue_early): u.task */
 };
 
 /* One operation of the queue (or of a graph). */
@@ -69,6 +72,7 @@ typedef struct t4a__op {
     } wait;
     t4a__mark *mark;
     const t4a__graph_ops *graph;
+    t4a__copy_task *task;
   } u;
 } t4a__op;
 
@@ -92,6 +96,7 @@ typedef struct t4a__queue {
   t4a__timeline *tl;
   unsigned copy_threads; /* for large operations */
   t4a__worker *worker;
+  t4a__copy_task early; /* the operation t4a__queue_early started (one at a time) */
 } t4a__queue;
 
 /* Operations at least this large are split over the copy threads. */
@@ -128,6 +133,15 @@ uint64_t t4a__queue_push(t4a__queue *q, const t4a__op *op);
  * thread when the queue is idle, counting it as enqueued and run; false
  * (nothing done) otherwise. */
 bool t4a__queue_inline(t4a__queue *q, const t4a__op *op, uint64_t max_bytes);
+
+/* A large 1D copy or fill (at least T4A__HOST_SPLIT_MIN bytes, more than
+ * one copy thread) when the queue is idle: started on the caller's thread
+ * over the copy threads, which wake at once instead of after the worker,
+ * and finished in order by the worker (a FINISH operation pushed behind
+ * it), which also takes the part still waiting when it gets there. false
+ * (nothing done) otherwise. The caller returns before the work is done, as
+ * for any queued operation. */
+bool t4a__queue_early(t4a__queue *q, const t4a__op *op);
 
 /* Runs op now on this thread (the caller's or the worker's). */
 void t4a__op_run(const t4a__op *op, unsigned copy_threads);

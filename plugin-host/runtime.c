@@ -16,7 +16,7 @@ void t4a__hrt_enqueue(t4a__hrt *rt, const t4a__op *op, uint64_t a, uint64_t b) {
     t4a__capture_note(rt, op, a, b);
     return;
   }
-  if (!t4a__queue_inline(&rt->q, op, T4A__HOST_INLINE_MAX))
+  if (!t4a__queue_inline(&rt->q, op, T4A__HOST_INLINE_MAX) && !t4a__queue_early(&rt->q, op))
     t4a__queue_push(&rt->q, op);
 }
 

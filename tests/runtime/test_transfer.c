@@ -136,6 +136,57 @@ START_TEST(device_to_device_copies) {
 }
 END_TEST
 
+/* Large operations on an idle runtime keep their order with what follows:
+ * on the host backend they start on the caller's thread over the copy
+ * threads and finish on the worker (queue.h, t4a__queue_early), so the
+ * work enqueued right behind them (a copy out of what a fill writes, a
+ * fill over it, another runtime's copy, a pageable copy into a block
+ * freed and taken again, a destroy) must wait for them. Checked bit for
+ * bit against the CPU. */
+START_TEST(large_operations_on_an_idle_runtime_keep_their_order) {
+  t4a_runtime rt = rt_create(), other = rt_create();
+  const uint64_t n = 16 * MiB + 36;
+  unsigned char *ref = malloc(n), *got = malloc(n), *in = malloc(n);
+  t4a_test_fill_random(in, n, t4a_test_seed());
+  t4a_buffer a, b, c;
+  RT_OK(T->buffer_alloc(rt, n, &a));
+  RT_OK(T->buffer_alloc(rt, n, &b));
+  RT_OK(T->buffer_alloc(other, n, &c));
+  RT_OK(T->copy_h2d(rt, b, 0, in, n));
+  rt_sync(rt);
+  RT_OK(T->memset(rt, a, 0, 0x1234abcdu, 4, n / 4)); /* idle: the large fill */
+  RT_OK(T->copy_d2d(rt, b, 4, a, 0, n - 4));         /* right behind it */
+  RT_OK(T->memset(rt, a, 4096, 0x3c, 1, 8 * MiB));   /* over what the copy reads */
+  RT_OK(T->copy_from_runtime(other, c, 0, rt, a, 0, n));
+  for (uint64_t i = 0; i + 4 <= n; i += 4)
+    memcpy(ref + i, &(uint32_t){0x1234abcdu}, 4);
+  RT_OK(T->copy_d2h(rt, got, b, 4, n - 4));
+  ck_assert_msg(memcmp(got, ref, n - 4) == 0, "the copy behind the fill");
+  memset(ref + 4096, 0x3c, 8 * MiB);
+  RT_OK(T->copy_d2h(rt, got, a, 0, n));
+  ck_assert_msg(memcmp(got, ref, n) == 0, "the second fill");
+  rt_sync(other);
+  RT_OK(T->copy_d2h(other, got, c, 0, n));
+  ck_assert_msg(memcmp(got, ref, n) == 0, "the other runtime's copy");
+  /* a block freed under a large fill and taken again: what is written next wins */
+  rt_sync(rt);
+  RT_OK(T->memset(rt, b, 0, 0x77, 1, n));
+  RT_OK(T->buffer_free(rt, b));
+  RT_OK(T->buffer_alloc(rt, n, &b));
+  RT_OK(T->copy_h2d(rt, b, 0, in, n));
+  RT_OK(T->copy_d2h(rt, got, b, 0, n));
+  ck_assert_msg(memcmp(got, in, n) == 0, "a block taken again after a large fill");
+  /* a large copy, then the destroy */
+  rt_sync(rt);
+  RT_OK(T->copy_d2d(rt, a, 0, b, 0, n));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  RT_OK(T->runtime_destroy(other, T4A_WAIT_FOREVER));
+  free(ref);
+  free(got);
+  free(in);
+}
+END_TEST
+
 /* ---- ranges and arguments -------------------------------------------------------- */
 
 START_TEST(ranges_and_arguments_are_checked) {
@@ -330,6 +381,7 @@ int main(void) {
   tcase_add_test(tc, large_transfers_through_default_staging);
   tc = rt_tcase(s, "device-to-device", 60);
   tcase_add_test(tc, device_to_device_copies);
+  tcase_add_test(tc, large_operations_on_an_idle_runtime_keep_their_order);
   tc = rt_tcase(s, "pageable-promises", 60);
   tcase_add_test(tc, h2d_source_is_reusable_on_return);
   tcase_add_test(tc, a_blocked_runtime_never_delays_another);
