@@ -189,13 +189,14 @@ static void gate_open(scene *sc, int i) { __atomic_store_n(&sc->flags[i], 1u, __
  * after w1's work and waited for on the owner: a natural point of the
  * owner only). */
 static void scene_retire(scene *sc, bool later) {
+  const bool host = rt_on_host();
   gate_close(sc, 0);
   RT_OK(T->memset(sc->rt, sc->ext, 0, 0x5a, 1, BYTES));
   RT_OK(T->buffer_free(sc->rt, sc->ext)); /* retired behind the gate */
   RT_OK(T->seal(sc->rt, &sc->w1));
   t4a__CUresult (*query)(t4a__CUevent) = NULL;
   t4a_buffer from = {0}, to = {0};
-  if (rt_on_host()) {
+  if (host) {
     RT_OK(T->buffer_alloc(sc->rt, 4, &from));
     RT_OK(T->memset(sc->rt, from, 0, 0, 1, 4));
     RT_OK(T->buffer_alloc(sc->owner, 4, &to));
@@ -220,7 +221,7 @@ static void scene_retire(scene *sc, bool later) {
   ck_assert_int_eq(__atomic_load_n(&sc->v.calls, __ATOMIC_SEQ_CST), 0);
   gate_open(sc, 0);
   uint64_t end = now_ms() + (uint64_t)(bound_s() * 1000);
-  if (rt_on_host()) {
+  if (host) {
     t4a_witness w;
     RT_OK(T->seal(sc->owner, &w));
     int rc;
