@@ -1,5 +1,5 @@
 /* plugin-host/device.c -- the backend and its one device, the host: init,
- * get_info, device_count, device_info, compiler_info, peer access.
+ * get_info, device_count, device_info, peer access (compiler_info: cxx.c).
  *
  * The device's facts (docs/design.md, "The host backend", and the header's
  * t4a_device_info comment): name = the CPU model (/proc/cpuinfo), memory =
@@ -120,16 +120,6 @@ int t4a__slot_device_info(int32_t ordinal, t4a_device_info *info) {
   if (rc || (rc = t4a__host_check_ordinal(ordinal, "device_info")))
     return rc;
   t4a__fill_struct(info, &t4a__host_device, sizeof t4a__host_device);
-  return T4A_OK;
-}
-
-int t4a__slot_compiler_info(t4a_compiler_info *info) {
-  int rc = t4a__check_struct(info, T4A_COMPILER_INFO_V1_0_SIZE, "t4a_compiler_info");
-  if (rc)
-    return rc;
-  t4a_compiler_info out = {.struct_size = sizeof out, .status = T4A_ENOCOMPILER};
-  snprintf(out.reason, sizeof out.reason, "%s", T4A__HOST_NO_KERNELS);
-  t4a__fill_struct(info, &out, sizeof out);
   return T4A_OK;
 }
 
