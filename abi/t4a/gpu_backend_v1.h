@@ -363,11 +363,19 @@ typedef struct t4a_cache_stats {
 /* Bits of host_alloc's flags. */
 #define T4A_HOST_WRITE_COMBINED 0x1u /* fast H2D, very slow host reads */
 
-/* Artifact kinds. */
+/* Artifact kinds. T4A_ARTIFACT_HOST (appended in the 1.2 minor): a host
+ * shared object, a kernel module the host backend ("host") compiled from
+ * CUDA C with the host C++ compiler (artifact_compile there makes only
+ * this kind; artifact_data hands out its bytes, and artifact_from_bytes
+ * takes them back, checked when loaded). It runs only on the host backend,
+ * on a machine of the same architecture: the cuda backend refuses it
+ * (artifact_from_bytes: T4A_EUNSUPPORTED with the reason), as the host
+ * backend refuses PTX, CUBIN and fatbin. */
 typedef enum t4a_artifact_kind {
   T4A_ARTIFACT_PTX = 1,
   T4A_ARTIFACT_CUBIN = 2,
-  T4A_ARTIFACT_FATBIN = 3
+  T4A_ARTIFACT_FATBIN = 3,
+  T4A_ARTIFACT_HOST = 4
 } t4a_artifact_kind;
 
 /* NVRTC compile request. */
