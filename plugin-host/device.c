@@ -6,8 +6,9 @@
  * the physical RAM, multiprocessors = the online CPUs, flags = integrated
  * and unified addressing (device memory is host memory), compute
  * capability 0.0, stream-ordered pools (memory.c), no UUID or PCI address (zeros / ""), warp size
- * 1, the launch limits of a CUDA device (what a launch will check once kernels come), max_pitch =
- * 2^46 (the largest buffer). */
+ * 32 (the prelude's warps), the launch limits of a CUDA device (which launches check: 1024
+ * threads, 48 KiB of dynamic shared memory, 227 KiB with opt-in), max_pitch = 2^46 (the largest
+ * buffer). */
 #include "config.h"
 
 #include <pthread.h>
@@ -58,8 +59,11 @@ static void discover(void) {
   d->max_block_dim[2] = 64;
   d->max_grid_dim[0] = 0x7fffffff;
   d->max_grid_dim[1] = d->max_grid_dim[2] = 65535;
-  d->max_shared_per_block = d->max_shared_per_block_optin = 48 << 10;
-  d->warp_size = 1;
+  /* 48 KiB by default, opt-in up to an H100's or H200's 227 KiB: a kernel
+   * written for those opts in unchanged (shared memory is heap here) */
+  d->max_shared_per_block = 48 << 10;
+  d->max_shared_per_block_optin = 227 << 10;
+  d->warp_size = 32; /* the prelude runs warps of 32 threads, as CUDA's */
   d->max_pitch = T4A__MAX_ALLOC;
   atomic_store(&ready, 1);
 }
