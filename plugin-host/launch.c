@@ -7,10 +7,11 @@
  *
  * launch_ex: clusters and cooperative launches need what the host does not
  * have (thread block clusters; grid-wide synchronisation in the prelude),
- * so they are T4A_EUNSUPPORTED, as on a CUDA device without them; the host
- * has one priority, so T4A_LAUNCH_PRIORITY is T4A_EUNSUPPORTED as on a
- * CUDA device without priorities; runtime_info's exec_flags say the same
- * (T4A_EXEC_GRAPHS only). Anything else is launch. */
+ * so they are T4A_EUNSUPPORTED, as on a CUDA device without them. The host
+ * has one priority, 0 (runtime_info's range 0 .. 0, as runtime_create's
+ * stream_priority): T4A_LAUNCH_PRIORITY with 0 is that priority, any other
+ * is T4A_ERANGE; exec_flags is T4A_EXEC_GRAPHS only. Anything else is
+ * launch. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -163,11 +164,11 @@ static int check_ex(t4a__hrt *rt, t4a_function fh, const t4a_launch_ex_config *c
                      "synchronisation; runtime_info's exec_flags lack T4A_EXEC_COOPERATIVE); "
                      "launch without T4A_LAUNCH_COOPERATIVE",
                      what);
-  if (c->flags & T4A_LAUNCH_PRIORITY)
-    return t4a__fail(T4A_EUNSUPPORTED,
-                     "%s: the host backend has no launch priorities (one priority, 0 .. 0); "
-                     "launch without T4A_LAUNCH_PRIORITY",
-                     what);
+  if ((c->flags & T4A_LAUNCH_PRIORITY) && c->priority != 0)
+    return t4a__fail(T4A_ERANGE,
+                     "%s: priority %d is outside the device's range 0 (highest) .. 0 (lowest): "
+                     "the host's queues have one priority; pass 0 or drop T4A_LAUNCH_PRIORITY",
+                     what, (int)c->priority);
   return T4A_OK;
 }
 

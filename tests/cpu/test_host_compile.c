@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "plugin-host/test_gate.h"
 #include "t4a/gpu_loader.h"
 #include "tests/testutil.h"
 
@@ -577,13 +578,25 @@ START_TEST(artifact_bytes_load_back) {
 }
 END_TEST
 
+/* A gate on rt_'s queue (plugin-host/test_gate.h): what follows waits
+ * until *word is set, so the calls after a faulting launch are made before
+ * it faults. */
+static void gate(uint32_t *word) {
+  t4a_host_buffer hb;
+  *word = 0;
+  OK(T->host_register(rt_, word, 64, T4A__HOST_REGISTER_TEST_GATE, &hb));
+}
+
 START_TEST(a_trap_faults_the_device) {
   t4a_function f = kernel("boom");
   int b = 5, t = 17;
   void *args[] = {&b, &t};
+  uint32_t *word = aligned_alloc(64, 64);
+  gate(word);
   launch(f, 8, 64, 0, args);
   t4a_witness w;
   OK(T->seal(rt_, &w));
+  __atomic_store_n(word, 1, __ATOMIC_RELEASE);
   EXPECT(T->witness_wait(w, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
   DETAIL("kernel 'boom' faulted (__trap()) in block (5, 0, 0), thread (17, 0, 0)");
   DETAIL("kernels.cu:");
@@ -592,6 +605,7 @@ START_TEST(a_trap_faults_the_device) {
   EXPECT(T->buffer_alloc(rt_, 8, &x), T4A_EDEVICEFAULT);
   OK(T->artifact_release(art_));
   EXPECT(T->runtime_destroy(rt_, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  free(word);
 }
 END_TEST
 
@@ -604,14 +618,18 @@ START_TEST(a_failed_assert_faults_the_device) {
   OK(T->seal(rt_, &w));
   OK(T->witness_wait(w, T4A_WAIT_FOREVER));
   OK(T->witness_release(w));
+  uint32_t *word = aligned_alloc(64, 64);
+  gate(word);
   launch(f, 4, 256, 0, bad);
   OK(T->seal(rt_, &w));
+  __atomic_store_n(word, 1, __ATOMIC_RELEASE);
   EXPECT(T->witness_wait(w, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
   DETAIL("kernel 'checked' faulted (a failed assert)");
   DETAIL("i < limit");
   OK(T->witness_release(w));
   OK(T->artifact_release(art_));
   EXPECT(T->runtime_destroy(rt_, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  free(word);
 }
 END_TEST
 
@@ -634,6 +652,7 @@ int main(void) {
   snprintf(cache, sizeof cache, "%s/cache", root);
   setenv("T4A_CACHE_DIR", cache, 1); /* shared by the tests: one compile of `kernels` */
   setenv("T4A_HOST_THREADS", "4", 1);
+  setenv(T4A__HOST_TEST_GATE_ENV, "1", 1);
   unsetenv("T4A_HOST_CXX");
   Suite *s = suite_create("host-compile");
   TCase *tc = tcase_create("compile");

@@ -366,7 +366,9 @@ START_TEST(geometry_is_checked_before_anything_is_queued) {
   x.flags = T4A_LAUNCH_COOPERATIVE;
   EXPECT(T->launch_ex(rt, f, &x, args), T4A_EUNSUPPORTED);
   x.flags = T4A_LAUNCH_PRIORITY;
-  EXPECT(T->launch_ex(rt, f, &x, args), T4A_EUNSUPPORTED);
+  x.priority = -1; /* the one priority is 0 */
+  EXPECT(T->launch_ex(rt, f, &x, args), T4A_ERANGE);
+  x.priority = 0;
   x.flags = T4A_LAUNCH_CLUSTER_NON_PORTABLE;
   EXPECT(T->launch_ex(rt, f, &x, args), T4A_EINVAL);
   x.flags = 0x100;
@@ -670,10 +672,13 @@ START_TEST(a_fault_is_sticky_and_contained) {
   t4a_witness before, after;
   OK(T->seal(rt, &before));
   OK(T->witness_wait(before, T4A_WAIT_FOREVER));
+  uint32_t *word = aligned_alloc(64, 64); /* the fault waits until the calls below were made */
+  gate_close(rt, word);
   OK(T->launch(rt, f, &c, bad));
   t4a_buffer b;
   OK(T->buffer_alloc(rt, 64, &b));
   OK(T->seal(rt, &after));
+  __atomic_store_n(word, 1, __ATOMIC_RELEASE);
   EXPECT(T->witness_wait(after, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
   DETAIL("kernel 'trap' faulted (__trap()) in block (2, 0, 0), thread (5, 0, 0)");
   DETAIL("fixture.cu:42");
@@ -696,6 +701,7 @@ START_TEST(a_fault_is_sticky_and_contained) {
   EXPECT(T->witness_query(after), T4A_EDEVICEFAULT); /* witnesses outlive their runtime */
   OK(T->witness_release(before));
   OK(T->witness_release(after));
+  free(word); /* its registration went with the runtime */
 }
 END_TEST
 
