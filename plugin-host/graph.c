@@ -202,6 +202,8 @@ int t4a__slot_graph_set_kernel_args(t4a_runtime h, t4a_graph gh, uint64_t kernel
   g->ops = c;
   t4a__retire_add(rt, &r);
 out:
+  if (!rc)
+    rt->c.graph_updates++;
   t4a__hrt_unlock(rt);
   return rc;
 }
