@@ -78,6 +78,7 @@ struct t4a__cf {
   char init_detail[512];   /* and its detail */
   char init_disagree[300]; /* how the first init's concurrent calls disagreed, or "" */
   t4a_artifact deferred;   /* a pre-init artifact its backend releases only after init */
+  t4a_artifact_kind deferred_kind; /* its kind: PTX, or the backend's own (host) */
   /* the current check */
   const t4a__cf_check *check;
   int result;
