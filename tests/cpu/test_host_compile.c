@@ -176,7 +176,8 @@ START_TEST(the_compiler_is_found_only_where_it_may_be) {
   for (size_t i = 0; i < 4; i++) {
     snprintf(fake, sizeof fake, "%s/%s", dir, names[i]);
     FILE *f = fopen(fake, "w");
-    ck_assert(f && fputs("#!/bin/sh\nexit 0\n", f) >= 0 && fclose(f) == 0);
+    /* a "compiler" that answers --version: found, it would be used */
+    ck_assert(f && fputs("#!/bin/sh\necho 'fake c++ 99.1'\n", f) >= 0 && fclose(f) == 0);
     chmod(fake, 0700);
   }
   char old_cwd[4096];
