@@ -20,7 +20,7 @@ const char *hk_cxx(void) {
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return strdup("(no output)");
+    return strdup("");
   char *p = malloc(1 << 20);
   size_t n = p ? fread(p, 1, (1 << 20) - 1, f) : 0;
   fclose(f);
@@ -47,9 +47,17 @@ int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, 
     t4a__ktu_free(&u);
     return -1;
   }
+  rc = hk_build_unit(u.text, extra, out, log);
+  t4a__ktu_free(&u);
+  return rc;
+}
+
+int hk_build_unit(const char *unit_text, const char *extra, hk_mod *out, char **log) {
+  memset(out, 0, sizeof *out);
+  *log = NULL;
   snprintf(out->dir, sizeof out->dir, "/tmp/t4a-hk-XXXXXX");
   if (!mkdtemp(out->dir)) {
-    t4a__ktu_free(&u);
+    out->dir[0] = 0;
     *log = strdup("mkdtemp failed");
     return -1;
   }
@@ -57,9 +65,7 @@ int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, 
   snprintf(unit, sizeof unit, "%s/unit.cc", out->dir);
   snprintf(so, sizeof so, "%s/mod.so", out->dir);
   snprintf(lg, sizeof lg, "%s/log", out->dir);
-  rc = write_file(unit, u.text, (size_t)u.size);
-  t4a__ktu_free(&u);
-  if (rc) {
+  if (write_file(unit, unit_text, strlen(unit_text))) {
     *log = strdup("cannot write the unit");
     return -1;
   }
@@ -68,11 +74,16 @@ int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, 
            "%s -std=c++17 -O2 -fPIC -shared -fno-exceptions -fno-rtti -fno-math-errno -Wall "
            "-Wextra %s -o %s %s -lm > %s 2>&1",
            hk_cxx(), extra ? extra : "", so, unit, lg);
-  int st = system(cmd);
-  if (st != 0) {
+  if (system(cmd) != 0) {
     *log = slurp(lg);
     return -1;
   }
+  char *warnings = slurp(lg);
+  if (warnings && *warnings && extra && strstr(extra, "-Werror")) {
+    *log = warnings;
+    return -1;
+  }
+  free(warnings);
   out->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!out->dl) {
     *log = strdup(dlerror());

@@ -22,6 +22,9 @@ const char *hk_cxx(void);
  * Returns 0; or -1 with *log (malloc'ed) holding the translator's
  * refusals or the compiler's output. extra: more compiler flags or NULL. */
 int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, char **log);
+/* Compiles and loads a unit as the translator writes it (a test may edit
+ * one first). */
+int hk_build_unit(const char *unit_text, const char *extra, hk_mod *out, char **log);
 void hk_unload(hk_mod *m);
 /* The kernel called name, or NULL. */
 const t4a_hk_kernel *hk_kernel(const hk_mod *m, const char *name);
