@@ -153,7 +153,8 @@ void hk_worker_free(hk_worker *w) {
 typedef struct job {
   const t4a_hk_kernel *k;
   t4a_hk_launch l;
-  uint64_t blocks, next; /* next: atomically taken */
+  uint64_t blocks, next; /* next: atomically taken, chunk blocks at a time */
+  uint64_t chunk;
   int32_t stop;
   pthread_mutex_t mu;
   int faulted;
@@ -174,12 +175,13 @@ static void *worker_main(void *arg) {
     return NULL;
   }
   for (;;) {
-    uint64_t b = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+    uint64_t b = __atomic_fetch_add(&j->next, j->chunk, __ATOMIC_RELAXED);
     if (b >= j->blocks || __atomic_load_n(&j->stop, __ATOMIC_RELAXED))
       break;
     t4a_hk_fault f;
     memset(&f, 0, sizeof f);
-    if (j->k->run(&j->l, b, 1, &w.w, &f)) {
+    uint64_t count = j->blocks - b < j->chunk ? j->blocks - b : j->chunk;
+    if (j->k->run(&j->l, b, count, &w.w, &f)) {
       pthread_mutex_lock(&j->mu);
       if (!j->faulted)
         j->fault = f, j->faulted = 1;
@@ -204,6 +206,9 @@ int hk_launch(const t4a_hk_kernel *k, t4a_hk_dim3 grid, t4a_hk_dim3 block, uint3
   j.l.stop = &j.stop;
   j.blocks = (uint64_t)grid.x * grid.y * grid.z;
   j.threads_per_block = block.x * block.y * block.z;
+  /* about 16 chunks per thread: few atomics, still balanced */
+  j.chunk = threads > 1 ? j.blocks / ((uint64_t)threads * 16) : 1;
+  j.chunk = j.chunk ? j.chunk : 1;
   pthread_mutex_init(&j.mu, NULL);
   if (threads <= 1)
     worker_main(&j);

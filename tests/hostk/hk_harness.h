@@ -30,8 +30,9 @@ void hk_unload(hk_mod *m);
 const t4a_hk_kernel *hk_kernel(const hk_mod *m, const char *name);
 
 /* Runs a grid of k: its blocks spread over `threads` OS threads (each
- * with its own worker: fiber stacks of stack_bytes, dynamic shared memory),
- * blocks taken in order one at a time. Returns 0, or 1 with *fault the
+ * with its own worker: 64 KiB fiber stacks, dynamic shared memory), in
+ * chunks of about a sixteenth of each thread's share, taken in order (one
+ * block at a time with one thread). Returns 0, or 1 with *fault the
  * first fault (the others stop at their next block). */
 int hk_launch(const t4a_hk_kernel *k, t4a_hk_dim3 grid, t4a_hk_dim3 block, uint32_t dynamic_shared,
               void **args, unsigned threads, t4a_hk_fault *fault);

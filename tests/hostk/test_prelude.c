@@ -1039,12 +1039,18 @@ static void on_segv(int sig) {
 }
 
 START_TEST(fault_here_from_a_signal_handler) {
-  hk_mod m = build(
+  /* -DT4A_HK_CHECKED: loop-mode kernels keep each thread's index where
+   * fault_here finds it (for the plugin's checked mode) */
+  hk_mod m;
+  char *log = NULL;
+  int rc = hk_build(
       "extern \"C\" __global__ void w(int **p) {\n"
       "  __syncthreads();\n"
       "  if (threadIdx.x == 3) *p[blockIdx.x] = 1;\n"
       "}\n"
-      "extern \"C\" __global__ void l(int **p) { if (threadIdx.x == 2) *p[blockIdx.x] = 1; }\n");
+      "extern \"C\" __global__ void l(int **p) { if (threadIdx.x == 2) *p[blockIdx.x] = 1; }\n",
+      "k.cu", "-DT4A_HK_CHECKED=1", &m, &log);
+  ck_assert_msg(rc == 0, "%s", log);
   handler_module = m.m;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -1094,6 +1100,61 @@ START_TEST(prelude_compiles_clean) {
 }
 END_TEST
 
+/* The thread loop inside a loop-mode kernel keeps CUDA's per-thread
+ * semantics: own copies of the parameters, `return` ends one thread,
+ * helpers read the right threadIdx (and assert in one names its thread). */
+START_TEST(loop_body_semantics) {
+  const char *src =
+      "__device__ unsigned gid() { return blockIdx.x * blockDim.x + threadIdx.x; }\n"
+      "__device__ void check(int v) { assert(v != 77); }\n"
+      "extern \"C\" __global__ void own(int *out, int n) {\n"
+      "  out += blockIdx.x * blockDim.x + threadIdx.x; /* each thread's own pointer */\n"
+      "  n -= (int)threadIdx.x;\n"
+      "  if (threadIdx.x == 3) return; /* only this thread */\n"
+      "  auto twice = [&](int v) { return 2 * v + (int)threadIdx.y; };\n"
+      "  *out = twice(n);\n"
+      "}\n"
+      "extern \"C\" __global__ void helper(unsigned *out, const int *v) {\n"
+      "  unsigned i = gid();\n"
+      "  check(v[i]);\n"
+      "  out[i] = i * 3u;\n"
+      "}\n";
+  t4a__ktu u = translate_ok(src);
+  ck_assert_ptr_nonnull(strstr(u.text, "void own(int *out, int n) { T4A_HK_THREADS_BEGIN(0)"));
+  ck_assert_ptr_nonnull(
+      strstr(u.text, "void helper(unsigned *out, const int *v) { T4A_HK_THREADS_BEGIN(1)"));
+  t4a__ktu_free(&u);
+  hk_mod m = build(src);
+  int out[64], n = 100;
+  memset(out, 0, sizeof out);
+  int *po = out;
+  void *a[] = {&po, &n};
+  t4a_hk_fault f;
+  ck_assert_int_eq(hk_launch(kernel(&m, "own"), hk_dim(4, 1, 1), hk_dim(16, 1, 1), 0, a, 2, &f), 0);
+  for (int i = 0; i < 64; ++i)
+    ck_assert_int_eq(out[i], i % 16 == 3 ? 0 : 2 * (100 - i % 16));
+  unsigned o2[256];
+  int v[256];
+  for (int i = 0; i < 256; ++i)
+    v[i] = i == 201 ? 77 : i % 50;
+  unsigned *p2 = o2;
+  int *pv = v;
+  void *b[] = {&p2, &pv};
+  ck_assert_int_eq(hk_launch(kernel(&m, "helper"), hk_dim(4, 1, 1), hk_dim(64, 1, 1), 0, b, 1, &f),
+                   1);
+  ck_assert_int_eq(f.kind, T4A_HK_FAULT_ASSERT);
+  ck_assert_uint_eq(f.block.x, 3);
+  ck_assert_uint_eq(f.thread.x, 9);
+  ck_assert_str_eq(f.message, "assert(v != 77) failed at k.cu:2");
+  v[201] = 0;
+  ck_assert_int_eq(hk_launch(kernel(&m, "helper"), hk_dim(4, 1, 1), hk_dim(64, 1, 1), 0, b, 2, &f),
+                   0);
+  for (unsigned i = 0; i < 256; ++i)
+    ck_assert_uint_eq(o2[i], i * 3u);
+  hk_unload(&m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("hostk-prelude");
   TCase *t = tcase_create("translate");
@@ -1110,6 +1171,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, saxpy_loop);
   tcase_add_test(t, indices_3d);
+  tcase_add_test(t, loop_body_semantics);
   suite_add_tcase(s, t);
   t = tcase_create("fibers");
   tcase_set_timeout(t, 120);
