@@ -42,6 +42,7 @@ typedef struct t4a__mark {
 } t4a__mark;
 
 typedef struct t4a__graph_ops t4a__graph_ops;
+typedef struct t4a__hklaunch t4a__hklaunch;
 
 enum t4a__op_kind {
   T4A__OP_COPY = 1, /* rows of bytes from src to dst at the pitches (a 1D copy: one row) */
@@ -50,7 +51,10 @@ enum t4a__op_kind {
                        holds a reference on tl, dropped once it ran */
   T4A__OP_MARK,     /* stores the time into mark */
   T4A__OP_GRAPH,    /* runs a graph's operations in order */
-  T4A__OP_GATE      /* until the 32-bit word at src is nonzero: the test gate (test_gate.h) */
+  T4A__OP_GATE,     /* until the 32-bit word at src is nonzero: the test gate (test_gate.h) */
+  T4A__OP_KERNEL    /* a launch (kernel.h): every block of u.kernel; `fill` nonzero: the
+                       operation owns the record (a queued launch: freed once run), zero: a
+                       graph's */
 };
 
 /* One operation of the queue (or of a graph). */
@@ -68,6 +72,7 @@ typedef struct t4a__op {
     } wait;
     t4a__mark *mark;
     const t4a__graph_ops *graph;
+    t4a__hklaunch *kernel;
   } u;
 } t4a__op;
 
@@ -128,8 +133,14 @@ uint64_t t4a__queue_push(t4a__queue *q, const t4a__op *op);
  * (nothing done) otherwise. */
 bool t4a__queue_inline(t4a__queue *q, const t4a__op *op, uint64_t max_bytes);
 
-/* Runs op now on this thread (the caller's or the worker's). */
-void t4a__op_run(const t4a__op *op, unsigned copy_threads);
+/* Runs op now on this thread (the caller's or the worker's): T4A_OK, or
+ * T4A_EDEVICEFAULT when a kernel of it faulted (the device is faulted:
+ * kernel.h, fault.c). */
+int t4a__op_run(const t4a__op *op, unsigned copy_threads);
+
+/* Releases what an operation that will never run holds (a queue stopped by
+ * a device fault): a WAIT's timeline reference, a launch record it owns. */
+void t4a__op_discard(const t4a__op *op);
 
 /* Whether tl reached seq. */
 static inline bool t4a__timeline_reached(t4a__timeline *tl, uint64_t seq) {

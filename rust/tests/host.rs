@@ -30,7 +30,7 @@ fn the_host_backend_is_a_backend() {
     let info = b.info().unwrap();
     assert_eq!((info.name.as_str(), info.device_count), ("host", 1));
     let d = b.device(0).unwrap();
-    assert_eq!((d.cc, d.raw.warp_size), ((0, 0), 1));
+    assert_eq!((d.cc, d.raw.warp_size), ((0, 0), 32));
     assert!(d.total_memory > 0 && d.raw.max_pitch > 0);
     let rt = b.runtime(0).unwrap();
     let i = rt.info().unwrap();
