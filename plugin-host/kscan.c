@@ -222,7 +222,7 @@ static void on_global(tr *t, size_t g, size_t stmt) {
                 tk(t, k + 1)->len == 3 && !memcmp(t->lx->src + tk(t, k + 1)->off, "\"C\"", 3);
   if (!c_linkage)
     return; /* a C++ kernel: no C name to look it up by */
-  kernel kr = {0, NULL, 0, 0};
+  kernel kr = {0, NULL, 0, 0, 0, 0};
   size_t name = SIZE_MAX, k;
   for (k = stmt; k < t->lx->n; ++k) {
     if (!code(t, k))
@@ -267,6 +267,10 @@ static void on_global(tr *t, size_t g, size_t stmt) {
   }
   if (k >= t->lx->n)
     return;
+  kr.open = k;
+  kr.close = match(t, k, '{', '}', 1);
+  if (kr.close >= t->lx->n)
+    return; /* unbalanced: the compiler will say */
   kr.name = name;
   kr.qual = qualifier(t);
   if (!kr.qual) {
@@ -372,7 +376,7 @@ static void on_directive(tr *t, size_t i) {
     }
   }
   if (is(t, i + 1, "define") && i + 2 < e && tk(t, i + 2)->kind == T4A__KT_ID) {
-    node nd = {t->nm.tok_name[i + 2], i + 3, e, -1};
+    node nd = {t->nm.tok_name[i + 2], i + 3, e, -1, 1};
     for (size_t k = i + 3; k < e && nd.refused < 0; ++k)
       if (refused_word(t, k) ||
           (punct(t, k, '<') && t4a__klex_adjacent(t->lx, k) && punct(t, k + 1, '<') &&
@@ -455,7 +459,7 @@ void t4a__kscan(tr *t) {
     if (punct(t, i, '=') && init == SIZE_MAX && !punct(t, i + 1, '=') &&
         !(i && (punct(t, i - 1, '=') || punct(t, i - 1, '!') || punct(t, i - 1, '<') ||
                 punct(t, i - 1, '>')))) {
-      node nd = {UINT32_MAX, i + 1, i + 1, -1};
+      node nd = {UINT32_MAX, i + 1, i + 1, -1, 0};
       init = t->nn;
       PUSH(t, nodes, nn, ncap, nd);
     }
@@ -483,7 +487,7 @@ void t4a__kscan(tr *t) {
         size_t nmt = o;
         while (nmt > stmt && !code(t, nmt - 1))
           nmt--;
-        node nd = {UINT32_MAX, i + 1, i + 1, -1};
+        node nd = {UINT32_MAX, i + 1, i + 1, -1, 0};
         if (nmt > stmt && tk(t, nmt - 1)->kind == T4A__KT_ID && !is(t, nmt - 1, "operator"))
           nd.name = t->nm.tok_name[nmt - 1];
         s.kind = S_FUNC;

@@ -36,12 +36,14 @@ typedef struct node {
   uint32_t name; /* UINT32_MAX: anonymous (counts for the whole unit) */
   size_t b, e;   /* body tokens [b, e) */
   int refused;   /* a macro: index of the first refused token in its body, else -1 */
+  int macro;     /* a macro's body (else a function's or an initializer's) */
 } node;
 
 typedef struct kernel {
-  size_t name;       /* token */
-  char *qual;        /* the enclosing namespaces, "a::b::" or "" */
-  size_t lb_b, lb_e; /* __launch_bounds__'s first argument, tokens [lb_b, lb_e) (0, 0: none) */
+  size_t name;        /* token */
+  char *qual;         /* the enclosing namespaces, "a::b::" or "" */
+  size_t lb_b, lb_e;  /* __launch_bounds__'s first argument, tokens [lb_b, lb_e) (0, 0: none) */
+  size_t open, close; /* its body's braces (tokens) */
 } kernel;
 
 typedef struct repl {

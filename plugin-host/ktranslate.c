@@ -108,16 +108,24 @@ static const char *const SYNC[] = {"__syncthreads",     "__syncthreads_count", "
                                    "__reduce_max_sync", "__reduce_and_sync",   "__reduce_or_sync",
                                    "__reduce_xor_sync", "__match_any_sync",    "__match_all_sync"};
 
-/* syncs[name id]: that name synchronises. Returns whether the unit's
- * anonymous bodies do (then every kernel needs fibers), or -1 (memory). */
-static int sync_names(tr *t, uint8_t **out) {
-  uint8_t *s = calloc(t->nm.count + 1, 1);
-  if (!s)
+/* marks[name id]: that name reaches one of seeds (a body of that name
+ * spells a seed or a marked name). A macro body's own spelling of a seed
+ * counts unless seeds_in_macros is 0 (a macro expands in its user's
+ * body). Returns whether an anonymous body (a file-scope initializer,
+ * lambda, operator) reaches one (then every kernel counts as reaching
+ * it), or -1 (memory). */
+static int reach(tr *t, const char *const *seeds, size_t nseeds, int seeds_in_macros,
+                 uint8_t **out) {
+  uint8_t *s = calloc(t->nm.count + 1, 1), *seed = calloc(t->nm.count + 1, 1);
+  if (!s || !seed) {
+    free(s);
+    free(seed);
     return -1;
-  for (size_t w = 0; w < sizeof SYNC / sizeof SYNC[0]; ++w) {
-    uint32_t id = names_find(&t->nm, t->lx, SYNC[w]);
+  }
+  for (size_t w = 0; w < nseeds; ++w) {
+    uint32_t id = names_find(&t->nm, t->lx, seeds[w]);
     if (id != UINT32_MAX)
-      s[id] = 1;
+      seed[id] = 1;
   }
   int all = 0, changed = 1;
   while (changed) {
@@ -128,7 +136,9 @@ static int sync_names(tr *t, uint8_t **out) {
         continue;
       for (size_t k = nd->b; k < nd->e; ++k) {
         uint32_t id = t->nm.tok_name[k];
-        if (id != UINT32_MAX && s[id] && tk(t, k)->active) {
+        if (id == UINT32_MAX || !tk(t, k)->active)
+          continue;
+        if (s[id] || (seed[id] && (seeds_in_macros || !nd->macro))) {
           if (nd->name == UINT32_MAX)
             all = 1;
           else
@@ -139,8 +149,50 @@ static int sync_names(tr *t, uint8_t **out) {
       }
     }
   }
+  free(seed);
   *out = s;
   return all;
+}
+
+/* Whether kernel kr's body calls a function that reads threadIdx (then its
+ * loop stores each thread's index where such functions read it). */
+static int calls_tid_reader(const tr *t, const kernel *kr, const uint8_t *tid) {
+  for (size_t k = kr->open + 1; k < kr->close; ++k) {
+    uint32_t id = t->nm.tok_name[k];
+    if (id != UINT32_MAX && tid[id] && code(t, k))
+      return 1;
+  }
+  return 0;
+}
+
+static int by_offset(const void *a, const void *b) {
+  const repl *x = a, *y = b;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Loop-mode kernels get their thread loop inside: T4A_HK_THREADS_BEGIN
+ * after the body's '{', T4A_HK_THREADS_END before its '}' (hk_run.h). */
+static void add_thread_loops(tr *t, const uint8_t *syncs, int all_sync, const uint8_t *tid,
+                             int all_tid) {
+  for (size_t i = 0; i < t->kn && !t->oom; ++i) {
+    kernel *kr = &t->k[i];
+    if (all_sync || syncs[t->nm.tok_name[kr->name]])
+      continue;
+    const char *begin = all_tid || calls_tid_reader(t, kr, tid) ? " T4A_HK_THREADS_BEGIN(1)"
+                                                                : " T4A_HK_THREADS_BEGIN(0)";
+    repl b = {tk(t, kr->open)->off + 1, tk(t, kr->open)->off + 1, strdup(begin)};
+    repl e = {tk(t, kr->close)->off, tk(t, kr->close)->off, strdup(" T4A_HK_THREADS_END ")};
+    if (!b.text || !e.text) {
+      free(b.text);
+      free(e.text);
+      t->oom = 1;
+      return;
+    }
+    PUSH(t, r, rn, rcap, b);
+    PUSH(t, r, rn, rcap, e);
+  }
+  if (t->rn)
+    qsort(t->r, t->rn, sizeof *t->r, by_offset);
 }
 
 /* ---- the unit ---------------------------------------------------------- */
@@ -232,7 +284,7 @@ int t4a__ktranslate(const char *src, uint64_t size, const char *name, t4a__ktu *
   t.lx = &lx;
   t.name = name;
   int rc = T4A_ENOMEM;
-  uint8_t *syncs = NULL;
+  uint8_t *syncs = NULL, *tid = NULL;
   buf u = {0};
   if (t4a__klex_run(&lx, src, (size_t)size) || names_build(&t.nm, &lx))
     goto done;
@@ -250,8 +302,14 @@ int t4a__ktranslate(const char *src, uint64_t size, const char *name, t4a__ktu *
     rc = T4A_ECOMPILE;
     goto done;
   }
-  int all = sync_names(&t, &syncs);
-  if (all < 0)
+  /* assert and __trap read threadIdx where they are written */
+  static const char *const tid_seed[] = {"threadIdx", "assert", "__trap"};
+  int all = reach(&t, SYNC, sizeof SYNC / sizeof SYNC[0], 1, &syncs);
+  int all_tid = all < 0 ? -1 : reach(&t, tid_seed, 3, 0, &tid);
+  if (all < 0 || all_tid < 0)
+    goto done;
+  add_thread_loops(&t, syncs, all, tid, all_tid);
+  if (t.oom)
     goto done;
   emit(&t, &u, syncs, all);
   if (u.oom)
@@ -264,6 +322,7 @@ int t4a__ktranslate(const char *src, uint64_t size, const char *name, t4a__ktu *
 done:
   free(u.p);
   free(syncs);
+  free(tid);
   tr_free(&t);
   t4a__klex_free(&lx);
   return rc;

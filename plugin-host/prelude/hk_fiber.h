@@ -181,15 +181,14 @@ inline void fiber_frame(fiber *f, void (*entry)(void *)) {
   f->sp = sp;
 }
 
-inline void switch_to(fiber *from, fiber *to) {
-  tls_state &t = t4a__hk_tls;
+inline void switch_to(tls_state &t, fiber *from, fiber *to) {
   t.tid = to->tid;
   t.self = to;
   to->state = to->state == F_READY ? F_RUN : to->state;
   t4a__hk_swap(&from->sp, to->sp);
 }
 
-inline bool act_resolve(block *b, warp *w);
+__attribute__((noinline)) inline bool act_resolve(block *b, warp *w);
 
 inline bool runnable(block *b, fiber *f) {
   switch (f->state) {
@@ -212,16 +211,16 @@ inline bool runnable(block *b, fiber *f) {
   snprintf(m, sizeof m,
            "%s: the block can make no progress (of its %u running threads, %u wait at "
            "__syncthreads, %u in warp operations, %u in __activemask) in kernel %s",
-           what, b->live, bar, wop, act, t4a__hk_tls.kernel);
+           what, b->live, bar, wop, act, ctx().kernel);
   leave(T4A_HK_FAULT_BARRIER, m);
 }
 
 /* me waits (its state says for what): runs the next fiber that can. */
-inline void wait(block *b, fiber *me, const char *what) {
+inline void wait(tls_state &t, block *b, fiber *me, const char *what) {
   fiber *f = me->next;
   for (uint32_t k = 1; k < b->live; ++k, f = f->next)
     if (runnable(b, f)) {
-      switch_to(me, f);
+      switch_to(t, me, f);
       me->state = F_RUN;
       return;
     }
@@ -242,14 +241,14 @@ inline void bar_release(block *b) {
   snprintf(m, sizeof m,
            "%s in kernel %s, whose threads run as a loop (the translator found no "
            "synchronisation in it); call it from the kernel's source, not through a pointer",
-           what, t4a__hk_tls.kernel);
+           what, ctx().kernel);
   leave(T4A_HK_FAULT_BARRIER, m);
 }
 
-inline void bar_wait(block *b, fiber *me) {
+inline void bar_wait(tls_state &t, block *b, fiber *me) {
   me->state = F_BAR;
   me->wait_gen = b->gen;
-  wait(b, me, "__syncthreads");
+  wait(t, b, me, "__syncthreads");
 }
 
 /* A fiber returned from the kernel: leaves the ring, may complete the
@@ -270,7 +269,7 @@ inline void bar_wait(block *b, fiber *me) {
         snprintf(m, sizeof m,
                  "lane %u of warp %u returned while lane %u waits for it in a warp operation "
                  "(mask 0x%08x) in kernel %s",
-                 me->lane, me->index >> 5, l, o->mask, t4a__hk_tls.kernel);
+                 me->lane, me->index >> 5, l, o->mask, ctx().kernel);
         leave(T4A_HK_FAULT_BARRIER, m);
       }
     }
@@ -287,7 +286,7 @@ inline void bar_wait(block *b, fiber *me) {
   for (uint32_t k = 0; k < b->live; ++k, f = f->next)
     if (runnable(b, f)) {
       void *dead;
-      tls_state &t = t4a__hk_tls;
+      tls_state &t = ctx();
       t.tid = f->tid;
       t.self = f;
       f->state = f->state == F_READY ? F_RUN : f->state;
@@ -300,7 +299,7 @@ inline void bar_wait(block *b, fiber *me) {
 /* __syncthreads and its reductions. The last thread to arrive releases the
  * barrier and goes on; the others wait. */
 __attribute__((noinline)) inline void __syncthreads() {
-  t4a__hk::tls_state &t = t4a__hk_tls;
+  t4a__hk::tls_state &t = t4a__hk::ctx();
   t4a__hk::block *b = t.blk;
   if (__builtin_expect(!b, 0))
     t4a__hk::not_fibers("__syncthreads");
@@ -308,13 +307,13 @@ __attribute__((noinline)) inline void __syncthreads() {
     t4a__hk::bar_release(b);
     return;
   }
-  t4a__hk::bar_wait(b, t.self);
+  t4a__hk::bar_wait(t, b, t.self);
 }
 
 namespace t4a__hk {
 /* Returns {number of arrivals with pred != 0, number of arrivals}. */
 __attribute__((noinline)) inline uint64_t bar_reduce(int pred, const char *what) {
-  tls_state &t = t4a__hk_tls;
+  tls_state &t = ctx();
   block *b = t.blk;
   if (__builtin_expect(!b, 0))
     not_fibers(what);
@@ -326,7 +325,7 @@ __attribute__((noinline)) inline uint64_t bar_reduce(int pred, const char *what)
     bar_release(b);
     return r;
   }
-  bar_wait(b, t.self);
+  bar_wait(t, b, t.self);
   return ((uint64_t)(uint32_t)b->count[g] << 32) | (uint32_t)b->arrivals[g];
 }
 } // namespace t4a__hk

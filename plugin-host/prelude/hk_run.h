@@ -46,28 +46,55 @@ inline bool stopped(const t4a_hk_launch *l) {
 lent_too_little(const char *what, uint64_t have, uint64_t need) {
   char m[256];
   snprintf(m, sizeof m, "internal: the worker lent %llu %s, kernel %s needs %llu",
-           (unsigned long long)have, what, t4a__hk_tls.kernel, (unsigned long long)need);
+           (unsigned long long)have, what, ctx().kernel, (unsigned long long)need);
   leave(T4A_HK_FAULT_TRAP, m);
 }
 
+#ifndef T4A_HK_CHECKED
+#define T4A_HK_CHECKED 0
+#endif
+
 /* Loop mode: the kernel has no barrier or warp operation, so each thread
- * runs to its end before the next starts, in thread order. */
+ * runs to its end before the next starts, in thread order. The translator
+ * puts the thread loop inside the kernel's body:
+ *   { T4A_HK_THREADS_BEGIN(store) <body> T4A_HK_THREADS_END }
+ * so that the body is optimised with the loop over threadIdx (a local:
+ * vectorisable, no memory traffic per thread). The body runs as a lambda
+ * per thread, capturing by value: each thread has its own copy of the
+ * parameters (as on CUDA) and `return` ends only that thread. store: the
+ * kernel calls a function that reads threadIdx, which then finds it in the
+ * thread's state (a store per thread; without it, none; -DT4A_HK_CHECKED:
+ * always, for fault_here's report). A captureless
+ * lambda in the body cannot read threadIdx (write [=] or [&]). */
+#define T4A_HK_THREADS_BEGIN(store)                                                                \
+  {                                                                                                \
+    t4a__hk::tls_state &t4a__t = t4a__hk::ctx();                                                   \
+    const uint3 t4a__bdim = t4a__t.bdim;                                                           \
+    for (unsigned t4a__z = 0; t4a__z < t4a__bdim.z; ++t4a__z)                                      \
+      for (unsigned t4a__y = 0; t4a__y < t4a__bdim.y; ++t4a__y)                                    \
+        for (unsigned t4a__x = 0; t4a__x < t4a__bdim.x; ++t4a__x) {                                \
+          const uint3 t4a__tv{t4a__x, t4a__y, t4a__z};                                             \
+          if ((store) || T4A_HK_CHECKED)                                                           \
+            t4a__t.tid = t4a__tv;                                                                  \
+          auto t4a__tIdx = [&t4a__tv]() -> const uint3 & { return t4a__tv; };                      \
+          [=]() mutable -> void {
+#define T4A_HK_THREADS_END                                                                         \
+  }                                                                                                \
+  ();                                                                                              \
+  }                                                                                                \
+  }
 template <auto K>
 __attribute__((noinline)) void loop_blocks(const t4a_hk_launch *l, uint64_t first, uint64_t count) {
   typename sig<decltype(K)>::pack p;
   p.load(l->args);
-  tls_state &t = t4a__hk_tls;
-  const uint32_t bx = l->block.x, by = l->block.y, bz = l->block.z, gx = l->grid.x, gy = l->grid.y;
+  tls_state &t = ctx();
+  const uint32_t gx = l->grid.x, gy = l->grid.y;
   for (uint64_t b = first, e = first + count; b < e; ++b) {
     if (stopped(l))
       return;
     t.bid = uint3{(uint32_t)(b % gx), (uint32_t)(b / gx % gy), (uint32_t)(b / gx / gy)};
-    for (uint32_t z = 0; z < bz; ++z)
-      for (uint32_t y = 0; y < by; ++y)
-        for (uint32_t x = 0; x < bx; ++x) {
-          t.tid = uint3{x, y, z};
-          p.template call<K>();
-        }
+    t.tid = uint3{0, 0, 0};
+    p.template call<K>(); /* the kernel loops over its threads itself */
   }
 }
 
@@ -85,7 +112,7 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
                                             const t4a_hk_worker *w) {
   typename sig<decltype(K)>::pack p;
   p.load(l->args);
-  tls_state &t = t4a__hk_tls;
+  tls_state &t = ctx();
   const uint32_t bx = l->block.x, by = l->block.y, gx = l->grid.x, gy = l->grid.y;
   const uint32_t n = bx * by * l->block.z;
   if (!w->stacks || w->stack_count < n)
@@ -147,7 +174,7 @@ int run(const t4a_hk_launch *l, uint64_t first, uint64_t count, const t4a_hk_wor
         t4a_hk_fault *fault) {
   void *jump[5];
   {
-    tls_state &t = t4a__hk_tls;
+    tls_state &t = ctx();
     t.bdim = uint3{l->block.x, l->block.y, l->block.z};
     t.gdim = uint3{l->grid.x, l->grid.y, l->grid.z};
     t.dyn = static_cast<char *>(w->shared);
@@ -157,13 +184,13 @@ int run(const t4a_hk_launch *l, uint64_t first, uint64_t count, const t4a_hk_wor
     t.self = nullptr;
   }
   if (__builtin_setjmp(jump)) {
-    tls_state &t = t4a__hk_tls;
+    tls_state &t = ctx();
     t.jump = nullptr;
     t.blk = nullptr;
     t.self = nullptr;
     return 1;
   }
-  t4a__hk_tls.jump = jump;
+  ctx().jump = jump;
   if (l->dynamic_shared > w->shared_bytes || (l->dynamic_shared && !w->shared))
     lent_too_little("bytes of dynamic shared memory", w->shared ? w->shared_bytes : 0,
                     l->dynamic_shared);
@@ -171,7 +198,7 @@ int run(const t4a_hk_launch *l, uint64_t first, uint64_t count, const t4a_hk_wor
     fiber_blocks<K>(l, first, count, w);
   else
     loop_blocks<K>(l, first, count);
-  t4a__hk_tls.jump = nullptr;
+  ctx().jump = nullptr;
   return 0;
 }
 } // namespace t4a__hk

@@ -63,7 +63,7 @@ warp_fault(const char *what, const fiber *me, uint32_t a, uint32_t b) {
   size_t n = 0;
   while (m[n])
     ++n;
-  snprintf(m + n, sizeof m - n, " in kernel %s", t4a__hk_tls.kernel);
+  snprintf(m + n, sizeof m - n, " in kernel %s", ctx().kernel);
   leave(T4A_HK_FAULT_BARRIER, m);
 }
 
@@ -80,65 +80,55 @@ inline int shfl_src(uint32_t op, uint32_t l, int32_t arg, int32_t width) {
   }
 }
 
-/* The last lane of the mask arrived: computes every lane's result. */
+/* The last lane of the mask arrived: checks that every lane of the mask
+ * called the same operation with the same mask, then computes every
+ * lane's result (one pass for the operands, one for the results). */
 inline void warp_complete(block *b, warp *w, fiber *me, uint32_t mask) {
   uint32_t base = me->index & ~31u, op = me->op;
   fiber *lanes[32];
-  uint64_t ballot = 0, sum = 0, band = ~0ull, bor = 0, bxor = 0;
-  int64_t smin = 0, smax = 0;
-  uint64_t umin = ~0ull, umax = 0;
-  bool first = true;
+  uint64_t acc = 0;
   for (uint32_t p = mask; p; p &= p - 1) {
     uint32_t l = (uint32_t)__builtin_ctz(p);
     fiber *f = lanes[l] = fiber_at(b, base + l);
-    if (f->mask != mask || f->op != op)
+    if (__builtin_expect(f->mask != mask || f->op != op, 0))
       warp_fault("lane %u of warp %u and a lane of its mask reached different warp operations "
                  "(masks 0x%08x and 0x%08x, or different functions)",
                  me, mask, f->mask);
     uint64_t v = f->val;
-    ballot |= (uint64_t)(v != 0) << l;
-    sum += v, band &= v, bor |= v, bxor ^= v;
-    int64_t s = (int64_t)(int32_t)(uint32_t)v;
-    smin = first || s < smin ? s : smin;
-    smax = first || s > smax ? s : smax;
-    umin = v < umin ? v : umin;
-    umax = v > umax ? v : umax;
-    first = false;
+    switch (op) {
+    case W_BALLOT:
+    case W_ANY:
+    case W_ALL: acc |= (uint64_t)(v != 0) << l; break;
+    case W_ADD: acc += v; break;
+    case W_AND: acc = p == mask ? v : acc & v; break;
+    case W_OR: acc |= v; break;
+    case W_XORR: acc ^= v; break;
+    case W_MIN: acc = p == mask || (int32_t)(uint32_t)v < (int32_t)(uint32_t)acc ? v : acc; break;
+    case W_MAX: acc = p == mask || (int32_t)(uint32_t)v > (int32_t)(uint32_t)acc ? v : acc; break;
+    case W_UMIN: acc = p == mask || v < acc ? v : acc; break;
+    case W_UMAX: acc = p == mask || v > acc ? v : acc; break;
+    default: break;
+    }
   }
+  if (op == W_ANY)
+    acc = acc != 0;
+  else if (op == W_ALL)
+    acc = acc == mask;
   for (uint32_t p = mask; p; p &= p - 1) {
     uint32_t l = (uint32_t)__builtin_ctz(p);
     fiber *f = lanes[l];
-    uint64_t r = 0;
-    switch (op) {
-    case W_SYNC: break;
-    case W_IDX:
-    case W_UP:
-    case W_DOWN:
-    case W_XOR: {
+    uint64_t r = acc;
+    if (op >= W_IDX && op <= W_XOR) {
       int j = shfl_src(op, l, f->arg, f->width);
       r = j >= 0 && ((mask >> j) & 1u) ? lanes[j]->val : f->val;
-      break;
-    }
-    case W_BALLOT: r = ballot; break;
-    case W_ANY: r = ballot != 0; break;
-    case W_ALL: r = ballot == mask; break;
-    case W_ADD: r = sum; break;
-    case W_MIN: r = (uint64_t)smin; break;
-    case W_MAX: r = (uint64_t)smax; break;
-    case W_UMIN: r = umin; break;
-    case W_UMAX: r = umax; break;
-    case W_AND: r = band; break;
-    case W_OR: r = bor; break;
-    case W_XORR: r = bxor; break;
-    case W_MATCH_ANY:
-    case W_MATCH_ALL:
+    } else if (op == W_MATCH_ANY || op == W_MATCH_ALL) {
+      r = 0;
       for (uint32_t q = mask; q; q &= q - 1) {
         uint32_t k = (uint32_t)__builtin_ctz(q);
         r |= (uint64_t)(lanes[k]->val == f->val) << k;
       }
       if (op == W_MATCH_ALL)
         r = r == mask ? mask : 0;
-      break;
     }
     f->res = r;
     f->released = 1;
@@ -148,7 +138,7 @@ inline void warp_complete(block *b, warp *w, fiber *me, uint32_t mask) {
 
 __attribute__((noinline)) inline uint64_t warp_op(uint32_t op, uint32_t mask, uint64_t val,
                                                   int32_t arg, int32_t width) {
-  tls_state &t = t4a__hk_tls;
+  tls_state &t = ctx();
   block *b = t.blk;
   if (__builtin_expect(!b, 0))
     not_fibers(warp_op_name(op));
@@ -178,13 +168,13 @@ __attribute__((noinline)) inline uint64_t warp_op(uint32_t op, uint32_t mask, ui
     return me->res;
   }
   me->state = F_WARP;
-  wait(b, me, warp_op_name(op));
+  wait(t, b, me, warp_op_name(op));
   return me->res;
 }
 
 /* __activemask's group completes when no other running lane of the warp
  * can run without the group (each waits somewhere or returned). */
-inline bool act_resolve(block *b, warp *w) {
+__attribute__((noinline)) inline bool act_resolve(block *b, warp *w) {
   uint32_t base = (uint32_t)(w - b->warps) * 32u;
   for (uint32_t p = w->exist & ~w->done & ~w->act; p; p &= p - 1) {
     fiber *f = fiber_at(b, base + (uint32_t)__builtin_ctz(p));
@@ -202,7 +192,7 @@ inline bool act_resolve(block *b, warp *w) {
 }
 
 __attribute__((noinline)) inline uint32_t activemask() {
-  tls_state &t = t4a__hk_tls;
+  tls_state &t = ctx();
   block *b = t.blk;
   if (__builtin_expect(!b, 0))
     not_fibers("__activemask");
@@ -212,7 +202,7 @@ __attribute__((noinline)) inline uint32_t activemask() {
   me->state = F_ACT;
   w->act |= 1u << me->lane;
   if (!act_resolve(b, w))
-    wait(b, me, "__activemask");
+    wait(t, b, me, "__activemask");
   me->state = F_RUN;
   return (uint32_t)me->res;
 }

@@ -20,7 +20,7 @@ const char *hk_cxx(void) {
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return strdup("(no output)");
+    return strdup("");
   char *p = malloc(1 << 20);
   size_t n = p ? fread(p, 1, (1 << 20) - 1, f) : 0;
   fclose(f);
@@ -47,9 +47,17 @@ int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, 
     t4a__ktu_free(&u);
     return -1;
   }
+  rc = hk_build_unit(u.text, extra, out, log);
+  t4a__ktu_free(&u);
+  return rc;
+}
+
+int hk_build_unit(const char *unit_text, const char *extra, hk_mod *out, char **log) {
+  memset(out, 0, sizeof *out);
+  *log = NULL;
   snprintf(out->dir, sizeof out->dir, "/tmp/t4a-hk-XXXXXX");
   if (!mkdtemp(out->dir)) {
-    t4a__ktu_free(&u);
+    out->dir[0] = 0;
     *log = strdup("mkdtemp failed");
     return -1;
   }
@@ -57,9 +65,7 @@ int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, 
   snprintf(unit, sizeof unit, "%s/unit.cc", out->dir);
   snprintf(so, sizeof so, "%s/mod.so", out->dir);
   snprintf(lg, sizeof lg, "%s/log", out->dir);
-  rc = write_file(unit, u.text, (size_t)u.size);
-  t4a__ktu_free(&u);
-  if (rc) {
+  if (write_file(unit, unit_text, strlen(unit_text))) {
     *log = strdup("cannot write the unit");
     return -1;
   }
@@ -68,11 +74,16 @@ int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, 
            "%s -std=c++17 -O2 -fPIC -shared -fno-exceptions -fno-rtti -fno-math-errno -Wall "
            "-Wextra %s -o %s %s -lm > %s 2>&1",
            hk_cxx(), extra ? extra : "", so, unit, lg);
-  int st = system(cmd);
-  if (st != 0) {
+  if (system(cmd) != 0) {
     *log = slurp(lg);
     return -1;
   }
+  char *warnings = slurp(lg);
+  if (warnings && *warnings && extra && strstr(extra, "-Werror")) {
+    *log = warnings;
+    return -1;
+  }
+  free(warnings);
   out->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!out->dl) {
     *log = strdup(dlerror());
@@ -142,7 +153,8 @@ void hk_worker_free(hk_worker *w) {
 typedef struct job {
   const t4a_hk_kernel *k;
   t4a_hk_launch l;
-  uint64_t blocks, next; /* next: atomically taken */
+  uint64_t blocks, next; /* next: atomically taken, chunk blocks at a time */
+  uint64_t chunk;
   int32_t stop;
   pthread_mutex_t mu;
   int faulted;
@@ -163,12 +175,13 @@ static void *worker_main(void *arg) {
     return NULL;
   }
   for (;;) {
-    uint64_t b = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+    uint64_t b = __atomic_fetch_add(&j->next, j->chunk, __ATOMIC_RELAXED);
     if (b >= j->blocks || __atomic_load_n(&j->stop, __ATOMIC_RELAXED))
       break;
     t4a_hk_fault f;
     memset(&f, 0, sizeof f);
-    if (j->k->run(&j->l, b, 1, &w.w, &f)) {
+    uint64_t count = j->blocks - b < j->chunk ? j->blocks - b : j->chunk;
+    if (j->k->run(&j->l, b, count, &w.w, &f)) {
       pthread_mutex_lock(&j->mu);
       if (!j->faulted)
         j->fault = f, j->faulted = 1;
@@ -193,6 +206,9 @@ int hk_launch(const t4a_hk_kernel *k, t4a_hk_dim3 grid, t4a_hk_dim3 block, uint3
   j.l.stop = &j.stop;
   j.blocks = (uint64_t)grid.x * grid.y * grid.z;
   j.threads_per_block = block.x * block.y * block.z;
+  /* about 16 chunks per thread: few atomics, still balanced */
+  j.chunk = threads > 1 ? j.blocks / ((uint64_t)threads * 16) : 1;
+  j.chunk = j.chunk ? j.chunk : 1;
   pthread_mutex_init(&j.mu, NULL);
   if (threads <= 1)
     worker_main(&j);

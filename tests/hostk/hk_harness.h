@@ -22,13 +22,17 @@ const char *hk_cxx(void);
  * Returns 0; or -1 with *log (malloc'ed) holding the translator's
  * refusals or the compiler's output. extra: more compiler flags or NULL. */
 int hk_build(const char *src, const char *name, const char *extra, hk_mod *out, char **log);
+/* Compiles and loads a unit as the translator writes it (a test may edit
+ * one first). */
+int hk_build_unit(const char *unit_text, const char *extra, hk_mod *out, char **log);
 void hk_unload(hk_mod *m);
 /* The kernel called name, or NULL. */
 const t4a_hk_kernel *hk_kernel(const hk_mod *m, const char *name);
 
 /* Runs a grid of k: its blocks spread over `threads` OS threads (each
- * with its own worker: fiber stacks of stack_bytes, dynamic shared memory),
- * blocks taken in order one at a time. Returns 0, or 1 with *fault the
+ * with its own worker: 64 KiB fiber stacks, dynamic shared memory), in
+ * chunks of about a sixteenth of each thread's share, taken in order (one
+ * block at a time with one thread). Returns 0, or 1 with *fault the
  * first fault (the others stop at their next block). */
 int hk_launch(const t4a_hk_kernel *k, t4a_hk_dim3 grid, t4a_hk_dim3 block, uint32_t dynamic_shared,
               void **args, unsigned threads, t4a_hk_fault *fault);
