@@ -456,19 +456,20 @@ START_TEST(every_block_runs_once_over_the_pool) {
   static const uint32_t grids[][3] = {{1, 1, 1}, {3, 1, 1}, {1000, 1, 1}, {7, 5, 3}, {65536, 2, 1}};
   for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++) {
     uint64_t blocks = (uint64_t)grids[g][0] * grids[g][1] * grids[g][2];
+    enum { GUARD = 64 }; /* words past the grid: no block beyond it may run */
     t4a_buffer b;
-    OK(T->buffer_alloc(rt, blocks * 4, &b));
-    OK(T->memset(rt, b, 0, 0, 4, blocks));
+    OK(T->buffer_alloc(rt, (blocks + GUARD) * 4, &b));
+    OK(T->memset(rt, b, 0, 0, 4, blocks + GUARD));
     uint64_t p = address(rt, b);
     void *args[] = {&p};
     t4a_launch_config c = {.struct_size = sizeof c, .block = {4, 2, 1}};
     memcpy(c.grid, grids[g], sizeof c.grid);
     OK(T->launch(rt, f, &c, args));
-    uint32_t *out = malloc(blocks * 4);
-    OK(T->copy_d2h(rt, out, b, 0, blocks * 4));
-    for (uint64_t i = 0; i < blocks; i++)
-      ck_assert_msg(out[i] == 8, "grid %zu block %llu ran %u threads, want 8", g,
-                    (unsigned long long)i, out[i]);
+    uint32_t *out = malloc((blocks + GUARD) * 4);
+    OK(T->copy_d2h(rt, out, b, 0, (blocks + GUARD) * 4));
+    for (uint64_t i = 0; i < blocks + GUARD; i++)
+      ck_assert_msg(out[i] == (i < blocks ? 8u : 0u), "grid %zu block %llu ran %u threads, want %u",
+                    g, (unsigned long long)i, out[i], i < blocks ? 8u : 0u);
     free(out);
     OK(T->buffer_free(rt, b));
   }
