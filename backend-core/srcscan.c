@@ -119,4 +119,3 @@ const char *t4a__compile_reads_files(const t4a_compile_options *o, uint64_t size
   }
   return NULL;
 }
-

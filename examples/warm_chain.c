@@ -250,8 +250,7 @@ int main(int argc, char **argv) {
   printf("  %s %9.3f ms  (%.3f us per launch)\n",
          graph_mode ? "t4a graph:    " : "t4a runtime:  ", mo * 1e3, mo * 1e6 / (double)chain);
   if (raw_side) {
-    printf("  Driver API:    %9.3f ms  (%.3f us per launch)\n", md * 1e3,
-           md * 1e6 / (double)chain);
+    printf("  Driver API:    %9.3f ms  (%.3f us per launch)\n", md * 1e3, md * 1e6 / (double)chain);
     printf("  ratio t4a/raw: %9.3f\n", mo / md);
   } else {
     printf("  Driver API:    none (backend %s has no raw seam to compare with)\n", t->name);

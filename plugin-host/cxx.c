@@ -99,9 +99,10 @@ static int ask_version(t4a__hcxx *c, const struct stat *st, const char *what) {
   if (rc)
     return rc;
   if (status != 0 || !size) {
-    rc = t4a__fail(T4A_ENOCOMPILER,
-                   "%s: the host C++ compiler %s does not run (`%s --version` exited %d: %.200s); " ADVICE,
-                   what, c->path, c->path, status, output ? output : "");
+    rc = t4a__fail(
+        T4A_ENOCOMPILER,
+        "%s: the host C++ compiler %s does not run (`%s --version` exited %d: %.200s); " ADVICE,
+        what, c->path, c->path, status, output ? output : "");
     free(output);
     return rc;
   }
@@ -205,17 +206,18 @@ int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
                        "not cut); use a shorter path",
                        what, strlen(env), sizeof c->path - 1);
     if (!runnable(env, &st))
-      return t4a__fail(T4A_ENOCOMPILER,
-                       "%s: T4A_HOST_CXX=%s is not an executable file; " ADVICE, what, env);
+      return t4a__fail(T4A_ENOCOMPILER, "%s: T4A_HOST_CXX=%s is not an executable file; " ADVICE,
+                       what, env);
     t4a__strcopy(c->path, sizeof c->path, env);
   } else if (!search_path(c->search, c->path, sizeof c->path, &st)) {
     c->path[0] = '\0';
     return t4a__fail(T4A_ENOCOMPILER,
                      "%s: no host C++ compiler (c++, g++ or clang++) in the absolute directories "
                      "of PATH (%.300s%s); " ADVICE,
-                     what, c->search, secure ? ", the system's default: the "
-                                               "environment is ignored in a setuid process"
-                                             : "");
+                     what, c->search,
+                     secure ? ", the system's default: the "
+                              "environment is ignored in a setuid process"
+                            : "");
   }
   int rc = ask_version(c, &st, what);
   if (rc)

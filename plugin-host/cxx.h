@@ -25,8 +25,8 @@ typedef struct t4a__hcxx {
   char path[256];
   char version[160]; /* the first line of --version, e.g. "g++ (Debian 12.2.0-14) 12.2.0" */
   int32_t major, minor;
-  bool clang;          /* clang++ (its options differ from g++'s in a few places) */
-  char search[1024];   /* the PATH the compiler was found in (also the compile's PATH) */
+  bool clang;        /* clang++ (its options differ from g++'s in a few places) */
+  char search[1024]; /* the PATH the compiler was found in (also the compile's PATH) */
 } t4a__hcxx;
 
 /* The compiler now: T4A_OK and *out, or T4A_ENOCOMPILER with the reason

@@ -156,7 +156,8 @@ static t4a__graph_ops *copy_ops(const t4a__graph_ops *ops) {
   c->ops = o;
   c->count = 0;
   for (uint32_t i = 0; i < ops->count; i++, c->count++)
-    if (o[i].kind == T4A__OP_KERNEL && !(o[i].u.kernel = t4a__hklaunch_clone(ops->ops[i].u.kernel))) {
+    if (o[i].kind == T4A__OP_KERNEL &&
+        !(o[i].u.kernel = t4a__hklaunch_clone(ops->ops[i].u.kernel))) {
       free_ops(NULL, c, 0, false); /* the records cloned so far */
       return NULL;
     }
@@ -189,8 +190,9 @@ int t4a__slot_graph_set_kernel_args(t4a_runtime h, t4a_graph gh, uint64_t kernel
   /* replays still queued read the old arguments: the graph gets a copy */
   t4a__graph_ops *c = copy_ops(g->ops);
   if (!c) {
-    rc = t4a__fail(T4A_ENOMEM, "%s: out of host memory for a copy of the graph (replays are "
-                               "queued); wait for them, or free memory",
+    rc = t4a__fail(T4A_ENOMEM,
+                   "%s: out of host memory for a copy of the graph (replays are "
+                   "queued); wait for them, or free memory",
                    what);
     goto out;
   }

@@ -143,8 +143,7 @@ START_TEST(the_compiler_is_found_only_where_it_may_be) {
   setenv("T4A_HOST_CXX", "bin/c++", 1);
   OK(T->compiler_info(&ci));
   ck_assert_int_eq(ci.status, T4A_ENOCOMPILER);
-  ck_assert_msg(strstr(ci.reason, "T4A_HOST_CXX=bin/c++ is not an absolute path"), "%s",
-                ci.reason);
+  ck_assert_msg(strstr(ci.reason, "T4A_HOST_CXX=bin/c++ is not an absolute path"), "%s", ci.reason);
   EXPECT(T->artifact_compile(&o, &a), T4A_ENOCOMPILER);
   DETAIL("not an absolute path");
   setenv("T4A_HOST_CXX", "/nonexistent/c++", 1);
@@ -223,8 +222,8 @@ START_TEST(a_failed_compile_logs_the_consumers_lines) {
   uint64_t misses = stats().misses;
   EXPECT(T->artifact_compile(&o, &a), T4A_ECOMPILE);
   log = log_of(a);
-  ck_assert_msg(strstr(log, "asm.cu:3:") && strstr(log, "not supported by the host backend"),
-                "%s", log);
+  ck_assert_msg(strstr(log, "asm.cu:3:") && strstr(log, "not supported by the host backend"), "%s",
+                log);
   ck_assert_uint_eq(stats().misses, misses + 1);
   OK(T->artifact_release(a));
   o.source = "extern \"C\" __global__ void k(int *p) {\n  __syncthreads()\n}\n"; /* no ; */
@@ -242,7 +241,7 @@ END_TEST
 
 START_TEST(nvrtc_options_are_mapped_or_refused) {
   static const char src[] = "extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = VAL; }\n";
-  const char *opts[] = {"-DVAL=5", "-arch=sm_90", "--use_fast_math", "-lineinfo",
+  const char *opts[] = {"-DVAL=5",         "-arch=sm_90", "--use_fast_math", "-lineinfo",
                         "-default-device", "--std=c++17", "--fmad=false"};
   t4a_compile_options o = request(src, "opts.cu");
   o.options = opts;
@@ -336,7 +335,7 @@ START_TEST(the_caches_serve_repeated_compiles) {
   ck_assert_uint_eq(s1.memory_entries, s0.memory_entries + 1);
   ck_assert_uint_eq(s1.disk_entries, 1);
   ck_assert_int_eq(host_entries(cache), 1); /* in the host's own subdirectory */
-  OK(T->artifact_compile(&o, &b)); /* a memory hit: the same artifact */
+  OK(T->artifact_compile(&o, &b));          /* a memory hit: the same artifact */
   t4a_compile_cache_stats s2 = stats();
   ck_assert_uint_eq(s2.memory_hits, s1.memory_hits + 1);
   ck_assert_uint_eq(s2.misses, s1.misses);
@@ -454,8 +453,8 @@ START_TEST(kernels_match_the_cpu) {
   OK(T->copy_d2h(rt_, out, by, 0, N * 4));
   for (int i = 0; i < N; i++) {
     double want = -1.25 * (double)x[i] + (double)y[i]; /* a contracted fma rounds once less */
-    ck_assert_msg(fabs((double)out[i] - want) <= 1e-6, "axpy[%d] = %g, want %g", i,
-                  (double)out[i], want);
+    ck_assert_msg(fabs((double)out[i] - want) <= 1e-6, "axpy[%d] = %g, want %g", i, (double)out[i],
+                  want);
   }
   /* a block reduction with __shared__ and __syncthreads (fibers), across
    * blocks with atomicAdd on a double */
@@ -508,8 +507,10 @@ START_TEST(kernels_match_the_cpu) {
 END_TEST
 
 START_TEST(three_d_geometry_is_exact) {
-  static const uint32_t shapes[][2][3] = {
-      {{1, 1, 1}, {1, 1, 1}}, {{3, 2, 5}, {4, 3, 2}}, {{2, 2, 2}, {16, 16, 4}}, {{1, 300, 1}, {1, 2, 1}}};
+  static const uint32_t shapes[][2][3] = {{{1, 1, 1}, {1, 1, 1}},
+                                          {{3, 2, 5}, {4, 3, 2}},
+                                          {{2, 2, 2}, {16, 16, 4}},
+                                          {{1, 300, 1}, {1, 2, 1}}};
   t4a_function f = kernel("index3d");
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     const uint32_t *g = shapes[s][0], *k = shapes[s][1];

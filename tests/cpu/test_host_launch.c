@@ -97,7 +97,8 @@ static const char fixture_src[] =
     "static const uint32_t s_axpy[] = {8, 4, 8, 8}, a_axpy[] = {8, 4, 8, 8};\n"
     "static const uint32_t s_ptr[] = {8}, a_ptr[] = {8};\n"
     "static const t4a_hk_kernel kernels[] = {\n"
-    "  {\"axpy\", 4, s_axpy, a_axpy, 0, 1024, axpy}, {\"count\", 1, s_ptr, a_ptr, 0, 1024, count},\n"
+    "  {\"axpy\", 4, s_axpy, a_axpy, 0, 1024, axpy}, {\"count\", 1, s_ptr, a_ptr, 0, 1024, "
+    "count},\n"
     "  {\"probe\", 1, s_ptr, a_ptr, 0, 1024, probe}, {\"trap\", 1, s_ptr, a_ptr, 0, 1024, trap},\n"
     "  {\"bounded\", 0, nullptr, nullptr, 0, 128, bounded}};\n"
     "#ifndef NO_SYMBOL\n"
@@ -254,8 +255,7 @@ START_TEST(module_abi_and_bytes_are_checked_at_load) {
   EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_PTX, junk, sizeof junk, "p", &a), T4A_EUNSUPPORTED);
   DETAIL("NVIDIA GPU code");
   EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_CUBIN, junk, sizeof junk, "c", &a), T4A_EUNSUPPORTED);
-  EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_FATBIN, junk, sizeof junk, "f", &a),
-         T4A_EUNSUPPORTED);
+  EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_FATBIN, junk, sizeof junk, "f", &a), T4A_EUNSUPPORTED);
   EXPECT(T->artifact_from_bytes((t4a_artifact_kind)99, junk, sizeof junk, "x", &a), T4A_EINVAL);
   /* the good one loads, and its bytes come back as they went in */
   a = artifact(good);
@@ -406,7 +406,8 @@ static void axpy_checked(t4a_runtime rt, t4a_function f, uint64_t n, uint32_t bl
   uint32_t *word = aligned_alloc(64, 64); /* the launch waits until the arguments changed */
   t4a_host_buffer gate = gate_close(rt, word);
   if (ex) {
-    t4a_launch_ex_config c = {.struct_size = sizeof c, .grid = {grid, 1, 1}, .block = {block, 1, 1}};
+    t4a_launch_ex_config c = {
+        .struct_size = sizeof c, .grid = {grid, 1, 1}, .block = {block, 1, 1}};
     OK(T->launch_ex(rt, f, &c, args));
   } else {
     t4a_launch_config c = geometry(grid, block, 0);
@@ -644,7 +645,8 @@ START_TEST(graph_replays_launches_with_new_arguments) {
   OK(T->graph_launch(rt, g));                   /* y += 3x */
   OK(T->copy_d2h(rt, out, dy, 0, N * 4));
   for (int i = 0; i < N; i++)
-    ck_assert_msg(out[i] == y[i] + 7.0f * x[i], "y[%d] = %g, want %g (x %g y %g)", i, (double)out[i], (double)(y[i] + 7.0f * x[i]), (double)x[i], (double)y[i]);
+    ck_assert_msg(out[i] == y[i] + 7.0f * x[i], "y[%d] = %g, want %g (x %g y %g)", i,
+                  (double)out[i], (double)(y[i] + 7.0f * x[i]), (double)x[i], (double)y[i]);
   OK(T->graph_info(rt, g, &gi));
   ck_assert_uint_eq(gi.replays, 3);
   OK(T->module_unload(rt, m)); /* the graph names a function released since */

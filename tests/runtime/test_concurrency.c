@@ -69,8 +69,8 @@ static void *worker(void *arg) {
           failed(r, "wrong data");
     }
     t4a_runtime_counters cnt = {.struct_size = sizeof cnt};
-    if (T->runtime_counters(rt, &cnt) || cnt.launches != launches ||
-        cnt.copies_d2d != launches || cnt.seals != launches || cnt.seal_events_recorded != launches)
+    if (T->runtime_counters(rt, &cnt) || cnt.launches != launches || cnt.copies_d2d != launches ||
+        cnt.seals != launches || cnt.seal_events_recorded != launches)
       failed(r, "counters do not add up");
     if (T->runtime_destroy(rt, T4A_WAIT_FOREVER))
       failed(r, "runtime_destroy");
@@ -137,8 +137,8 @@ START_TEST(sixteen_threads_with_their_own_runtimes) {
     ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel") - kernels_run, launches);
   }
   RT_OK(T->artifact_release(kernels));
-  printf("%llu rounds in 2 s: %llu runtimes, %llu launches\n",
-         (unsigned long long)rounds, (unsigned long long)runtimes, (unsigned long long)launches);
+  printf("%llu rounds in 2 s: %llu runtimes, %llu launches\n", (unsigned long long)rounds,
+         (unsigned long long)runtimes, (unsigned long long)launches);
 }
 END_TEST
 
