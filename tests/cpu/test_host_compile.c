@@ -255,7 +255,7 @@ START_TEST(nvrtc_options_are_mapped_or_refused) {
   OK(T->module_load(rt, a, &m));
   OK(T->function_get(rt, m, "k", &f));
   t4a_buffer b;
-  OK(T->buffer_alloc(rt, 64 * 4, &b));
+  OK(T->buffer_alloc(rt, 64 * 4ull, &b));
   uint64_t p;
   OK(T->buffer_device_address(rt, b, &p));
   void *args[] = {&p};
@@ -436,21 +436,21 @@ START_TEST(kernels_match_the_cpu) {
   t4a_function fa = kernel("axpy"); /* loads the module into rt_ */
   uint64_t seed = t4a_test_seed();
   enum { N = 1 << 18 };
-  uint32_t *bits = malloc(N * 4);
-  float *x = malloc(N * 4), *y = malloc(N * 4), *out = malloc(N * 4);
-  t4a_test_fill_random(bits, N * 4, seed);
+  uint32_t *bits = malloc(N * 4ull);
+  float *x = malloc(N * 4ull), *y = malloc(N * 4ull), *out = malloc(N * 4ull);
+  t4a_test_fill_random(bits, N * 4ull, seed);
   for (int i = 0; i < N; i++)
     x[i] = (float)(bits[i] >> 8) / (float)(1u << 24) - 0.5f;
-  t4a_test_fill_random(bits, N * 4, seed + 1);
+  t4a_test_fill_random(bits, N * 4ull, seed + 1);
   for (int i = 0; i < N; i++)
     y[i] = (float)(bits[i] >> 8) / (float)(1u << 24) - 0.5f;
   /* axpy (grid-stride, loop mode) */
   uint64_t px, py, n = N;
-  t4a_buffer bx = upload(x, N * 4, &px), by = upload(y, N * 4, &py);
+  t4a_buffer bx = upload(x, N * 4ull, &px), by = upload(y, N * 4ull, &py);
   float a = -1.25f;
   void *aargs[] = {&n, &a, &px, &py};
   launch(fa, 300, 128, 0, aargs);
-  OK(T->copy_d2h(rt_, out, by, 0, N * 4));
+  OK(T->copy_d2h(rt_, out, by, 0, N * 4ull));
   for (int i = 0; i < N; i++) {
     double want = -1.25 * (double)x[i] + (double)y[i]; /* a contracted fma rounds once less */
     ck_assert_msg(fabs((double)out[i] - want) <= 1e-6, "axpy[%d] = %g, want %g", i, (double)out[i],
@@ -468,11 +468,11 @@ START_TEST(kernels_match_the_cpu) {
     want += (double)x[i];
   ck_assert_msg(fabs(got - want) <= 1e-9 * N, "sum %.17g, want %.17g", got, want);
   /* dynamic shared memory: each block reverses its span */
-  t4a_buffer bu = upload(bits, N * 4, &px), bv = upload(NULL, N * 4, &py);
+  t4a_buffer bu = upload(bits, N * 4ull, &px), bv = upload(NULL, N * 4ull, &py);
   void *rargs[] = {&px, &py};
   launch(kernel("reverse"), N / (64 * 4), 64, 64 * 4 * 4, rargs);
-  uint32_t *r = malloc(N * 4);
-  OK(T->copy_d2h(rt_, r, bv, 0, N * 4));
+  uint32_t *r = malloc(N * 4ull);
+  OK(T->copy_d2h(rt_, r, bv, 0, N * 4ull));
   for (int b = 0; b < N / 256; b++)
     for (int i = 0; i < 256; i++)
       ck_assert_uint_eq(r[b * 256 + i], bits[b * 256 + 255 - i]);
@@ -480,7 +480,7 @@ START_TEST(kernels_match_the_cpu) {
   int32_t *ints = (int32_t *)bits, wsum[N / 32];
   for (int i = 0; i < N; i++)
     ints[i] = (int32_t)(bits[i] % 2001) - 1000;
-  t4a_buffer bi = upload(ints, N * 4, &px), bw = upload(NULL, sizeof wsum, &py);
+  t4a_buffer bi = upload(ints, N * 4ull, &px), bw = upload(NULL, sizeof wsum, &py);
   void *wargs[] = {&px, &py};
   launch(kernel("warp_sum"), N / 128, 128, 0, wargs);
   OK(T->copy_d2h(rt_, wsum, bw, 0, sizeof wsum));

@@ -512,33 +512,33 @@ START_TEST(launches_run_in_order_with_copies) {
   t4a_module m;
   t4a_function f = lookup(rt, &m, "axpy");
   enum { N = 50000 };
-  float *x = malloc(N * 4), *y = malloc(N * 4);
+  float *x = malloc(N * 4ull), *y = malloc(N * 4ull);
   random_floats(x, N, t4a_test_seed());
   random_floats(y, N, t4a_test_seed() + 1);
   t4a_host_buffer hx, hy, hz;
   float *px_h, *py_h, *pz_h;
-  OK(T->host_alloc(rt, N * 4, 0, &hx, (void **)&px_h));
-  OK(T->host_alloc(rt, N * 4, 0, &hy, (void **)&py_h));
-  OK(T->host_alloc(rt, N * 4, 0, &hz, (void **)&pz_h));
-  memcpy(px_h, x, N * 4);
-  memcpy(py_h, y, N * 4);
-  memset(pz_h, 0xff, N * 4);
+  OK(T->host_alloc(rt, N * 4ull, 0, &hx, (void **)&px_h));
+  OK(T->host_alloc(rt, N * 4ull, 0, &hy, (void **)&py_h));
+  OK(T->host_alloc(rt, N * 4ull, 0, &hz, (void **)&pz_h));
+  memcpy(px_h, x, N * 4ull);
+  memcpy(py_h, y, N * 4ull);
+  memset(pz_h, 0xff, N * 4ull);
   t4a_buffer dx, dy, dz;
-  OK(T->buffer_alloc(rt, N * 4, &dx));
-  OK(T->buffer_alloc(rt, N * 4, &dy));
-  OK(T->buffer_alloc(rt, N * 4, &dz));
+  OK(T->buffer_alloc(rt, N * 4ull, &dx));
+  OK(T->buffer_alloc(rt, N * 4ull, &dy));
+  OK(T->buffer_alloc(rt, N * 4ull, &dz));
   uint64_t n = N, ax = address(rt, dx), ay = address(rt, dy), az = address(rt, dz);
   float two = 2.0f, three = 3.0f;
   void *first[] = {&n, &two, &ax, &ay}, *second[] = {&n, &three, &ay, &az};
   uint32_t *word = aligned_alloc(64, 64);
   t4a_host_buffer gate = gate_close(rt, word);
-  OK(T->copy_h2d_pinned(rt, dx, 0, hx, 0, N * 4));
-  OK(T->copy_h2d_pinned(rt, dy, 0, hy, 0, N * 4));
+  OK(T->copy_h2d_pinned(rt, dx, 0, hx, 0, N * 4ull));
+  OK(T->copy_h2d_pinned(rt, dy, 0, hy, 0, N * 4ull));
   OK(T->memset(rt, dz, 0, 0, 4, N));
   t4a_launch_config c = geometry((N + 127) / 128, 128, 0);
   OK(T->launch(rt, f, &c, first));  /* y = 2x + y */
   OK(T->launch(rt, f, &c, second)); /* z = 3y + 0 */
-  OK(T->copy_d2h_pinned(rt, hz, 0, dz, 0, N * 4));
+  OK(T->copy_d2h_pinned(rt, hz, 0, dz, 0, N * 4ull));
   t4a_witness w;
   OK(T->seal(rt, &w));
   EXPECT(T->witness_query(w), T4A_ENOTREADY); /* all of it is behind the gate */
@@ -564,7 +564,7 @@ START_TEST(unload_is_deferred_behind_queued_launches) {
   t4a_module m;
   t4a_function f = lookup(rt, &m, "count");
   t4a_buffer b;
-  OK(T->buffer_alloc(rt, 64 * 4, &b));
+  OK(T->buffer_alloc(rt, 64 * 4ull, &b));
   OK(T->memset(rt, b, 0, 0, 4, 64));
   uint64_t p = address(rt, b);
   void *args[] = {&p};
@@ -598,18 +598,18 @@ START_TEST(graph_replays_launches_with_new_arguments) {
   t4a_module m;
   t4a_function f = lookup(rt, &m, "axpy");
   enum { N = 3000 };
-  float *x = malloc(N * 4), *y = malloc(N * 4), *out = malloc(N * 4);
+  float *x = malloc(N * 4ull), *y = malloc(N * 4ull), *out = malloc(N * 4ull);
   random_floats(x, N, t4a_test_seed());
   for (int i = 0; i < N; i++)
     y[i] = (float)(i % 17); /* small integers: every sum below is exact */
   for (int i = 0; i < N; i++)
     x[i] = (float)(int)(x[i] * 8);
   t4a_buffer dx, dy, scratch;
-  OK(T->buffer_alloc(rt, N * 4, &dx));
-  OK(T->buffer_alloc(rt, N * 4, &dy));
+  OK(T->buffer_alloc(rt, N * 4ull, &dx));
+  OK(T->buffer_alloc(rt, N * 4ull, &dy));
   OK(T->buffer_alloc(rt, 64, &scratch));
-  OK(T->copy_h2d(rt, dx, 0, x, N * 4));
-  OK(T->copy_h2d(rt, dy, 0, y, N * 4));
+  OK(T->copy_h2d(rt, dx, 0, x, N * 4ull));
+  OK(T->copy_h2d(rt, dy, 0, y, N * 4ull));
   uint64_t n = N, ax = address(rt, dx), ay = address(rt, dy);
   float a = 1.0f;
   void *args[] = {&n, &a, &ax, &ay};
@@ -636,14 +636,14 @@ START_TEST(graph_replays_launches_with_new_arguments) {
   EXPECT(T->graph_set_kernel_args(rt, g, 1, next), T4A_ERANGE);
   DETAIL("the graph has 1 kernels");
   __atomic_store_n(word, 1, __ATOMIC_RELEASE);
-  OK(T->copy_d2h(rt, out, dy, 0, N * 4));
+  OK(T->copy_d2h(rt, out, dy, 0, N * 4ull));
   for (int i = 0; i < N; i++)
     ck_assert_msg(out[i] == y[i] + 4.0f * x[i], "y[%d] = %g, want %g", i, (double)out[i],
                   (double)(y[i] + 4.0f * x[i]));
   three = 3.0f;
   OK(T->graph_set_kernel_args(rt, g, 0, next)); /* idle now: in place */
   OK(T->graph_launch(rt, g));                   /* y += 3x */
-  OK(T->copy_d2h(rt, out, dy, 0, N * 4));
+  OK(T->copy_d2h(rt, out, dy, 0, N * 4ull));
   for (int i = 0; i < N; i++)
     ck_assert_msg(out[i] == y[i] + 7.0f * x[i], "y[%d] = %g, want %g (x %g y %g)", i,
                   (double)out[i], (double)(y[i] + 7.0f * x[i]), (double)x[i], (double)y[i]);
