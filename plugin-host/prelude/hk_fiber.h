@@ -188,7 +188,24 @@ inline void switch_to(tls_state &t, fiber *from, fiber *to) {
   t4a__hk_swap(&from->sp, to->sp);
 }
 
-__attribute__((noinline)) inline bool act_resolve(block *b, warp *w);
+/* __activemask's group completes when no other running lane of the warp
+ * can run without the group (each waits somewhere or returned). */
+__attribute__((noinline)) inline bool act_resolve(block *b, warp *w) {
+  uint32_t base = (uint32_t)(w - b->warps) * 32u;
+  for (uint32_t p = w->exist & ~w->done & ~w->act; p; p &= p - 1) {
+    fiber *f = fiber_at(b, base + (uint32_t)__builtin_ctz(p));
+    if (f->state == F_READY || f->state == F_RUN || (f->state == F_BAR && f->wait_gen != b->gen) ||
+        ((f->state == F_WARP || f->state == F_ACT) && f->released))
+      return false;
+  }
+  for (uint32_t p = w->act; p; p &= p - 1) {
+    fiber *f = fiber_at(b, base + (uint32_t)__builtin_ctz(p));
+    f->res = w->act;
+    f->released = 1;
+  }
+  w->act = 0;
+  return true;
+}
 
 inline bool runnable(block *b, fiber *f) {
   switch (f->state) {

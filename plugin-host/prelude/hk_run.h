@@ -38,6 +38,15 @@ template <class... A> struct sig<void (*)(A...)> {
   typedef pack_of<typename make_seq<sizeof...(A)>::type, A...> pack;
 };
 
+/* The next block in linear order (x fastest), without a division. */
+inline void next_block(uint3 &b, uint32_t gx, uint32_t gy) {
+  if (++b.x == gx) {
+    b.x = 0;
+    if (++b.y == gy)
+      b.y = 0, ++b.z;
+  }
+}
+
 inline bool stopped(const t4a_hk_launch *l) {
   return l->stop && __atomic_load_n(l->stop, __ATOMIC_RELAXED);
 }
@@ -89,12 +98,13 @@ __attribute__((noinline)) void loop_blocks(const t4a_hk_launch *l, uint64_t firs
   p.load(l->args);
   tls_state &t = ctx();
   const uint32_t gx = l->grid.x, gy = l->grid.y;
-  for (uint64_t b = first, e = first + count; b < e; ++b) {
+  t.bid = uint3{(uint32_t)(first % gx), (uint32_t)(first / gx % gy), (uint32_t)(first / gx / gy)};
+  for (uint64_t b = 0; b < count; ++b) {
     if (stopped(l))
       return;
-    t.bid = uint3{(uint32_t)(b % gx), (uint32_t)(b / gx % gy), (uint32_t)(b / gx / gy)};
     t.tid = uint3{0, 0, 0};
     p.template call<K>(); /* the kernel loops over its threads itself */
+    next_block(t.bid, gx, gy);
   }
 }
 
@@ -127,10 +137,11 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
   b.pack = &p;
   b.entry = &fiber_entry<K>;
   b.gen = 0;
-  for (uint64_t blk = first, e = first + count; blk < e; ++blk) {
+  uint3 bid{(uint32_t)(first % gx), (uint32_t)(first / gx % gy), (uint32_t)(first / gx / gy)};
+  for (uint64_t blk = 0; blk < count; ++blk, next_block(bid, gx, gy)) {
     if (stopped(l))
       break;
-    t.bid = uint3{(uint32_t)(blk % gx), (uint32_t)(blk / gx % gy), (uint32_t)(blk / gx / gy)};
+    t.bid = bid;
     for (uint32_t k = 0; k * 32 < n; ++k) {
       uint32_t lanes = n - k * 32 < 32 ? n - k * 32 : 32;
       b.warps[k] = warp{lanes == 32 ? ~0u : (1u << lanes) - 1, 0, 0, 0};
