@@ -18,3 +18,11 @@ const t4a__hkind t4a__graph_kind = {
 const t4a__hkind t4a__witness_kind = {
     T4A__TAG_WITNESS, "witness", "seal", NULL,
     "the witness was released; keep a reference (witness_retain) while you use it"};
+
+const t4a__hkind t4a__module_kind = {T4A__TAG_MODULE, "module", "module_load",
+                                     "load the artifact into this runtime",
+                                     "the module was unloaded; load it again"};
+
+const t4a__hkind t4a__function_kind = {
+    T4A__TAG_FUNCTION, "function", "function_get", "look it up in this runtime's module",
+    "the function's module was unloaded; load it again and look the function up"};

@@ -64,6 +64,9 @@ extern const bench_case bench_interop_cases[];
  * backend and a runtime of bench_host_threads copy threads, the number the
  * raw side's reference threads match. */
 extern const bench_case bench_host_cases[];
+/* The host backend's kernel rows (bench/hostk_cases.c): CUDA C compiled by
+ * the host backend against C over as many threads as its kernel pool. */
+extern const bench_case bench_hostk_cases[];
 extern unsigned bench_host_threads;
 /* `asked` (--copy-threads), else the runtime's default for this machine. */
 unsigned bench_host_copy_threads(unsigned asked);

@@ -373,8 +373,8 @@ static bool host_rows(const char *only, result *res, int *n, char *why, size_t w
   bench_check(E.t->runtime_create(0, &o, &E.rt), "runtime_create (host)");
   printf("t4a_bench %s: host backend on %s, %u copy threads, %s\n", PACKAGE_VERSION, machine,
          bench_host_threads, date);
-  static const bench_case *const host_tables[] = {bench_host_cases};
-  *n = run_rows(host_tables, 1, only, res, 16);
+  static const bench_case *const host_tables[] = {bench_host_cases, bench_hostk_cases};
+  *n = run_rows(host_tables, 2, only, res, 16);
   bench_check(E.t->runtime_destroy(E.rt, T4A_WAIT_FOREVER), "runtime_destroy (host)");
   t4a_gpu_close(E.backend);
   memset(&E, 0, sizeof E);

@@ -1,12 +1,13 @@
 /* plugin-cuda/compile.c -- artifact_compile: CUDA C through NVRTC to CUBIN
  * for the target device (PTX on request), served from the memory cache
- * (artifact.c) and the disk cache (diskcache.c) when possible.
+ * (backend-core/artifact.c) and the disk cache (backend-core/diskcache.c)
+ * when possible.
  *
  * Both caches are keyed by SHA-256 over everything in the request that
  * decides the output: source, name (it is __FILE__), options, target,
  * output kind, NVRTC version and driver version. Files NVRTC reads while
  * compiling are not in the key (NVRTC cannot say which it read), so a
- * compile that could read any is not cached at all: see reads_files.
+ * compile that could read any is not cached at all (backend-core/srcscan.c).
  * Failed compiles are never cached. */
 #include "config.h"
 
@@ -17,10 +18,12 @@
 
 #include "common/log.h"
 #include "common/sha256.h"
+#include "backend-core/srcscan.h"
 #include "plugin-cuda/artifact.h"
 #include "plugin-cuda/nvrtc.h"
 #include "plugin-cuda/slots.h"
 
+static const t4a__disk disk = {"cuda", NULL}; /* the cache directory itself */
 static pthread_mutex_t clock_ = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t misses, uncached; /* compiles performed; of those, not cacheable */
 
@@ -127,121 +130,6 @@ static void cache_key(const t4a_compile_options *o, uint64_t size, const char *t
   t4a__sha256_final(&s, key);
 }
 
-/* ---- what may be cached ------------------------------------------------------------- */
-
-/* NVRTC reads files besides the source: headers from include directories,
- * from the directory of `name` (the current directory for a bare name) for
- * #include "x.h", absolute #include paths, pre-included headers,
- * precompiled headers. NVRTC 13 cannot report which files it read (it has
- * no dependency output), so their contents cannot join the key; a compile
- * that could read any is therefore not cached, in memory or on disk. The
- * checks below are deliberately coarse: a false alarm costs one compile, a
- * missed include would return stale code. */
-
-/* Options that make NVRTC read files, matched on the name without its
- * dashes and by prefix, so "-I/x", "--include-path=/x", "-I" "/x",
- * "-include" and "--pre-include=h" all count. */
-static bool option_reads_files(const char *opt) {
-  static const char *const prefixes[] = {"I",          "include",   "pre-include",
-                                         "preinclude", "isystem",   "system-include",
-                                         "iquote",     "idirafter", "imacros"};
-  while (*opt == '-')
-    opt++;
-  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-    if (strncmp(opt, prefixes[i], strlen(prefixes[i])) == 0)
-      return true;
-  return strstr(opt, "pch") != NULL; /* --pch, --use-pch=f, --pch-dir=d, ... */
-}
-
-/* Characters that line splicing can remove from between two letters of a
- * word: backslash-newline (NVRTC also takes backslash-CR-LF), its trigraph
- * ??/ (-std=c++11/14), and blanks, which cost only false alarms. */
-static bool splice_char(char c) {
-  return c == '\\' || c == '?' || c == '/' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* If word occurs at s[i] with only splice characters between its letters,
- * the index just past it; else 0. */
-static size_t word_at(const char *s, size_t n, size_t i, const char *word) {
-  for (const char *w = word; *w; w++) {
-    if (w != word)
-      while (i < n && splice_char(s[i]))
-        i++;
-    if (i >= n || s[i] != *w)
-      return 0;
-    i++;
-  }
-  return i;
-}
-
-static bool ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* Whether s[from, to) is a line `#include <name>` whose name is relative.
- * With no include directory given, NVRTC's list for <...> is empty ("no
- * directories in search list"), so such a name can only be one of NVRTC's
- * built-in headers, which its version (in the key) pins; "..." would search
- * the directory of `name`, and an absolute name is opened as is. */
-static bool builtin_include_line(const char *s, size_t from, size_t to) {
-  size_t i = from;
-  while (i < to && (s[i] == ' ' || s[i] == '\t'))
-    i++;
-  if (i >= to || s[i++] != '#')
-    return false;
-  while (i < to && (s[i] == ' ' || s[i] == '\t'))
-    i++;
-  if (to - i < 7 || memcmp(s + i, "include", 7) != 0)
-    return false;
-  i += 7;
-  while (i < to && (s[i] == ' ' || s[i] == '\t'))
-    i++;
-  if (i >= to || s[i++] != '<' || i >= to || s[i] == '/')
-    return false;
-  size_t name = i;
-  while (i < to && (ident_char(s[i]) || s[i] == '.' || s[i] == '/' || s[i] == '-' || s[i] == '+'))
-    i++;
-  if (i == name || i >= to || s[i++] != '>')
-    return false;
-  while (i < to && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
-    i++;
-  return i == to;
-}
-
-/* Why this compile must not be cached, or NULL when it may be. */
-static const char *reads_files(const t4a_compile_options *o, uint64_t size) {
-  for (uint32_t i = 0; i < o->option_count; i++)
-    if (option_reads_files(o->options[i]))
-      return "an option names include directories, pre-included or precompiled headers";
-  const char *s = o->source;
-  size_t n = (size_t)size;
-  for (size_t i = 0; i < n; i++) {
-    size_t end;
-    /* #include, #include_next, __has_include: every occurrence must sit in
-     * a `#include <relative>` line (so a comment mentioning "include"
-     * costs caching: the preprocessor is NVRTC's, not re-implemented). */
-    if ((end = word_at(s, n, i, "include"))) {
-      size_t from = i, to = end;
-      while (from > 0 && s[from - 1] != '\n')
-        from--;
-      while (to < n && s[to] != '\n')
-        to++;
-      if (memchr(s + i, '\n', end - i) || !builtin_include_line(s, from, to))
-        return "the source may include a file from disk (any \"include\" outside a plain "
-               "#include <relative> line counts)";
-    }
-    /* #import / import (modules) and #embed, __has_embed: refused by
-     * NVRTC 13, but they would read files */
-    if (((end = word_at(s, n, i, "import")) || (end = word_at(s, n, i, "embed"))) &&
-        (i == 0 || !ident_char(s[i - 1]) || s[i - 1] == '_') && (end == n || !ident_char(s[end])))
-      return "the source mentions import or embed, which can read files";
-    /* the time of the compile is part of the output */
-    if (word_at(s, n, i, "__TIME") || word_at(s, n, i, "__DATE__"))
-      return "the source uses __DATE__, __TIME__ or __TIMESTAMP__";
-  }
-  return NULL;
-}
-
 /* Runs NVRTC. On success *data and *dsize hold the output (PTX NUL-terminated);
  * the log is returned either way. */
 static int nvrtc_compile(const t4a__nvrtc *n, const t4a_compile_options *o, uint64_t size,
@@ -345,7 +233,7 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
   const char *name = o->name ? o->name : "t4a.cu";
   uint8_t key[32];
   bool cached = !(o->flags & T4A_COMPILE_NO_CACHE);
-  const char *why = cached ? reads_files(o, size) : NULL;
+  const char *why = cached ? t4a__compile_reads_files(o, size) : NULL;
   if (why) {
     cached = false;
     pthread_mutex_lock(&clock_);
@@ -360,7 +248,7 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
     if (t4a__artifact_cached(key, out))
       return T4A_OK;
     t4a__disk_entry e;
-    if (t4a__disk_lookup(key, &e)) {
+    if (t4a__disk_lookup(&disk, key, kind, &e)) {
       rc = t4a__artifact_add(kind, e.data, e.size, e.log, e.log_size, nv, name, key, out);
       if (rc) {
         free(e.data);
@@ -397,7 +285,7 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
     return crc;
   }
   if (cached)
-    t4a__disk_store(key, kind, data, dsize, log, log_size);
+    t4a__disk_store(&disk, key, kind, data, dsize, log, log_size);
   return T4A_OK;
 }
 
@@ -410,7 +298,7 @@ int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out) {
   pthread_mutex_lock(&clock_);
   s.misses = misses;
   pthread_mutex_unlock(&clock_);
-  t4a__disk_stats(&s.disk_entries, &s.disk_bytes, &s.disk_limit_bytes);
+  t4a__disk_stats(&disk, &s.disk_entries, &s.disk_bytes, &s.disk_limit_bytes);
   s.disk_hits = t4a__disk_hits();
   s.disk_rejected = t4a__disk_rejected();
   t4a__fill_struct(out, &s, sizeof s);
@@ -426,6 +314,6 @@ int t4a__slot_compile_cache_clear(uint32_t which) {
   if (which & T4A_CACHE_MEMORY)
     t4a__artifact_cache_clear();
   if (which & T4A_CACHE_DISK)
-    t4a__disk_clear();
+    t4a__disk_clear(&disk);
   return T4A_OK;
 }

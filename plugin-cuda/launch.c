@@ -4,6 +4,7 @@
  * CUfunction. */
 #include "config.h"
 
+#include "backend-core/geometry.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
@@ -37,29 +38,8 @@ out:
 
 int t4a__check_geometry(const t4a__runtime *rt, const t4a__function *f, const uint32_t grid[3],
                         const uint32_t block[3], uint32_t shared, const char *what) {
-  const t4a_device_info *d = &t4a__be.devices[rt->ordinal].info;
-  static const char axis[3] = {'x', 'y', 'z'};
-  for (int i = 0; i < 3; i++) {
-    if (grid[i] == 0 || grid[i] > (uint32_t)d->max_grid_dim[i])
-      return t4a__fail(T4A_EINVAL, "%s: grid.%c = %u is outside 1..%d; fix the grid of '%s'", what,
-                       axis[i], grid[i], (int)d->max_grid_dim[i], f->name);
-    if (block[i] == 0 || block[i] > (uint32_t)d->max_block_dim[i])
-      return t4a__fail(T4A_EINVAL, "%s: block.%c = %u is outside 1..%d; fix the block of '%s'",
-                       what, axis[i], block[i], (int)d->max_block_dim[i], f->name);
-  }
-  uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
-  if (threads > (uint64_t)f->max_threads)
-    return t4a__fail(T4A_EINVAL,
-                     "%s: a block of %llu threads (%u x %u x %u) exceeds the %d that '%s' "
-                     "allows; use smaller blocks",
-                     what, (unsigned long long)threads, block[0], block[1], block[2],
-                     (int)f->max_threads, f->name);
-  if (shared > (uint32_t)f->max_dynamic)
-    return t4a__fail(T4A_EINVAL,
-                     "%s: %u bytes of dynamic shared memory exceed the %d allowed for '%s'; "
-                     "ask for less or raise the limit with function_set_max_dynamic_shared",
-                     what, shared, (int)f->max_dynamic, f->name);
-  return T4A_OK;
+  t4a__limits l = {&t4a__be.devices[rt->ordinal].info, f->name, f->max_threads, f->max_dynamic};
+  return t4a__check_launch(&l, grid, block, shared, what); /* backend-core/geometry.c */
 }
 
 int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cfg, void **args) {

@@ -13,30 +13,18 @@
 
 #include <string.h>
 
+#include "backend-core/geometry.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
-#define LAUNCH_FLAGS                                                                               \
-  (T4A_LAUNCH_COOPERATIVE | T4A_LAUNCH_CLUSTER_NON_PORTABLE | T4A_LAUNCH_PRIORITY)
-
 static const char axis[3] = {'x', 'y', 'z'};
 
-/* The struct and its flags. */
+/* The struct and its flags (backend-core/geometry.c). */
 static int check_config(const t4a_launch_ex_config *c, const char *what) {
-  int rc = t4a__check_struct(c, T4A_LAUNCH_EX_CONFIG_V1_1_SIZE, "t4a_launch_ex_config");
-  if (rc)
-    return rc;
-  if ((c->flags & ~LAUNCH_FLAGS) || c->reserved)
-    return t4a__fail(T4A_EINVAL,
-                     "%s: unknown flags 0x%x or reserved 0x%x; use T4A_LAUNCH_* flags and clear "
-                     "reserved",
-                     what, c->flags & ~LAUNCH_FLAGS, c->reserved);
-  return T4A_OK;
+  return t4a__check_launch_ex_config(c, what);
 }
 
-static bool has_cluster(const t4a_launch_ex_config *c) {
-  return c->cluster[0] || c->cluster[1] || c->cluster[2];
-}
+static bool has_cluster(const t4a_launch_ex_config *c) { return t4a__has_cluster(c); }
 
 /* Cluster dimensions against the grid, the device and the kernel. */
 static int check_cluster(t4a__runtime *rt, t4a__function *f, const t4a_launch_ex_config *c,

@@ -11,28 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend-core/kinds.h"
 #include "common/str.h"
 #include "plugin-cuda/artifact.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
-static const t4a__hkind module_kind = {T4A__TAG_MODULE, "module", "module_load",
-                                       "load the artifact into this runtime",
-                                       "the module was unloaded; load it again"};
-
-static const t4a__hkind function_kind = {
-    T4A__TAG_FUNCTION, "function", "function_get", "look it up in this runtime's module",
-    "the function's module was unloaded; load it again and look the function up"};
-
 static int module_of(t4a__runtime *rt, t4a_module h, const char *what, t4a__module **out) {
   int rc;
-  *out = t4a__htable_find(&rt->code.mods, &module_kind, rt->slot.index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->code.mods, &t4a__module_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
 int t4a__function_get(t4a__runtime *rt, t4a_function h, const char *what, t4a__function **out) {
   int rc;
-  *out = t4a__htable_find(&rt->code.funcs, &function_kind, rt->slot.index, h.bits, what, &rc);
+  *out = t4a__htable_find(&rt->code.funcs, &t4a__function_kind, rt->slot.index, h.bits, what, &rc);
   return rc;
 }
 
@@ -88,11 +81,11 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
     t4a__artifact_put(&code);
     return rc;
   }
-  if (code.kind == T4A_ARTIFACT_PTX && code.nvrtc_version > t4a__be.driver_version) {
+  if (code.kind == T4A_ARTIFACT_PTX && code.compiler_version > t4a__be.driver_version) {
     rc = t4a__fail(T4A_EUNSUPPORTED,
                    "module_load: '%s' is PTX from NVRTC %d.%d, newer than the driver (CUDA "
                    "%d.%d) can load; compile to CUBIN or update the driver",
-                   code.name, code.nvrtc_version / 1000, code.nvrtc_version % 1000 / 10,
+                   code.name, code.compiler_version / 1000, code.compiler_version % 1000 / 10,
                    t4a__be.driver_version / 1000, t4a__be.driver_version % 1000 / 10);
     goto out;
   }
@@ -121,7 +114,7 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
   t4a__module *m = t4a__htable_at(&rt->code.mods, i);
   m->mod = mod;
   t4a__strcopy(m->name, sizeof m->name, code.name);
-  out->bits = t4a__htable_publish(&rt->code.mods, i, &module_kind, rt->slot.index);
+  out->bits = t4a__htable_publish(&rt->code.mods, i, &t4a__module_kind, rt->slot.index);
 out:
   t4a__rt_unlock(rt);
   t4a__artifact_put(&code);
@@ -214,7 +207,7 @@ int t4a__slot_function_get(t4a_runtime h, t4a_module mh, const char *name, t4a_f
   f->static_shared = shared;
   f->max_dynamic = dynamic;
   t4a__strcopy(f->name, sizeof f->name, name);
-  out->bits = t4a__htable_publish(&rt->code.funcs, i, &function_kind, rt->slot.index);
+  out->bits = t4a__htable_publish(&rt->code.funcs, i, &t4a__function_kind, rt->slot.index);
 out:
   t4a__rt_unlock(rt);
   return rc;

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "backend-core/geometry.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 
@@ -136,21 +137,11 @@ int t4a__occ_clusters(t4a__runtime *rt, t4a__function *f, const uint32_t block[3
 
 /* ---- slots --------------------------------------------------------------------- */
 
-/* Common checks of the scalar queries: threads within f's limit, shared
- * memory within what f may use now. */
+/* The block an occupancy question names (backend-core/geometry.c). */
 static int check_block(const t4a__function *f, const char *what, uint32_t threads,
                        uint32_t shared) {
-  if (threads == 0 || threads > (uint32_t)f->max_threads)
-    return t4a__fail(T4A_EINVAL,
-                     "%s: a block of %u threads is outside 1..%d for '%s'; ask for "
-                     "a block '%s' can run",
-                     what, threads, (int)f->max_threads, f->name, f->name);
-  if (shared > (uint32_t)f->max_dynamic)
-    return t4a__fail(T4A_EINVAL,
-                     "%s: %u bytes of dynamic shared memory exceed the %d allowed for '%s'; "
-                     "ask for less or raise the limit with function_set_max_dynamic_shared",
-                     what, shared, (int)f->max_dynamic, f->name);
-  return T4A_OK;
+  t4a__limits l = {NULL, f->name, f->max_threads, f->max_dynamic};
+  return t4a__check_occupancy_block(&l, threads, shared, what);
 }
 
 int t4a__slot_occupancy_max_active_blocks(t4a_runtime h, t4a_function fh, uint32_t block_threads,

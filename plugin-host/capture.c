@@ -1,8 +1,9 @@
 /* plugin-host/capture.c -- what a capture records (graph_begin ..
  * graph_end): each operation the runtime's slots make, in call order, and
- * the handles of the buffers and host buffers it names (checked live at
- * each replay, graph.c). Recording never fails the call that made the
- * operation: a failure marks the capture failed and graph_end discards it. */
+ * the handles of the buffers, host buffers and functions it names (checked
+ * live at each replay, graph.c). A recorded launch's record (its
+ * parameters) belongs to the recording, then to the graph. Recording never fails the call that made
+ * the operation: a failure marks the capture failed and graph_end discards it. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -50,6 +51,9 @@ void t4a__capture_note(t4a__hrt *rt, const t4a__op *op, uint64_t a, uint64_t b) 
 }
 
 void t4a__capture_free(t4a__hcapture *c) {
+  for (uint32_t i = 0; i < c->count; i++)
+    if (c->ops[i].kind == T4A__OP_KERNEL)
+      free(c->ops[i].u.kernel); /* a recorded launch's record is the recording's */
   free(c->ops);
   free(c->named);
   memset(c, 0, sizeof *c);

@@ -109,7 +109,8 @@ static int pageable_2d(t4a_runtime h, bool to_device, t4a_buffer bh, void *host,
     goto out;
   }
   t4a__op op = to_device ? rect_op(g, b->blk.ptr, host) : rect_op(g, host, b->blk.ptr);
-  t4a__hrt_pageable(rt, &op);
+  if ((rc = t4a__hrt_pageable(rt, &op)))
+    goto out;
   count(rt, to_device ? 1 : -1, false, g->rows * g->width);
 out:
   t4a__hrt_unlock(rt);

@@ -1,13 +1,14 @@
 /* plugin-host/device.c -- the backend and its one device, the host: init,
- * get_info, device_count, device_info, compiler_info, peer access.
+ * get_info, device_count, device_info, peer access (compiler_info: cxx.c).
  *
  * The device's facts (docs/design.md, "The host backend", and the header's
  * t4a_device_info comment): name = the CPU model (/proc/cpuinfo), memory =
  * the physical RAM, multiprocessors = the online CPUs, flags = integrated
  * and unified addressing (device memory is host memory), compute
  * capability 0.0, stream-ordered pools (memory.c), no UUID or PCI address (zeros / ""), warp size
- * 1, the launch limits of a CUDA device (what a launch will check once kernels come), max_pitch =
- * 2^46 (the largest buffer). */
+ * 32 (the prelude's warps), the launch limits of a CUDA device (which launches check: 1024
+ * threads, 48 KiB of dynamic shared memory, 227 KiB with opt-in), max_pitch = 2^46 (the largest
+ * buffer). */
 #include "config.h"
 
 #include <pthread.h>
@@ -58,8 +59,11 @@ static void discover(void) {
   d->max_block_dim[2] = 64;
   d->max_grid_dim[0] = 0x7fffffff;
   d->max_grid_dim[1] = d->max_grid_dim[2] = 65535;
-  d->max_shared_per_block = d->max_shared_per_block_optin = 48 << 10;
-  d->warp_size = 1;
+  /* 48 KiB by default, opt-in up to an H100's or H200's 227 KiB: a kernel
+   * written for those opts in unchanged (shared memory is heap here) */
+  d->max_shared_per_block = 48 << 10;
+  d->max_shared_per_block_optin = 227 << 10;
+  d->warp_size = 32; /* the prelude runs warps of 32 threads, as CUDA's */
   d->max_pitch = T4A__MAX_ALLOC;
   atomic_store(&ready, 1);
 }
@@ -120,16 +124,6 @@ int t4a__slot_device_info(int32_t ordinal, t4a_device_info *info) {
   if (rc || (rc = t4a__host_check_ordinal(ordinal, "device_info")))
     return rc;
   t4a__fill_struct(info, &t4a__host_device, sizeof t4a__host_device);
-  return T4A_OK;
-}
-
-int t4a__slot_compiler_info(t4a_compiler_info *info) {
-  int rc = t4a__check_struct(info, T4A_COMPILER_INFO_V1_0_SIZE, "t4a_compiler_info");
-  if (rc)
-    return rc;
-  t4a_compiler_info out = {.struct_size = sizeof out, .status = T4A_ENOCOMPILER};
-  snprintf(out.reason, sizeof out.reason, "%s", T4A__HOST_NO_KERNELS);
-  t4a__fill_struct(info, &out, sizeof out);
   return T4A_OK;
 }
 

@@ -1,7 +1,9 @@
 /* plugin-host/entry.c -- the host backend's one exported symbol, its table
  * and its teardown. The slots come from device.c, lifecycle.c, runtime.c,
  * memory.c, pinned.c, transfer.c, copy2d.c, cross.c, witness.c, graph.c,
- * external.c, dlpack.c and kernel.c; last_error from backend-core/structs.c.
+ * external.c, dlpack.c, cxx.c, compile.c, module.c and launch.c;
+ * last_error from backend-core/structs.c; artifact_log, artifact_data and
+ * artifact_release from backend-core/artifact.c.
  *
  * NULL slots (docs/design.md, "The host backend"): the raw seam
  * (raw_runtime, raw_begin, raw_end, raw_function) and the slots taking
@@ -10,6 +12,7 @@
  * hand out or take. */
 #include "config.h"
 
+#include "backend-core/artifact.h"
 #include "backend-core/copypool.h"
 #include "backend-core/readonly.h"
 #include "backend-core/slots.h"
@@ -43,12 +46,14 @@ int t4a_gpu_backend_v1_entry(uint16_t caller_major, uint16_t caller_minor,
   return T4A_OK;
 }
 
-/* Unload: the queue workers and the copy threads first (they run plugin
- * code), then the witnesses left, the read-only list and the structs of
- * destroyed runtimes. */
+/* Unload: the queue workers, the kernels' pool and the copy threads first
+ * (they run plugin code), then the artifacts, the witnesses left, the
+ * read-only list and the structs of destroyed runtimes. */
 __attribute__((destructor)) static void t4a__host_unload(void) {
   t4a__workers_unload();
+  t4a__hk_pool_unload();
   t4a__copypool_shutdown();
+  t4a__artifacts_unload();
   t4a__hwitnesses_unload();
   t4a__read_only_unload();
   t4a__rtable_unload();

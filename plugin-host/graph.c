@@ -5,8 +5,11 @@
  * on CUDA: what blocks the host or waits for other work (the pageable
  * copies, seal, runtime_wait_witness, copies between runtimes) and what
  * would change memory the graph may use (buffer_alloc, buffer_free,
- * cache_trim); t4a__hrt_refuse says so. Kernels come with part 2: a graph
- * has none yet, so graph_set_kernel_args has no index to take. */
+ * cache_trim); t4a__hrt_refuse says so. Captured launches keep their
+ * records (the parameters copied at the call); graph_set_kernel_args
+ * rewrites one in place when no replay of the graph is queued, else gives
+ * the graph a new copy of its operations (replays already queued keep the
+ * old ones, retired behind them). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -85,6 +88,10 @@ static int named_live(t4a__hrt *rt, const t4a__hgraph *g, const char *what) {
       t4a__hbuf *b;
       t4a_buffer bh = {bits};
       rc = t4a__hbuf_get(rt, bh, what, &b);
+    } else if (t4a__h_tag(bits) == T4A__TAG_FUNCTION) {
+      t4a__hfunc *f;
+      t4a_function fh = {bits};
+      rc = t4a__hfunc_get(rt, fh, what, &f);
     } else {
       t4a__hhost *hb;
       t4a_host_buffer hh = {bits};
@@ -94,7 +101,10 @@ static int named_live(t4a__hrt *rt, const t4a__hgraph *g, const char *what) {
       return t4a__fail(T4A_EHANDLE,
                        "%s: the graph names a %s released since the capture (handle 0x%llx); "
                        "keep what a graph uses until graph_release, or capture again",
-                       what, t4a__h_tag(bits) == T4A__TAG_BUFFER ? "buffer" : "host buffer",
+                       what,
+                       t4a__h_tag(bits) == T4A__TAG_BUFFER     ? "buffer"
+                       : t4a__h_tag(bits) == T4A__TAG_FUNCTION ? "function"
+                                                               : "host buffer",
                        (unsigned long long)bits);
   }
   return T4A_OK;
@@ -121,19 +131,83 @@ int t4a__slot_graph_launch(t4a_runtime h, t4a_graph gh) {
   return rc;
 }
 
+/* The index in ops of captured kernel `kernel` (in capture order), or
+ * UINT32_MAX; *count: how many kernels ops holds. */
+static uint32_t kernel_at(const t4a__graph_ops *ops, uint64_t kernel, uint64_t *count) {
+  uint32_t at = UINT32_MAX;
+  *count = 0;
+  for (uint32_t i = 0; i < ops->count; i++)
+    if (ops->ops[i].kind == T4A__OP_KERNEL && (*count)++ == kernel)
+      at = i;
+  return at;
+}
+
+static void free_ops(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final);
+
+/* A copy of ops whose launch records are its own; NULL when memory is short. */
+static t4a__graph_ops *copy_ops(const t4a__graph_ops *ops) {
+  t4a__graph_ops *c = malloc(sizeof *c);
+  t4a__op *o = c ? malloc((ops->count ? ops->count : 1) * sizeof *o) : NULL;
+  if (!o) {
+    free(c);
+    return NULL;
+  }
+  c->ops = o;
+  c->count = 0;
+  for (uint32_t i = 0; i < ops->count; i++, c->count++) {
+    o[i] = ops->ops[i];
+    if (o[i].kind == T4A__OP_KERNEL &&
+        !(o[i].u.kernel = t4a__hklaunch_clone(ops->ops[i].u.kernel))) {
+      free_ops(NULL, c, 0, false); /* the records cloned so far */
+      return NULL;
+    }
+  }
+  return c;
+}
+
 int t4a__slot_graph_set_kernel_args(t4a_runtime h, t4a_graph gh, uint64_t kernel, void **args) {
-  (void)args;
+  const char *what = "graph_set_kernel_args";
   t4a__hrt *rt;
   t4a__hgraph *g;
   int rc = t4a__host_require_init();
-  if (rc || (rc = t4a__hrt_lock(h, "graph_set_kernel_args", &rt)))
+  if (rc || (rc = t4a__hrt_lock(h, what, &rt)))
     return rc;
-  if (!(rc = graph_get(rt, gh, "graph_set_kernel_args", &g)) &&
-      !(rc = named_live(rt, g, "graph_set_kernel_args")))
+  if ((rc = graph_get(rt, gh, what, &g)) || (rc = named_live(rt, g, what)))
+    goto out;
+  uint64_t count;
+  uint32_t at = kernel_at(g->ops, kernel, &count);
+  if (at == UINT32_MAX) {
     rc = t4a__fail(T4A_ERANGE,
-                   "graph_set_kernel_args: kernel %llu is out of range: the graph has 0 kernels "
-                   "(kernels on the host backend come in a later release)",
-                   (unsigned long long)kernel);
+                   "%s: kernel %llu is out of range: the graph has %llu kernels (0 .. %llu); pass "
+                   "an index below t4a_graph_info.kernels",
+                   what, (unsigned long long)kernel, (unsigned long long)count,
+                   (unsigned long long)(count ? count - 1 : 0));
+    goto out;
+  }
+  if (t4a__timeline_reached(rt->q.tl, g->last_use)) { /* no replay queued: in place */
+    rc = t4a__hklaunch_set_args(g->ops->ops[at].u.kernel, args, what);
+    goto out;
+  }
+  /* replays still queued read the old arguments: the graph gets a copy */
+  t4a__graph_ops *c = copy_ops(g->ops);
+  if (!c) {
+    rc = t4a__fail(T4A_ENOMEM,
+                   "%s: out of host memory for a copy of the graph (replays are "
+                   "queued); wait for them, or free memory",
+                   what);
+    goto out;
+  }
+  /* (at < c->count: the copy holds the same operations as g->ops) */
+  if (at >= c->count || (rc = t4a__hklaunch_set_args(c->ops[at].u.kernel, args, what))) {
+    free_ops(rt, c, 0, false);
+    goto out;
+  }
+  t4a__hretire r = {g->last_use, free_ops, g->ops, 0};
+  g->ops = c;
+  t4a__retire_add(rt, &r);
+out:
+  if (!rc)
+    rt->c.graph_updates++;
   t4a__hrt_unlock(rt);
   return rc;
 }
@@ -142,11 +216,13 @@ int t4a__slot_graph_info(t4a_runtime h, t4a_graph gh, t4a_graph_info *out) {
   int rc = t4a__check_struct(out, T4A_GRAPH_INFO_V1_1_SIZE, "t4a_graph_info");
   t4a__hrt *rt;
   t4a__hgraph *g;
-  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock(h, "graph_info", &rt)))
+  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock_any(h, "graph_info", &rt)))
     return rc;
   t4a_graph_info i = {.struct_size = sizeof i};
   if (!(rc = graph_get(rt, gh, "graph_info", &g))) {
-    i.nodes = i.copies = g->ops->count;
+    i.nodes = g->ops->count;
+    kernel_at(g->ops, UINT64_MAX, &i.kernels);
+    i.copies = i.nodes - i.kernels;
     i.replays = g->replays;
   }
   t4a__hrt_unlock(rt);
@@ -158,6 +234,9 @@ int t4a__slot_graph_info(t4a_runtime h, t4a_graph gh, t4a_graph_info *out) {
 static void free_ops(t4a__hrt *rt, void *ptr, uint64_t bytes, bool final) {
   (void)rt, (void)bytes, (void) final;
   t4a__graph_ops *ops = ptr;
+  for (uint32_t i = 0; i < ops->count; i++)
+    if (ops->ops[i].kind == T4A__OP_KERNEL)
+      free(ops->ops[i].u.kernel);
   free(ops->ops);
   free(ops);
 }
@@ -166,7 +245,7 @@ int t4a__slot_graph_release(t4a_runtime h, t4a_graph gh) {
   t4a__hrt *rt;
   t4a__hgraph *g;
   int rc = t4a__host_require_init();
-  if (rc || (rc = t4a__hrt_lock(h, "graph_release", &rt)))
+  if (rc || (rc = t4a__hrt_lock_any(h, "graph_release", &rt)))
     return rc;
   if (!(rc = graph_get(rt, gh, "graph_release", &g))) {
     t4a__hretire r = {g->last_use, free_ops, g->ops, 0};

@@ -7,7 +7,8 @@
  * Subsystems: memory.c (the pool, the block cache, buffers), pinned.c (host
  * buffers), retire.c (what waits for the queue before it is released),
  * transfer.c / copy2d.c / cross.c (copies), witness.c (completion),
- * graph.c (captures), external.c and dlpack.c (interop). */
+ * graph.c (captures), external.c and dlpack.c (interop), kernel.h (the
+ * kernels: compile, modules, launches, the pool, the device's fault). */
 #ifndef T4A_PLUGIN_HOST_HOST_H
 #define T4A_PLUGIN_HOST_HOST_H
 
@@ -19,6 +20,7 @@
 #include "backend-core/kinds.h"
 #include "backend-core/rtable.h"
 #include "backend-core/sizeclass.h"
+#include "plugin-host/kernel.h"
 #include "plugin-host/queue.h"
 #include "t4a/gpu_backend_v1.h"
 
@@ -130,14 +132,36 @@ struct t4a__hrt {
   uint32_t retire_count, retire_cap;
   t4a__hcapture cap;
   t4a__htable graphs; /* graph.c */
+  t4a__htable mods;   /* of t4a__hmodule (module.c) */
+  t4a__htable funcs;  /* of t4a__hfunc */
 };
 
-/* Looks up and locks a runtime (T4A_EHANDLE naming `what`). */
-static inline int t4a__hrt_lock(t4a_runtime h, const char *what, t4a__hrt **out) {
+/* Looks up and locks a runtime (T4A_EHANDLE naming `what`), whatever the
+ * device's state: for the slots that still serve after a fault (destroy,
+ * counters, info, sizes and the releases, as on CUDA). */
+static inline int t4a__hrt_lock_any(t4a_runtime h, const char *what, t4a__hrt **out) {
   t4a__rtslot *s;
   int rc = t4a__rtable_lock(h, what, &s);
   *out = rc ? NULL : (t4a__hrt *)(void *)s;
   return rc;
+}
+
+/* T4A_EDEVICEFAULT naming `what` and the device's first fault (fault.c). */
+int t4a__hrt_faulted(const char *what);
+
+/* t4a__hrt_lock_any, and T4A_EDEVICEFAULT once the device faulted (sticky
+ * for every runtime: fault.c). */
+static inline int t4a__hrt_lock(t4a_runtime h, const char *what, t4a__hrt **out) {
+  if (atomic_load_explicit(&t4a__hfaulted, memory_order_relaxed)) {
+    int rc = t4a__hrt_lock_any(h, what, out); /* a bad handle is still T4A_EHANDLE */
+    if (rc)
+      return rc;
+    t4a__rtable_unlock(&(*out)->slot);
+    *out = NULL;
+    (void)t4a__hrt_faulted(what); /* records the message */
+    return T4A_EDEVICEFAULT;      /* visibly nonzero: callers never see a NULL runtime */
+  }
+  return t4a__hrt_lock_any(h, what, out);
 }
 static inline void t4a__hrt_unlock(t4a__hrt *rt) { t4a__rtable_unlock(&rt->slot); }
 
@@ -145,11 +169,6 @@ static inline void t4a__hrt_unlock(t4a__hrt *rt) { t4a__rtable_unlock(&rt->slot)
 int t4a__host_require_init(void);
 /* T4A_ENOTINIT before init, T4A_EINVAL for an ordinal other than 0. */
 int t4a__host_check_ordinal(int32_t ordinal, const char *what);
-
-/* Why code slots are T4A_EUNSUPPORTED (kernel.c, compiler_info). */
-#define T4A__HOST_NO_KERNELS                                                                       \
-  "kernels on the host backend come in a later release (CUDA C compiled with the host C++ "        \
-  "compiler); run kernels on the cuda backend"
 
 /* The runtime's own handle. */
 static inline t4a_runtime t4a__hrt_handle(const t4a__hrt *rt) {
@@ -164,8 +183,9 @@ void t4a__hrt_enqueue(t4a__hrt *rt, const t4a__op *op, uint64_t a, uint64_t b);
 
 /* A pageable copy: on the caller's thread when the queue is idle (over
  * the copy threads when large), else queued and waited for: it returns
- * once the host memory was read or written. */
-void t4a__hrt_pageable(t4a__hrt *rt, const t4a__op *op);
+ * once the host memory was read or written (T4A_OK), or T4A_EDEVICEFAULT
+ * when a kernel ahead of it faulted (the copy never ran). */
+int t4a__hrt_pageable(t4a__hrt *rt, const t4a__op *op);
 
 /* T4A_EBUSY when rt captures: `what` cannot be captured, because `why`. */
 int t4a__hrt_refuse(const t4a__hrt *rt, const char *what, const char *why);

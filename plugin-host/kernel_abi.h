@@ -64,7 +64,10 @@ typedef struct t4a_hk_launch {
 /* What the calling worker thread lends a run call. */
 typedef struct t4a_hk_worker {
   void *stacks;         /* stack_count fiber stacks of stack_bytes each, contiguous, each
-                           with a PROT_NONE guard page below it (not counted in stack_bytes) */
+                           with a PROT_NONE guard page below it (not counted in stack_bytes):
+                           stack i is [stacks + i * (stack_bytes + page), + stack_bytes),
+                           page = the system page size (getpagesize()); the prelude wants
+                           stack_bytes >= 4096 + 256 and keeps its fiber record at the top */
   uint64_t stack_bytes; /* usable bytes of one stack, a multiple of the page size */
   uint32_t stack_count; /* >= the block's thread count */
   uint32_t reserved;
@@ -99,7 +102,10 @@ typedef struct t4a_hk_module {
   const char *prelude_id; /* the prelude's identity (its version and hash) */
   /* For the plugin's SIGSEGV/SIGBUS handler in checked mode, on a thread
    * inside run: records a T4A_HK_FAULT_MEMORY fault at the current block
-   * and thread with `message`, and leaves the kernel (does not return). */
+   * and thread with `message`, and leaves the kernel (does not return).
+   * It leaves by longjmp, restoring no signal mask: install the handler
+   * with SA_NODEFER (or unblock the signal before calling it). It returns
+   * only when the calling thread is not inside a run call of this module. */
   void (*fault_here)(int32_t kind, const char *message);
 } t4a_hk_module;
 

@@ -12,7 +12,12 @@
  * dynamic parallelism, grid-wide cooperative sync, clusters, half types)
  * are refused here, before any compiler runs, with a log line per use:
  * "<name>:<line>:<col>: error: <construct> is not supported by the host
- * backend; <what to do>". */
+ * backend; <what to do>".
+ *
+ * The unit needs no include path and no file but itself; compile it as C++17
+ * into a shared object: `-std=c++17 -O2 -fPIC -shared -fno-exceptions
+ * -fno-rtti -fno-math-errno ... -lm` (the prelude's math calls the C
+ * library's libm; -fno-math-errno lets the compiler inline sqrtf...). */
 #ifndef T4A_PLUGIN_HOST_KTRANSLATE_H
 #define T4A_PLUGIN_HOST_KTRANSLATE_H
 

@@ -19,6 +19,8 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
     return rc;
   if (!out)
     return t4a__fail(T4A_EINVAL, "runtime_create: out is NULL; pass a pointer");
+  if (atomic_load(&t4a__hfaulted)) /* as on a CUDA device whose context a fault poisoned */
+    return t4a__hrt_faulted("runtime_create");
   t4a_runtime_options o;
   if ((rc = t4a__options_normalise(opts, &o)))
     return rc;
@@ -57,6 +59,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   t4a__hmem_init(rt);
   t4a__htable_init(&rt->hosts, sizeof(t4a__hhost));
   t4a__htable_init(&rt->graphs, sizeof(t4a__hgraph));
+  t4a__hkernels_init(rt);
   s->gen = gen;
   s->alive = true;
   s->reserved = false;
@@ -80,7 +83,7 @@ static bool readers_done(t4a__hrt *rt, uint64_t timeout_ns) {
 int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   t4a__hrt *rt;
   int rc = t4a__host_require_init();
-  if (rc || (rc = t4a__hrt_lock(h, "runtime_destroy", &rt)))
+  if (rc || (rc = t4a__hrt_lock_any(h, "runtime_destroy", &rt)))
     return rc;
   uint64_t start = t4a__host_now_ns();
   if (t4a__timeline_wait(rt->q.tl, t4a__queue_tail(&rt->q), timeout_ns) == T4A_ETIMEOUT) {
@@ -100,9 +103,13 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
                      "not complete within %llu ns; nothing was released; call again",
                      (unsigned long long)timeout_ns);
   }
-  /* Idle: everything is released now, in the reverse order of creation.
-   * A capture in progress is discarded with the graphs. */
+  /* Idle (or stopped by a device fault: nothing runs any more, so
+   * everything is provably unused): everything is released now, in the
+   * reverse order of creation. A capture in progress is discarded with the
+   * graphs. */
+  bool fault = atomic_load(&t4a__hfaulted) != 0;
   t4a__graphs_fini(rt);
+  t4a__hkernels_fini(rt);
   t4a__hhost_fini(rt);
   t4a__hmem_fini(rt); /* external buffers' releases join the retirements */
   t4a__retire_fini(rt);
@@ -112,5 +119,10 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   rt->slot.alive = false;
   rt->slot.gen = t4a__gen_next(rt->slot.gen); /* its handles are stale from now on */
   t4a__hrt_unlock(rt);                        /* runs the external memory's release calls */
+  if (fault) /* the runtime is gone all the same, as on CUDA after a fault */
+    return t4a__fail(T4A_EDEVICEFAULT,
+                     "runtime_destroy: the host device faulted (%s); the runtime is gone and "
+                     "everything it owned released (nothing of it could still run)",
+                     t4a__hfault_message());
   return T4A_OK;
 }

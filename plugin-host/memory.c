@@ -313,7 +313,7 @@ int t4a__slot_buffer_size(t4a_runtime h, t4a_buffer buf, uint64_t *bytes) {
   t4a__hrt *rt;
   t4a__hbuf *b;
   int rc = t4a__host_require_init();
-  if (rc || (rc = t4a__hrt_lock(h, "buffer_size", &rt)))
+  if (rc || (rc = t4a__hrt_lock_any(h, "buffer_size", &rt)))
     return rc;
   if ((rc = t4a__hbuf_get(rt, buf, "buffer_size", &b)) == T4A_OK)
     *bytes = b->size;
@@ -354,7 +354,7 @@ int t4a__slot_cache_trim(t4a_runtime h, uint64_t keep_bytes) {
 int t4a__slot_cache_stats(t4a_runtime h, t4a_cache_stats *out) {
   int rc = t4a__check_struct(out, T4A_CACHE_STATS_V1_0_SIZE, "t4a_cache_stats");
   t4a__hrt *rt;
-  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock(h, "cache_stats", &rt)))
+  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock_any(h, "cache_stats", &rt)))
     return rc;
   t4a_cache_stats s = t4a__cache_stats_of(&rt->c, rt->mem.cache_entries, rt->mem.cache_bytes,
                                           rt->opts.cache_limit_bytes, 0, 0);

@@ -116,7 +116,7 @@ static int end(t4a__hrt *rt, t4a_host_buffer hb, bool registered, const char *wh
 int t4a__slot_host_free(t4a_runtime h, t4a_host_buffer hb) {
   t4a__hrt *rt;
   int rc = t4a__host_require_init();
-  if (rc || (rc = t4a__hrt_lock(h, "host_free", &rt)))
+  if (rc || (rc = t4a__hrt_lock_any(h, "host_free", &rt)))
     return rc;
   rc = end(rt, hb, false, "host_free");
   t4a__hrt_unlock(rt);
@@ -189,7 +189,7 @@ out:
 int t4a__slot_host_unregister(t4a_runtime h, t4a_host_buffer hb) {
   t4a__hrt *rt;
   int rc = t4a__host_require_init();
-  if (rc || (rc = t4a__hrt_lock(h, "host_unregister", &rt)))
+  if (rc || (rc = t4a__hrt_lock_any(h, "host_unregister", &rt)))
     return rc;
   rc = end(rt, hb, true, "host_unregister");
   t4a__hrt_unlock(rt);

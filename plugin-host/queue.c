@@ -27,6 +27,7 @@
 #include "common/checked.h"
 #include "common/error.h"
 #include "backend-core/copypool.h"
+#include "plugin-host/kernel.h"
 #include "plugin-host/queue.h"
 #include "t4a/gpu_backend_v1.h"
 
@@ -65,7 +66,7 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
+int t4a__op_run(const t4a__op *op, unsigned copy_threads) {
   uint64_t total = op->bytes * op->rows; /* checked when the operation was made */
   t4a__copy_how how = {total >= T4A__HOST_SPLIT_MIN ? copy_threads : 1u, false, 0, 0};
   switch (op->kind) {
@@ -86,8 +87,11 @@ void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
     t4a__mark_release(op->u.mark);
     break;
   case T4A__OP_GRAPH:
-    for (uint32_t i = 0; i < op->u.graph->count; i++)
-      t4a__op_run(&op->u.graph->ops[i], copy_threads);
+    for (uint32_t i = 0; i < op->u.graph->count; i++) {
+      int rc = t4a__op_run(&op->u.graph->ops[i], copy_threads);
+      if (rc)
+        return rc; /* a kernel faulted: nothing after it runs */
+    }
     break;
   case T4A__OP_FINISH: t4a__copy_finish(op->u.task); break;
   case T4A__OP_GATE: /* a test's gate: polls the word, sleeping (the host opens it late) */
@@ -96,8 +100,19 @@ void t4a__op_run(const t4a__op *op, unsigned copy_threads) {
       nanosleep(&ts, NULL);
     }
     break;
+  case T4A__OP_KERNEL: return t4a__hk_execute(op->u.kernel);
   default: break;
   }
+  return T4A_OK;
+}
+
+void t4a__op_discard(const t4a__op *op) {
+  if (op->kind == T4A__OP_WAIT)
+    t4a__timeline_release(op->u.wait.tl);
+  else if (op->kind == T4A__OP_FINISH) /* its parts run on the copy threads: wait for them */
+    t4a__copy_finish(op->u.task);
+  else if (op->kind == T4A__OP_KERNEL && op->fill)
+    free(op->u.kernel);
 }
 
 /* After the worker advanced `done`: wakes who sleeps on it. The fence
@@ -146,15 +161,41 @@ static bool spin_for_work(const t4a__queue *q) {
   }
 }
 
+/* The device faulted (this queue's kernel or another's): q runs nothing
+ * more. `done` stays where it is, so every witness of work not run reports
+ * the fault (t4a__timeline_wait) while those of work done stay ready; the
+ * operations left are discarded by t4a__queue_fini. */
+static void stop_faulted(t4a__queue *q) {
+  atomic_store(&q->tl->fault, T4A_EDEVICEFAULT);
+  woke(q);
+}
+
+static bool faulted(const t4a__queue *q) {
+  return atomic_load_explicit(&q->tl->fault, memory_order_relaxed) != 0;
+}
+
 /* Runs q's operations until it is empty and either stopped or idle for
- * SPIN_NS (then the worker goes to sleep: worker_main). */
+ * SPIN_NS (then the worker goes to sleep: worker_main), or the device
+ * faulted. */
 static void run_queue(t4a__queue *q) {
   t4a__timeline *tl = q->tl;
   for (;;) {
     uint64_t tail = atomic_load_explicit(&q->tail, memory_order_acquire);
     uint64_t head = atomic_load_explicit(&tl->done, memory_order_acquire);
     if (head < tail) {
-      t4a__op_run(&q->ring[head & (q->cap - 1)], q->copy_threads);
+      if (atomic_load_explicit(&t4a__hfaulted, memory_order_relaxed)) {
+        stop_faulted(q); /* a device fault stops every runtime's work, as on CUDA */
+        return;
+      }
+      t4a__op *op = &q->ring[head & (q->cap - 1)];
+      int rc = t4a__op_run(op, q->copy_threads);
+      if (op->kind == T4A__OP_KERNEL && op->fill)
+        free(op->u.kernel); /* a queued launch's record: run, so done with */
+      if (rc) {
+        op->kind = 0; /* consumed: t4a__queue_fini must not discard it again */
+        stop_faulted(q);
+        return;
+      }
       atomic_store_explicit(&tl->done, head + 1, memory_order_release);
       woke(q);
       continue;
@@ -174,7 +215,7 @@ static void *worker_main(void *arg) {
   pthread_mutex_lock(&w->lock);
   while (!w->quit) {
     t4a__queue *q = w->q;
-    if (!q || empty(q)) {
+    if (!q || empty(q) || faulted(q)) {
       pthread_cond_wait(&w->cv, &w->lock);
       continue;
     }
@@ -308,6 +349,9 @@ void t4a__queue_fini(t4a__queue *q) {
       pthread_cond_wait(&w->cv, &w->lock);
     w->q = NULL;
     pthread_mutex_unlock(&w->lock);
+    /* after a device fault the operations never run: what they hold goes */
+    for (uint64_t i = atomic_load(&q->tl->done); i < t4a__queue_tail(q); i++)
+      t4a__op_discard(&q->ring[i & (q->cap - 1)]);
     worker_give(w);
     q->worker = NULL;
   }
@@ -463,7 +507,7 @@ void t4a__workers_unload(void) {
     if (q) {
       atomic_store(&q->stop, true);
       pthread_cond_signal(&w->cv); /* asleep with work just pushed: run it */
-      while (w->running || !empty(q))
+      while (w->running || (!empty(q) && !faulted(q)))
         pthread_cond_wait(&w->cv, &w->lock);
       w->q = NULL;
     }

@@ -44,6 +44,7 @@ typedef struct t4a__mark {
 } t4a__mark;
 
 typedef struct t4a__graph_ops t4a__graph_ops;
+typedef struct t4a__hklaunch t4a__hklaunch;
 
 enum t4a__op_kind {
   T4A__OP_COPY = 1, /* rows of bytes from src to dst at the pitches (a 1D copy: one row) */
@@ -54,7 +55,10 @@ enum t4a__op_kind {
                        once it ran */
   T4A__OP_GRAPH,    /* runs a graph's operations in order */
   T4A__OP_GATE,     /* until the 32-bit word at src is nonzero: the test gate (test_gate.h) */
-  T4A__OP_FINISH    /* the end of a copy or fill started early (t4a__queue_early): u.task */
+  T4A__OP_FINISH,   /* the end of a copy or fill started early (t4a__queue_early): u.task */
+  T4A__OP_KERNEL    /* a launch (kernel.h): every block of u.kernel; `fill` nonzero: the
+                       operation owns the record (a queued launch: freed once run), zero: a
+                       graph's */
 };
 
 /* One operation of the queue (or of a graph). */
@@ -73,6 +77,7 @@ typedef struct t4a__op {
     t4a__mark *mark;
     const t4a__graph_ops *graph;
     t4a__copy_task *task;
+    t4a__hklaunch *kernel;
   } u;
 } t4a__op;
 
@@ -143,8 +148,15 @@ bool t4a__queue_inline(t4a__queue *q, const t4a__op *op, uint64_t max_bytes);
  * for any queued operation. */
 bool t4a__queue_early(t4a__queue *q, const t4a__op *op);
 
-/* Runs op now on this thread (the caller's or the worker's). */
-void t4a__op_run(const t4a__op *op, unsigned copy_threads);
+/* Runs op now on this thread (the caller's or the worker's): T4A_OK, or
+ * T4A_EDEVICEFAULT when a kernel of it faulted (the device is faulted:
+ * kernel.h, fault.c). */
+int t4a__op_run(const t4a__op *op, unsigned copy_threads);
+
+/* Releases what an operation that will never run holds (a queue stopped by
+ * a device fault): a WAIT's timeline reference, a launch record it owns; a
+ * FINISH waits for its early operation's parts (they use the memory). */
+void t4a__op_discard(const t4a__op *op);
 
 /* Whether tl reached seq. */
 static inline bool t4a__timeline_reached(t4a__timeline *tl, uint64_t seq) {

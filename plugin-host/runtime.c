@@ -1,5 +1,6 @@
 /* plugin-host/runtime.c -- what every slot that enqueues goes through
- * (enqueue, the capture refusal, draining) and the runtime's facts:
+ * (enqueue, the capture refusal, draining, the device fault's refusal) and
+ * the runtime's facts:
  * runtime_counters, runtime_info, runtime_memory_info. */
 #include "config.h"
 
@@ -20,9 +21,20 @@ void t4a__hrt_enqueue(t4a__hrt *rt, const t4a__op *op, uint64_t a, uint64_t b) {
     t4a__queue_push(&rt->q, op);
 }
 
-void t4a__hrt_pageable(t4a__hrt *rt, const t4a__op *op) {
-  if (!t4a__queue_inline(&rt->q, op, UINT64_MAX))
-    t4a__hrt_drain(rt, t4a__queue_push(&rt->q, op));
+int t4a__hrt_pageable(t4a__hrt *rt, const t4a__op *op) {
+  if (t4a__queue_inline(&rt->q, op, UINT64_MAX))
+    return T4A_OK;
+  uint64_t seq = t4a__queue_push(&rt->q, op);
+  t4a__hrt_drain(rt, seq);
+  return t4a__timeline_reached(rt->q.tl, seq) ? T4A_OK : t4a__hrt_faulted("the pageable copy");
+}
+
+int t4a__hrt_faulted(const char *what) {
+  return t4a__fail(T4A_EDEVICEFAULT,
+                   "%s: the host device faulted earlier (sticky for every runtime of this "
+                   "backend, as a CUDA device fault): %s; destroy the runtimes (a new process "
+                   "starts clean)",
+                   what, t4a__hfault_message());
 }
 
 int t4a__hrt_refuse(const t4a__hrt *rt, const char *what, const char *why) {
@@ -41,7 +53,7 @@ void t4a__hrt_drain(t4a__hrt *rt, uint64_t seq) {
 int t4a__slot_runtime_counters(t4a_runtime h, t4a_runtime_counters *out) {
   int rc = t4a__check_struct(out, T4A_RUNTIME_COUNTERS_V1_0_SIZE, "t4a_runtime_counters");
   t4a__hrt *rt;
-  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock(h, "runtime_counters", &rt)))
+  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock_any(h, "runtime_counters", &rt)))
     return rc;
   t4a_runtime_counters c = rt->c;
   c.struct_size = sizeof c;
@@ -54,7 +66,7 @@ int t4a__slot_runtime_counters(t4a_runtime h, t4a_runtime_counters *out) {
 int t4a__slot_runtime_info(t4a_runtime h, t4a_runtime_info *out) {
   int rc = t4a__check_struct(out, T4A_RUNTIME_INFO_V1_1_SIZE, "t4a_runtime_info");
   t4a__hrt *rt;
-  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock(h, "runtime_info", &rt)))
+  if (rc || (rc = t4a__host_require_init()) || (rc = t4a__hrt_lock_any(h, "runtime_info", &rt)))
     return rc;
   /* One priority (0): the host queue has no priorities to choose from. */
   t4a_runtime_info i = {.struct_size = sizeof i,

@@ -72,7 +72,8 @@ static int pageable(t4a_runtime h, bool to_device, t4a_buffer bh, uint64_t boff,
     goto out;
   t4a__op op =
       to_device ? copy_op(b->blk.ptr + boff, host, n) : copy_op(host, b->blk.ptr + boff, n);
-  t4a__hrt_pageable(rt, &op);
+  if ((rc = t4a__hrt_pageable(rt, &op)))
+    goto out;
   if (to_device) {
     rt->c.copies_h2d_pageable++;
     rt->c.bytes_h2d += n;

@@ -151,7 +151,8 @@ int t4a__slot_witness_query(t4a_witness w) {
   unsee(&s);
   if (reached)
     return T4A_OK;
-  return rc ? t4a__fail(rc, "witness_query: the work it covers failed; destroy the runtime")
+  return rc ? t4a__fail(rc, "witness_query: the work it covers failed (%s); destroy the runtime",
+                        t4a__hfault_message())
             : t4a__fail(T4A_ENOTREADY, "witness_query: the covered work has not completed yet; "
                                        "query again or wait (witness_wait)");
 }
@@ -169,7 +170,9 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
                      "witness_wait: the covered work was not complete after %llu ns; wait "
                      "again or longer",
                      (unsigned long long)timeout_ns);
-  return rc ? t4a__fail(rc, "witness_wait: the work it covers failed; destroy the runtime") : 0;
+  return rc ? t4a__fail(rc, "witness_wait: the work it covers failed (%s); destroy the runtime",
+                        t4a__hfault_message())
+            : 0;
 }
 
 int t4a__slot_witness_retain(t4a_witness w) {

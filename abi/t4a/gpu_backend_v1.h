@@ -27,8 +27,8 @@
  *     not exist there (the host backend, "host": the raw seam and the
  *     slots taking CUDA streams or events), and returns T4A_EUNSUPPORTED
  *     with the reason from a slot it fills but cannot serve (one device: no
- *     peer copies; no kernels yet: the code slots). Each slot's comment
- *     says which, after "A backend without ...".
+ *     peer copies; no clusters, cooperative launches or priorities). Each
+ *     slot's comment says which, after "A backend without ...".
  *   - Argument and info structs that may grow carry their own struct_size as
  *     their first field, set by the caller to sizeof(the struct it was
  *     compiled with). A callee accepts any struct_size at least as large as
@@ -262,10 +262,11 @@ typedef struct t4a_device_info {
  * online CPUs, flags = T4A_DEVICE_MEMORY_POOLS | T4A_DEVICE_INTEGRATED |
  * T4A_DEVICE_UNIFIED_ADDRESSING (its buffers are host memory, and
  * buffer_device_address is a host address); cc 0.0, uuid all zero,
- * pci_bus_id "", warp_size 1; the launch limits a CUDA device has (1024
- * threads per block, blocks 1024 x 1024 x 64, grids 2^31-1 x 65535 x
- * 65535, 48 KiB shared, opt-in alike), which its kernels will check; and
- * max_pitch 2^46 (its largest buffer). */
+ * pci_bus_id "", warp_size 32 (its kernels run warps of 32 threads, as on
+ * CUDA); the launch limits a CUDA device has (1024 threads per block,
+ * blocks 1024 x 1024 x 64, grids 2^31-1 x 65535 x 65535, 48 KiB of shared
+ * memory, 227 KiB with opt-in as on an H100), which its launches check;
+ * and max_pitch 2^46 (its largest buffer). */
 
 typedef struct t4a_compiler_info {
   uint32_t struct_size;
@@ -363,11 +364,19 @@ typedef struct t4a_cache_stats {
 /* Bits of host_alloc's flags. */
 #define T4A_HOST_WRITE_COMBINED 0x1u /* fast H2D, very slow host reads */
 
-/* Artifact kinds. */
+/* Artifact kinds. T4A_ARTIFACT_HOST (appended in the 1.2 minor): a host
+ * shared object, a kernel module the host backend ("host") compiled from
+ * CUDA C with the host C++ compiler (artifact_compile there makes only
+ * this kind; artifact_data hands out its bytes, and artifact_from_bytes
+ * takes them back, checked when loaded). It runs only on the host backend,
+ * on a machine of the same architecture: the cuda backend refuses it
+ * (artifact_from_bytes: T4A_EUNSUPPORTED with the reason), as the host
+ * backend refuses PTX, CUBIN and fatbin. */
 typedef enum t4a_artifact_kind {
   T4A_ARTIFACT_PTX = 1,
   T4A_ARTIFACT_CUBIN = 2,
-  T4A_ARTIFACT_FATBIN = 3
+  T4A_ARTIFACT_FATBIN = 3,
+  T4A_ARTIFACT_HOST = 4
 } t4a_artifact_kind;
 
 /* NVRTC compile request. */
@@ -727,7 +736,9 @@ struct t4a_gpu_backend_v1 {
 
   /* compiler_info: whether the run-time compiler can be loaded, its
    * version, or why not. Loads the compiler library if not yet loaded;
-   * does not fail when it is missing (info->status says so). */
+   * does not fail when it is missing (info->status says so). On the host
+   * backend: the host C++ compiler artifact_compile would run now (path,
+   * major.minor of its --version), or T4A_ENOCOMPILER and why. */
   int (*compiler_info)(t4a_compiler_info *info);
 
   /* peer_access_supported: *supported = whether device `src` can read and
@@ -889,11 +900,31 @@ struct t4a_gpu_backend_v1 {
    * #include "x.h" is never cached: NVRTC looks for it next to `name`, in
    * the current directory for a bare name. The check errs towards
    * compiling (a comment saying "include" costs caching); T4A_LOG=info
-   * names each such compile. Self-contained sources are cached. */
+   * names each such compile. Self-contained sources are cached.
+   * On the host backend the same source is compiled by the host C++
+   * compiler into a T4A_ARTIFACT_HOST artifact: $T4A_HOST_CXX (an absolute
+   * path; a relative one is refused), else the first of c++, g++, clang++
+   * in the absolute directories of PATH (never the current directory;
+   * the environment is ignored in setuid/setgid processes); without one,
+   * T4A_ENOCOMPILER saying "install g++ (or clang++) or set T4A_HOST_CXX"
+   * (compiler_info reports the compiler, its version and status). The
+   * log on failure is the compiler's output, with the source's name and
+   * line numbers. NVRTC's options are mapped (-D, -U, -I, -include passed
+   * on; --use_fast_math -> -ffast-math; -G -> -O0 -g; -std=c++17/20; the
+   * target and GPU-only options ignored); one it cannot honour (-rdc=true)
+   * is T4A_ECOMPILE, an unknown one T4A_EINVAL, each with a log line (the
+   * artifact is returned, as on T4A_ECOMPILE). T4A_COMPILE_PTX is
+   * T4A_EUNSUPPORTED there. Its keys also cover the compiler's identity
+   * (path and version) and the prelude's; the inclusion rule above holds
+   * for it too. device_ordinal -1 or 0; any architecture option is
+   * ignored. */
   int (*artifact_compile)(const t4a_compile_options *opts, t4a_artifact *out);
 
   /* artifact_from_bytes: wraps consumer-provided PTX text, CUBIN or fatbin
-   * bytes (copied). */
+   * bytes (copied). The host backend takes T4A_ARTIFACT_HOST bytes (from
+   * artifact_data of a host compile), checked when loaded, and refuses
+   * PTX, CUBIN and fatbin (T4A_EUNSUPPORTED: GPU code); the cuda backend
+   * refuses T4A_ARTIFACT_HOST likewise. */
   int (*artifact_from_bytes)(t4a_artifact_kind kind, const void *data, uint64_t size,
                              const char *name, t4a_artifact *out);
 
@@ -921,7 +952,13 @@ struct t4a_gpu_backend_v1 {
    * driver may synchronise the device's context to load code, so the call
    * can wait for work already running there, any runtime's or framework's:
    * never load while a kernel on that device waits for this thread (a flag
-   * the host sets later), or it waits forever. Load before launching. */
+   * the host sets later), or it waits forever. Load before launching.
+   * On the host backend the shared object is opened with dlopen from a
+   * sealed memfd (else a private 0700 directory, unlinked at once), never
+   * from a file another user could replace; bytes that are not a host
+   * shared object of this machine are T4A_EINVAL, a module of another
+   * module ABI (another prelude) T4A_EABI naming both. It waits for
+   * nothing. */
   int (*module_load)(t4a_runtime rt, t4a_artifact a, t4a_module *out);
 
   /* module_unload: waits for nothing; the module is unloaded after the
@@ -940,22 +977,38 @@ struct t4a_gpu_backend_v1 {
    * (per thread), static_shared_bytes, max_dynamic_shared_bytes (the
    * current limit, see function_set_max_dynamic_shared), local_bytes (per
    * thread), and the ptx_version and binary_version it was built for
-   * (major * 10 + minor). */
+   * (major * 10 + minor). On the host backend: max_threads_per_block from
+   * __launch_bounds__ (else 1024), max_dynamic_shared_bytes the current
+   * limit, every other field 0 (a CPU has no registers to count; the
+   * module does not report its static shared memory). */
   int (*function_attributes)(t4a_runtime rt, t4a_function f, t4a_function_attributes *out);
 
   /* function_set_max_dynamic_shared: opt in to more dynamic shared memory
-   * than the default 48 KiB, up to the device's opt-in limit. */
+   * than the default 48 KiB, up to the device's opt-in limit (227 KiB on
+   * the host backend). */
   int (*function_set_max_dynamic_shared)(t4a_runtime rt, t4a_function f, uint32_t bytes);
 
   /* launch: enqueues f on rt's stream. args is an array of pointers to the
    * kernel's arguments, as cuLaunchKernel takes them (a buffer argument is
    * a pointer to the uint64_t from buffer_device_address). Geometry is
    * checked against the device's limits before the driver sees it
-   * (T4A_EINVAL naming the bad value). A backend without kernels (host,
-   * until its kernels land): T4A_EUNSUPPORTED with the reason, as
-   * artifact_compile, artifact_from_bytes, launch_ex and the occupancy
-   * slots (module_load and the function slots: T4A_EHANDLE, since no
-   * artifact can exist; compiler_info reports T4A_ENOCOMPILER). */
+   * (T4A_EINVAL naming the bad value). The parameters are copied at the
+   * call (their sizes from the kernel), so args may change as soon as it
+   * returns. On the host backend the grid's blocks run on a process-wide
+   * pool of threads, one per CPU (T4A_HOST_THREADS sets how many), after
+   * everything the runtime enqueued before and before anything after; the
+   * threads of a block run as a loop, or as fibers when the kernel
+   * synchronises. A kernel that calls __trap() or fails an assert faults
+   * the device, as on CUDA: the launch stops, and every runtime of the
+   * backend in the process reports T4A_EDEVICEFAULT from then on (the
+   * detail names the kernel, the block, the thread and the fault), each
+   * runtime's queued work is not run (witnesses of it report the fault;
+   * those of work completed before stay ready), runtime_create is
+   * refused, runtime_destroy completes (releasing everything: nothing of
+   * it can still run) and returns T4A_EDEVICEFAULT; the process lives on.
+   * A kernel's unchecked access outside its buffers does what it does in
+   * any C program: it may corrupt the process's memory or kill it with
+   * SIGSEGV. */
   int (*launch)(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
 
   /* -- raw seam (v1.0) ---------------------------------------------------
@@ -1064,30 +1117,35 @@ struct t4a_gpu_backend_v1 {
    * reserved != 0 (T4A_EINVAL). A device or driver without clusters,
    * cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
    * occupancy answers are cached per function and configuration, so a
-   * repeated launch asks the driver nothing but the launch. A backend
-   * without kernels (host): T4A_EUNSUPPORTED with the reason; its
-   * runtime_info reports exec_flags T4A_EXEC_GRAPHS only (no clusters, no
-   * cooperative launches, one priority). */
+   * repeated launch asks the driver nothing but the launch. The host
+   * backend has no clusters or cooperative launches and one priority, 0
+   * (its runtime_info reports exec_flags T4A_EXEC_GRAPHS only and the
+   * range 0 .. 0): clusters and T4A_LAUNCH_COOPERATIVE are
+   * T4A_EUNSUPPORTED with the reason after launch's checks, a priority
+   * other than 0 T4A_ERANGE; anything else is a launch. */
   int (*launch_ex)(t4a_runtime rt, t4a_function f, const t4a_launch_ex_config *cfg, void **args);
 
   /* occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
    * with block_threads threads and shared_bytes of dynamic shared memory
    * one multiprocessor holds at once (0 when none fits). block_threads
-   * must be 1 .. f's limit (T4A_EINVAL). */
+   * must be 1 .. f's limit (T4A_EINVAL). On the host backend a
+   * multiprocessor is a CPU, which runs one block at a time: 1. */
   int (*occupancy_max_active_blocks)(t4a_runtime rt, t4a_function f, uint32_t block_threads,
                                      uint32_t shared_bytes, uint32_t *blocks_per_sm);
 
   /* occupancy_suggest_block_size: the block size that maximises f's
    * occupancy with shared_bytes of dynamic shared memory per block, at
    * most block_limit threads (0 = f's limit), and the smallest grid that
-   * fills the device at that size. */
+   * fills the device at that size. On the host backend: 256 threads (or
+   * the limits below it) and one block per CPU. */
   int (*occupancy_suggest_block_size)(t4a_runtime rt, t4a_function f, uint32_t shared_bytes,
                                       uint32_t block_limit, uint32_t *block_threads,
                                       uint32_t *min_grid);
 
   /* occupancy_max_active_clusters: *clusters = how many clusters of
    * cfg's shape (cfg->cluster must be set; grid ignored beyond its
-   * checks) can be resident on the device at once. */
+   * checks) can be resident on the device at once. A device without
+   * clusters (the host backend): T4A_EUNSUPPORTED. */
   int (*occupancy_max_active_clusters)(t4a_runtime rt, t4a_function f,
                                        const t4a_launch_ex_config *cfg, uint32_t *clusters);
 

@@ -442,12 +442,20 @@ _export('t4a_cache_stats')
 T4A_HOST_WRITE_COMBINED = 1
 _export('T4A_HOST_WRITE_COMBINED')
 
-# Artifact kinds.
+# Artifact kinds. T4A_ARTIFACT_HOST (appended in the 1.2 minor): a host
+# shared object, a kernel module the host backend ("host") compiled from
+# CUDA C with the host C++ compiler (artifact_compile there makes only
+# this kind; artifact_data hands out its bytes, and artifact_from_bytes
+# takes them back, checked when loaded). It runs only on the host backend,
+# on a machine of the same architecture: the cuda backend refuses it
+# (artifact_from_bytes: T4A_EUNSUPPORTED with the reason), as the host
+# backend refuses PTX, CUBIN and fatbin.
 t4a_artifact_kind = c_int  # a C enum (int-sized)
 T4A_ARTIFACT_PTX = 1
 T4A_ARTIFACT_CUBIN = 2
 T4A_ARTIFACT_FATBIN = 3
-_export('t4a_artifact_kind', 'T4A_ARTIFACT_PTX', 'T4A_ARTIFACT_CUBIN', 'T4A_ARTIFACT_FATBIN')
+T4A_ARTIFACT_HOST = 4
+_export('t4a_artifact_kind', 'T4A_ARTIFACT_PTX', 'T4A_ARTIFACT_CUBIN', 'T4A_ARTIFACT_FATBIN', 'T4A_ARTIFACT_HOST')
 
 
 class t4a_compile_options(Structure):
@@ -1099,7 +1107,9 @@ class t4a_gpu_backend_v1(Structure):
         ('device_info', CFUNCTYPE(c_int, c_int32, POINTER(t4a_device_info))),
         # compiler_info: whether the run-time compiler can be loaded, its
         # version, or why not. Loads the compiler library if not yet loaded;
-        # does not fail when it is missing (info->status says so).
+        # does not fail when it is missing (info->status says so). On the host
+        # backend: the host C++ compiler artifact_compile would run now (path,
+        # major.minor of its --version), or T4A_ENOCOMPILER and why.
         ('compiler_info', CFUNCTYPE(c_int, POINTER(t4a_compiler_info))),
         # peer_access_supported: *supported = whether device `src` can read and
         # write device `dst`'s memory directly (direction src -> dst).
@@ -1299,13 +1309,33 @@ class t4a_gpu_backend_v1(Structure):
         # the current directory for a bare name. The check errs towards
         # compiling (a comment saying "include" costs caching); T4A_LOG=info
         # names each such compile. Self-contained sources are cached.
+        # On the host backend the same source is compiled by the host C++
+        # compiler into a T4A_ARTIFACT_HOST artifact: $T4A_HOST_CXX (an absolute
+        # path; a relative one is refused), else the first of c++, g++, clang++
+        # in the absolute directories of PATH (never the current directory;
+        # the environment is ignored in setuid/setgid processes); without one,
+        # T4A_ENOCOMPILER saying "install g++ (or clang++) or set T4A_HOST_CXX"
+        # (compiler_info reports the compiler, its version and status). The
+        # log on failure is the compiler's output, with the source's name and
+        # line numbers. NVRTC's options are mapped (-D, -U, -I, -include passed
+        # on; --use_fast_math -> -ffast-math; -G -> -O0 -g; -std=c++17/20; the
+        # target and GPU-only options ignored); one it cannot honour (-rdc=true)
+        # is T4A_ECOMPILE, an unknown one T4A_EINVAL, each with a log line (the
+        # artifact is returned, as on T4A_ECOMPILE). T4A_COMPILE_PTX is
+        # T4A_EUNSUPPORTED there. Its keys also cover the compiler's identity
+        # (path and version) and the prelude's; the inclusion rule above holds
+        # for it too. device_ordinal -1 or 0; any architecture option is
+        # ignored.
         ('artifact_compile', CFUNCTYPE(
             c_int,
             POINTER(t4a_compile_options),
             POINTER(t4a_artifact),
         )),
         # artifact_from_bytes: wraps consumer-provided PTX text, CUBIN or fatbin
-        # bytes (copied).
+        # bytes (copied). The host backend takes T4A_ARTIFACT_HOST bytes (from
+        # artifact_data of a host compile), checked when loaded, and refuses
+        # PTX, CUBIN and fatbin (T4A_EUNSUPPORTED: GPU code); the cuda backend
+        # refuses T4A_ARTIFACT_HOST likewise.
         ('artifact_from_bytes', CFUNCTYPE(
             c_int,
             c_int,
@@ -1347,6 +1377,12 @@ class t4a_gpu_backend_v1(Structure):
         # can wait for work already running there, any runtime's or framework's:
         # never load while a kernel on that device waits for this thread (a flag
         # the host sets later), or it waits forever. Load before launching.
+        # On the host backend the shared object is opened with dlopen from a
+        # sealed memfd (else a private 0700 directory, unlinked at once), never
+        # from a file another user could replace; bytes that are not a host
+        # shared object of this machine are T4A_EINVAL, a module of another
+        # module ABI (another prelude) T4A_EABI naming both. It waits for
+        # nothing.
         ('module_load', CFUNCTYPE(c_int, t4a_runtime, t4a_artifact, POINTER(t4a_module))),
         # module_unload: waits for nothing; the module is unloaded after the
         # runtime's enqueued work completed. Its functions become stale. Other
@@ -1368,7 +1404,10 @@ class t4a_gpu_backend_v1(Structure):
         # (per thread), static_shared_bytes, max_dynamic_shared_bytes (the
         # current limit, see function_set_max_dynamic_shared), local_bytes (per
         # thread), and the ptx_version and binary_version it was built for
-        # (major * 10 + minor).
+        # (major * 10 + minor). On the host backend: max_threads_per_block from
+        # __launch_bounds__ (else 1024), max_dynamic_shared_bytes the current
+        # limit, every other field 0 (a CPU has no registers to count; the
+        # module does not report its static shared memory).
         ('function_attributes', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1376,17 +1415,30 @@ class t4a_gpu_backend_v1(Structure):
             POINTER(t4a_function_attributes),
         )),
         # function_set_max_dynamic_shared: opt in to more dynamic shared memory
-        # than the default 48 KiB, up to the device's opt-in limit.
+        # than the default 48 KiB, up to the device's opt-in limit (227 KiB on
+        # the host backend).
         ('function_set_max_dynamic_shared', CFUNCTYPE(c_int, t4a_runtime, t4a_function, c_uint32)),
         # launch: enqueues f on rt's stream. args is an array of pointers to the
         # kernel's arguments, as cuLaunchKernel takes them (a buffer argument is
         # a pointer to the uint64_t from buffer_device_address). Geometry is
         # checked against the device's limits before the driver sees it
-        # (T4A_EINVAL naming the bad value). A backend without kernels (host,
-        # until its kernels land): T4A_EUNSUPPORTED with the reason, as
-        # artifact_compile, artifact_from_bytes, launch_ex and the occupancy
-        # slots (module_load and the function slots: T4A_EHANDLE, since no
-        # artifact can exist; compiler_info reports T4A_ENOCOMPILER).
+        # (T4A_EINVAL naming the bad value). The parameters are copied at the
+        # call (their sizes from the kernel), so args may change as soon as it
+        # returns. On the host backend the grid's blocks run on a process-wide
+        # pool of threads, one per CPU (T4A_HOST_THREADS sets how many), after
+        # everything the runtime enqueued before and before anything after; the
+        # threads of a block run as a loop, or as fibers when the kernel
+        # synchronises. A kernel that calls __trap() or fails an assert faults
+        # the device, as on CUDA: the launch stops, and every runtime of the
+        # backend in the process reports T4A_EDEVICEFAULT from then on (the
+        # detail names the kernel, the block, the thread and the fault), each
+        # runtime's queued work is not run (witnesses of it report the fault;
+        # those of work completed before stay ready), runtime_create is
+        # refused, runtime_destroy completes (releasing everything: nothing of
+        # it can still run) and returns T4A_EDEVICEFAULT; the process lives on.
+        # A kernel's unchecked access outside its buffers does what it does in
+        # any C program: it may corrupt the process's memory or kill it with
+        # SIGSEGV.
         ('launch', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1571,10 +1623,12 @@ class t4a_gpu_backend_v1(Structure):
         # reserved != 0 (T4A_EINVAL). A device or driver without clusters,
         # cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
         # occupancy answers are cached per function and configuration, so a
-        # repeated launch asks the driver nothing but the launch. A backend
-        # without kernels (host): T4A_EUNSUPPORTED with the reason; its
-        # runtime_info reports exec_flags T4A_EXEC_GRAPHS only (no clusters, no
-        # cooperative launches, one priority).
+        # repeated launch asks the driver nothing but the launch. The host
+        # backend has no clusters or cooperative launches and one priority, 0
+        # (its runtime_info reports exec_flags T4A_EXEC_GRAPHS only and the
+        # range 0 .. 0): clusters and T4A_LAUNCH_COOPERATIVE are
+        # T4A_EUNSUPPORTED with the reason after launch's checks, a priority
+        # other than 0 T4A_ERANGE; anything else is a launch.
         ('launch_ex', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1585,7 +1639,8 @@ class t4a_gpu_backend_v1(Structure):
         # occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
         # with block_threads threads and shared_bytes of dynamic shared memory
         # one multiprocessor holds at once (0 when none fits). block_threads
-        # must be 1 .. f's limit (T4A_EINVAL).
+        # must be 1 .. f's limit (T4A_EINVAL). On the host backend a
+        # multiprocessor is a CPU, which runs one block at a time: 1.
         ('occupancy_max_active_blocks', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1597,7 +1652,8 @@ class t4a_gpu_backend_v1(Structure):
         # occupancy_suggest_block_size: the block size that maximises f's
         # occupancy with shared_bytes of dynamic shared memory per block, at
         # most block_limit threads (0 = f's limit), and the smallest grid that
-        # fills the device at that size.
+        # fills the device at that size. On the host backend: 256 threads (or
+        # the limits below it) and one block per CPU.
         ('occupancy_suggest_block_size', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -1609,7 +1665,8 @@ class t4a_gpu_backend_v1(Structure):
         )),
         # occupancy_max_active_clusters: *clusters = how many clusters of
         # cfg's shape (cfg->cluster must be set; grid ignored beyond its
-        # checks) can be resident on the device at once.
+        # checks) can be resident on the device at once. A device without
+        # clusters (the host backend): T4A_EUNSUPPORTED.
         ('occupancy_max_active_clusters', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -2017,7 +2074,9 @@ SLOT_DOCS = {
     'compiler_info': (
         'compiler_info: whether the run-time compiler can be loaded, its\n'
         'version, or why not. Loads the compiler library if not yet loaded;\n'
-        'does not fail when it is missing (info->status says so).'),
+        'does not fail when it is missing (info->status says so). On the host\n'
+        'backend: the host C++ compiler artifact_compile would run now (path,\n'
+        'major.minor of its --version), or T4A_ENOCOMPILER and why.'),
     'peer_access_supported': (
         'peer_access_supported: *supported = whether device `src` can read and\n'
         "write device `dst`'s memory directly (direction src -> dst)."),
@@ -2144,10 +2203,30 @@ SLOT_DOCS = {
         '#include "x.h" is never cached: NVRTC looks for it next to `name`, in\n'
         'the current directory for a bare name. The check errs towards\n'
         'compiling (a comment saying "include" costs caching); T4A_LOG=info\n'
-        'names each such compile. Self-contained sources are cached.'),
+        'names each such compile. Self-contained sources are cached.\n'
+        'On the host backend the same source is compiled by the host C++\n'
+        'compiler into a T4A_ARTIFACT_HOST artifact: $T4A_HOST_CXX (an absolute\n'
+        'path; a relative one is refused), else the first of c++, g++, clang++\n'
+        'in the absolute directories of PATH (never the current directory;\n'
+        'the environment is ignored in setuid/setgid processes); without one,\n'
+        'T4A_ENOCOMPILER saying "install g++ (or clang++) or set T4A_HOST_CXX"\n'
+        '(compiler_info reports the compiler, its version and status). The\n'
+        "log on failure is the compiler's output, with the source's name and\n"
+        "line numbers. NVRTC's options are mapped (-D, -U, -I, -include passed\n"
+        'on; --use_fast_math -> -ffast-math; -G -> -O0 -g; -std=c++17/20; the\n'
+        'target and GPU-only options ignored); one it cannot honour (-rdc=true)\n'
+        'is T4A_ECOMPILE, an unknown one T4A_EINVAL, each with a log line (the\n'
+        'artifact is returned, as on T4A_ECOMPILE). T4A_COMPILE_PTX is\n'
+        "T4A_EUNSUPPORTED there. Its keys also cover the compiler's identity\n"
+        "(path and version) and the prelude's; the inclusion rule above holds\n"
+        'for it too. device_ordinal -1 or 0; any architecture option is\n'
+        'ignored.'),
     'artifact_from_bytes': (
         'artifact_from_bytes: wraps consumer-provided PTX text, CUBIN or fatbin\n'
-        'bytes (copied).'),
+        'bytes (copied). The host backend takes T4A_ARTIFACT_HOST bytes (from\n'
+        'artifact_data of a host compile), checked when loaded, and refuses\n'
+        'PTX, CUBIN and fatbin (T4A_EUNSUPPORTED: GPU code); the cuda backend\n'
+        'refuses T4A_ARTIFACT_HOST likewise.'),
     'artifact_log': (
         'artifact_log: the compile log (NUL-terminated, possibly empty), valid\n'
         "until the artifact's release."),
@@ -2174,7 +2253,13 @@ SLOT_DOCS = {
         "driver may synchronise the device's context to load code, so the call\n"
         "can wait for work already running there, any runtime's or framework's:\n"
         'never load while a kernel on that device waits for this thread (a flag\n'
-        'the host sets later), or it waits forever. Load before launching.'),
+        'the host sets later), or it waits forever. Load before launching.\n'
+        'On the host backend the shared object is opened with dlopen from a\n'
+        'sealed memfd (else a private 0700 directory, unlinked at once), never\n'
+        'from a file another user could replace; bytes that are not a host\n'
+        'shared object of this machine are T4A_EINVAL, a module of another\n'
+        'module ABI (another prelude) T4A_EABI naming both. It waits for\n'
+        'nothing.'),
     'module_unload': (
         'module_unload: waits for nothing; the module is unloaded after the\n'
         "runtime's enqueued work completed. Its functions become stale. Other\n"
@@ -2190,20 +2275,36 @@ SLOT_DOCS = {
         '(per thread), static_shared_bytes, max_dynamic_shared_bytes (the\n'
         'current limit, see function_set_max_dynamic_shared), local_bytes (per\n'
         'thread), and the ptx_version and binary_version it was built for\n'
-        '(major * 10 + minor).'),
+        '(major * 10 + minor). On the host backend: max_threads_per_block from\n'
+        '__launch_bounds__ (else 1024), max_dynamic_shared_bytes the current\n'
+        'limit, every other field 0 (a CPU has no registers to count; the\n'
+        'module does not report its static shared memory).'),
     'function_set_max_dynamic_shared': (
         'function_set_max_dynamic_shared: opt in to more dynamic shared memory\n'
-        "than the default 48 KiB, up to the device's opt-in limit."),
+        "than the default 48 KiB, up to the device's opt-in limit (227 KiB on\n"
+        'the host backend).'),
     'launch': (
         "launch: enqueues f on rt's stream. args is an array of pointers to the\n"
         "kernel's arguments, as cuLaunchKernel takes them (a buffer argument is\n"
         'a pointer to the uint64_t from buffer_device_address). Geometry is\n'
         "checked against the device's limits before the driver sees it\n"
-        '(T4A_EINVAL naming the bad value). A backend without kernels (host,\n'
-        'until its kernels land): T4A_EUNSUPPORTED with the reason, as\n'
-        'artifact_compile, artifact_from_bytes, launch_ex and the occupancy\n'
-        'slots (module_load and the function slots: T4A_EHANDLE, since no\n'
-        'artifact can exist; compiler_info reports T4A_ENOCOMPILER).'),
+        '(T4A_EINVAL naming the bad value). The parameters are copied at the\n'
+        'call (their sizes from the kernel), so args may change as soon as it\n'
+        "returns. On the host backend the grid's blocks run on a process-wide\n"
+        'pool of threads, one per CPU (T4A_HOST_THREADS sets how many), after\n'
+        'everything the runtime enqueued before and before anything after; the\n'
+        'threads of a block run as a loop, or as fibers when the kernel\n'
+        'synchronises. A kernel that calls __trap() or fails an assert faults\n'
+        'the device, as on CUDA: the launch stops, and every runtime of the\n'
+        'backend in the process reports T4A_EDEVICEFAULT from then on (the\n'
+        'detail names the kernel, the block, the thread and the fault), each\n'
+        "runtime's queued work is not run (witnesses of it report the fault;\n"
+        'those of work completed before stay ready), runtime_create is\n'
+        'refused, runtime_destroy completes (releasing everything: nothing of\n'
+        'it can still run) and returns T4A_EDEVICEFAULT; the process lives on.\n'
+        "A kernel's unchecked access outside its buffers does what it does in\n"
+        "any C program: it may corrupt the process's memory or kill it with\n"
+        'SIGSEGV.'),
     'raw_runtime': (
         "raw_runtime: the runtime's CUcontext, CUstream and device. Valid until\n"
         'runtime_destroy. The consumer may enqueue work on the stream but must\n'
@@ -2344,24 +2445,29 @@ SLOT_DOCS = {
         'reserved != 0 (T4A_EINVAL). A device or driver without clusters,\n'
         'cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The\n'
         'occupancy answers are cached per function and configuration, so a\n'
-        'repeated launch asks the driver nothing but the launch. A backend\n'
-        'without kernels (host): T4A_EUNSUPPORTED with the reason; its\n'
-        'runtime_info reports exec_flags T4A_EXEC_GRAPHS only (no clusters, no\n'
-        'cooperative launches, one priority).'),
+        'repeated launch asks the driver nothing but the launch. The host\n'
+        'backend has no clusters or cooperative launches and one priority, 0\n'
+        '(its runtime_info reports exec_flags T4A_EXEC_GRAPHS only and the\n'
+        'range 0 .. 0): clusters and T4A_LAUNCH_COOPERATIVE are\n'
+        "T4A_EUNSUPPORTED with the reason after launch's checks, a priority\n"
+        'other than 0 T4A_ERANGE; anything else is a launch.'),
     'occupancy_max_active_blocks': (
         'occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f\n'
         'with block_threads threads and shared_bytes of dynamic shared memory\n'
         'one multiprocessor holds at once (0 when none fits). block_threads\n'
-        "must be 1 .. f's limit (T4A_EINVAL)."),
+        "must be 1 .. f's limit (T4A_EINVAL). On the host backend a\n"
+        'multiprocessor is a CPU, which runs one block at a time: 1.'),
     'occupancy_suggest_block_size': (
         "occupancy_suggest_block_size: the block size that maximises f's\n"
         'occupancy with shared_bytes of dynamic shared memory per block, at\n'
         "most block_limit threads (0 = f's limit), and the smallest grid that\n"
-        'fills the device at that size.'),
+        'fills the device at that size. On the host backend: 256 threads (or\n'
+        'the limits below it) and one block per CPU.'),
     'occupancy_max_active_clusters': (
         'occupancy_max_active_clusters: *clusters = how many clusters of\n'
         "cfg's shape (cfg->cluster must be set; grid ignored beyond its\n"
-        'checks) can be resident on the device at once.'),
+        'checks) can be resident on the device at once. A device without\n'
+        'clusters (the host backend): T4A_EUNSUPPORTED.'),
     'graph_begin': (
         "graph_begin: starts capturing rt's stream: until graph_end, the work\n"
         'rt enqueues (launch, launch_ex, the pinned and device copies, memset,\n'

@@ -1,7 +1,9 @@
 #!/bin/sh
 # tests/cpu/test_am.sh -- the committed Makefile fragment tests/tests.am is
 # exactly what tests/gen-am.sh writes today (edit the script, then run
-# `make am-regen`), and every shared suite in tests/runtime is in it.
+# `make am-regen`), and every shared suite in tests/runtime is in it: a GPU
+# lane, and a lane that make check runs (the fake one, or for a suite the
+# fake driver cannot run, the host one).
 s=${T4A_TEST_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 fail=0
 tmp=$(mktemp)
@@ -14,7 +16,8 @@ fi
 for f in "$s"/tests/runtime/test_*.c; do
   n=$(basename "$f" .c)
   grep -q "^TESTS += tests/cpu/${n}_fake\$" "$s/tests/tests.am" ||
-    { echo "FAIL: $n has no fake lane in tests/tests.am (add it to tests/gen-am.sh)"; fail=1; }
+    grep -q "^TESTS += tests/cpu/${n}_host\$" "$s/tests/tests.am" ||
+    { echo "FAIL: $n has no fake (or host) lane in tests/tests.am (add it to tests/gen-am.sh)"; fail=1; }
   grep -q "^GPU_TESTS += tests/gpu/${n}_gpu\$" "$s/tests/tests.am" ||
     { echo "FAIL: $n has no GPU lane in tests/tests.am (add it to tests/gen-am.sh)"; fail=1; }
 done

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cuda_kernels.h"
 #include "common/ptx_kernels.h"
 #include "plugin-cuda/cuda_decls.h"
 #include "plugin-host/test_gate.h"
@@ -187,12 +188,23 @@ void rt_teardown(void) {
   }
 }
 
+#if defined(T4A_TEST_HOST)
+static char run_cache[64]; /* the host lane's cache directory of this run, or "" */
+#endif
+
 Suite *rt_suite(const char *name) {
   static char full[64]; /* Check keeps the pointer; one suite per program */
 #if defined(T4A_TEST_HOST)
   unsetenv("T4A_CUDA_LIBRARY");
   setenv(T4A__HOST_TEST_GATE_ENV, "1", 1);
   snprintf(full, sizeof full, "%s-host", name);
+  if (!getenv("T4A_CACHE_DIR")) { /* one compile of each kernel source per program */
+    snprintf(run_cache, sizeof run_cache, "/tmp/t4a-rt-cache-XXXXXX");
+    if (mkdtemp(run_cache))
+      setenv("T4A_CACHE_DIR", run_cache, 1);
+    else
+      run_cache[0] = '\0';
+  }
 #elif defined(T4A_TEST_FAKE)
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   snprintf(full, sizeof full, "%s-fake", name);
@@ -216,7 +228,14 @@ int rt_run(Suite *s, int min_gpus) {
   if (host_left_out)
     fprintf(stderr, "rtutil: %d test(s) left out on host (CUDA-only, the reasons above)\n",
             host_left_out);
-  return t4a_test_run(s);
+  int rc = t4a_test_run(s);
+  if (run_cache[0]) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", run_cache);
+    if (system(cmd) != 0)
+      fprintf(stderr, "rtutil: could not remove %s\n", run_cache);
+  }
+  return rc;
 #elif defined(T4A_TEST_FAKE)
   (void)min_gpus;
   return t4a_test_run(s);
@@ -394,6 +413,18 @@ static const char ptx[] =
     "}\n";
 
 const char *rt_test_ptx(void) { return ptx; }
+
+t4a_artifact rt_test_artifact(void) {
+  t4a_artifact a = {0};
+  if (!rt_on_host()) {
+    RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "t.ptx", &a));
+    return a;
+  }
+  static const char src[] = T4A__CUDA_TEST_KERNELS;
+  t4a_compile_options o = {.struct_size = sizeof o, .source = src, .name = "t4a_test_kernels.cu"};
+  RT_OK(T->artifact_compile(&o, &a));
+  return a;
+}
 
 void rt_raw_launch(t4a_runtime rt, void **module, const char *name, void **args) {
   driver_open();

@@ -19,8 +19,8 @@ extern t4a_device_info DEV;
 bool rt_on_fake(void);
 
 /* True in the host lane (tests/cpu/test_<suite>_host, -DT4A_TEST_HOST):
- * the tests run against the host backend, which has one device, no
- * kernels (its code slots are T4A_EUNSUPPORTED), NULL raw-seam and
+ * the tests run against the host backend, which has one device, kernels
+ * compiled from CUDA C (no PTX, CUBIN or fatbin), NULL raw-seam and
  * CUDA-stream slots, no peer copies, no staging, and no pinned cache. */
 bool rt_on_host(void);
 
@@ -77,7 +77,9 @@ void rt_teardown(void);
  * lane this program was built for (T4A_TEST_FAKE, T4A_TEST_HOST); in the
  * fake lane it also points T4A_CUDA_LIBRARY at the fake driver, in the
  * host lane it turns on the host's test gate (T4A_HOST_TEST_GATE=1, see
- * plugin-host/test_gate.h). */
+ * plugin-host/test_gate.h) and, unless T4A_CACHE_DIR is set, points it at
+ * a directory of this run (removed by rt_run), so that the tests' kernels
+ * compile once per program, not once per test. */
 Suite *rt_suite(const char *name);
 
 /* A test case of s with the rt_setup/rt_teardown fixture and a timeout in
@@ -165,6 +167,12 @@ void rt_raw_unload(t4a_runtime rt, void *module);
  *                             bytes of static shared memory; each block of
  *                             x writes its global indices reversed */
 const char *rt_test_ptx(void);
+
+/* The same kernels as an artifact of the backend under test: the test PTX
+ * (artifact_from_bytes) on CUDA, their CUDA C form (common/cuda_kernels.h)
+ * compiled by artifact_compile on host (a disk hit but for the first test
+ * of a run: the host lane's tests share one cache directory). Release it. */
+t4a_artifact rt_test_artifact(void);
 
 /* An entry point of the driver the tests run against (the fake or
  * libcuda.so.1), for what the raw seam lets a consumer do itself. */

@@ -1,12 +1,15 @@
-/* tests/runtime/test_code.c -- code on the GPU: modules loaded from the test
- * PTX (3-D launches, thread limits, function attributes, the raw function,
- * unloading), NVRTC artifacts and their caches, consumer PTX/CUBIN/fatbin,
- * per-runtime modules, launch with geometry checks.
+/* tests/runtime/test_code.c -- code on the device: modules loaded from the
+ * test kernels (3-D launches, thread limits, function attributes, the raw
+ * function, unloading), compiled artifacts and their caches, consumer
+ * PTX/CUBIN/fatbin, per-runtime modules, launch with geometry checks.
  *
- * One source, two lanes: against the fake driver (its "kernels" are host
- * functions with the same names) and on the GPU. The "modules" test case
- * needs no compiler; the others need NVRTC: without it the fake lane runs
- * only "modules", the GPU lane fails. */
+ * One source, three lanes: against the fake driver (its "kernels" are host
+ * functions with the same names), on the GPU, and on the host backend
+ * (the same kernels' CUDA C compiled by the host C++ compiler; what is
+ * CUDA's alone, the raw seam, PTX, CUBIN, fatbin, is left out there). The
+ * "modules" test case needs no compiler on CUDA; the others need the
+ * run-time compiler: without it the fake lane runs only "modules", the GPU
+ * lane fails, the host lane skips. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -131,12 +134,7 @@ static void check_axpy(t4a_runtime rt, t4a_function f, uint64_t n, uint64_t seed
 
 /* ---- modules from the test PTX (no compiler needed) --------------------------------- */
 
-static t4a_artifact test_ptx(void) {
-  t4a_artifact a = {0};
-  RT_OK(
-      T->artifact_from_bytes(T4A_ARTIFACT_PTX, rt_test_ptx(), strlen(rt_test_ptx()), "t.ptx", &a));
-  return a;
-}
+static t4a_artifact test_ptx(void) { return rt_test_artifact(); }
 
 /* Launches t4a_index3d with this geometry and checks every thread's
  * indices bit-exact against the CPU, in a poisoned output. */
@@ -262,6 +260,20 @@ START_TEST(function_attributes_are_the_drivers) {
   RT_OK(T->function_attributes(rt, bounded, &at));
   ck_assert_uint_eq(at.struct_size, sizeof at);
   ck_assert_int_eq(at.max_threads_per_block, 128); /* its .maxntid */
+  if (rt_on_host()) { /* a CPU's answers: the header's function_attributes */
+    ck_assert_int_eq(at.num_registers, 0);
+    ck_assert_int_eq(at.static_shared_bytes, 0);
+    ck_assert_int_eq(at.max_dynamic_shared_bytes, 48 << 10);
+    ck_assert(at.local_bytes == 0 && at.ptx_version == 0 && at.binary_version == 0);
+    RT_OK(T->function_attributes(rt, fill, &at));
+    ck_assert_int_eq(at.max_threads_per_block, DEV.max_threads_per_block);
+    RT_OK(T->function_set_max_dynamic_shared(rt, bounded, 4096));
+    RT_OK(T->function_attributes(rt, bounded, &at));
+    ck_assert_int_eq(at.max_dynamic_shared_bytes, 4096);
+    RT_OK(T->artifact_release(a));
+    RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+    return;
+  }
   ck_assert_int_gt(at.num_registers, 0);
   ck_assert_int_eq(at.static_shared_bytes, 512);
   ck_assert_int_gt(at.max_dynamic_shared_bytes, 0);
@@ -478,7 +490,8 @@ START_TEST(compile_and_launch_axpy) {
   const void *data;
   uint64_t size;
   RT_OK(T->artifact_data(a, &kind, &data, &size));
-  ck_assert_int_eq(kind, T4A_ARTIFACT_CUBIN); /* CUBIN for the device by default */
+  /* CUBIN for the device by default; the host's shared object on host */
+  ck_assert_int_eq(kind, rt_on_host() ? T4A_ARTIFACT_HOST : T4A_ARTIFACT_CUBIN);
   ck_assert(size > 4 && memcmp(data,
                                "\x7f"
                                "ELF",
@@ -490,6 +503,12 @@ START_TEST(compile_and_launch_axpy) {
   t4a_function_attributes at = {.struct_size = sizeof at};
   RT_OK(T->function_attributes(rt, f, &at));
   ck_assert_int_ge(at.max_threads_per_block, 256);
+  if (rt_on_host()) {
+    ck_assert_int_eq(at.num_registers, 0); /* a CPU counts none */
+    RT_OK(T->artifact_release(a));
+    RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+    RT_REST_IS_CUDA_ONLY("raw_function (the raw seam's slots are NULL on host)");
+  }
   ck_assert_int_gt(at.num_registers, 0);
   void *raw = NULL;
   RT_OK(T->raw_function(rt, f, &raw));
@@ -618,14 +637,16 @@ START_TEST(compile_requests_are_checked) {
   o = request(kernels, 0);
   o.option_count = 2; /* options NULL */
   RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
-  o = request(kernels, -1); /* no device and no architecture */
-  RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
-  RT_DETAIL("-arch");
   const char *arch[] = {"-arch=sm_90"};
-  o = request(kernels, 0);
-  o.options = arch;
-  o.option_count = 1; /* and a device: ambiguous */
-  RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
+  if (!rt_on_host()) {        /* the host has one architecture: it ignores any it is told */
+    o = request(kernels, -1); /* no device and no architecture */
+    RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
+    RT_DETAIL("-arch");
+    o = request(kernels, 0);
+    o.options = arch;
+    o.option_count = 1; /* and a device: ambiguous */
+    RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
+  }
   o = request(kernels, 7);
   RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
   o = request(kernels, 0);
@@ -995,10 +1016,18 @@ START_TEST(memory_and_disk_caches) {
 }
 END_TEST
 
+/* Where the backend's entries lie: the cache directory (CUDA), its "host"
+ * subdirectory (the host backend's own cache). */
+static const char *entries_dir(void) {
+  static char dir[80];
+  snprintf(dir, sizeof dir, "%s%s", cache_dir, rt_on_host() ? "/host" : "");
+  return dir;
+}
+
 /* The one entry file in the cache directory. */
 static void entry_file(char *path, size_t size) {
   char cmd[256];
-  snprintf(cmd, sizeof cmd, "ls %s/*.t4a", cache_dir);
+  snprintf(cmd, sizeof cmd, "ls %s/*.t4a", entries_dir());
   FILE *p = popen(cmd, "r");
   ck_assert_ptr_nonnull(fgets(path, (int)size, p));
   pclose(p);
@@ -1027,7 +1056,7 @@ static void damage(const char *how) {
     RT_OK(T->artifact_release(a));
     char cmd[8400];
     snprintf(cmd, sizeof cmd, "for f in %s/*.t4a; do [ \"$f\" = '%s' ] || mv \"$f\" '%s'; done",
-             cache_dir, path, path);
+             entries_dir(), path, path);
     ck_assert_int_eq(system(cmd), 0);
   }
 }
@@ -1077,7 +1106,7 @@ END_TEST
 static int compile_child(void) {
   const t4a_gpu_backend_v1 *t;
   t4a_gpu_backend *b = NULL;
-  if (t4a_gpu_open_path(t4a_test_build_path(T4A_TEST_CUDA_PLUGIN), &b) != T4A_OK)
+  if (t4a_gpu_open_path(rt_plugin_path(), &b) != T4A_OK)
     return 2;
   t = t4a_gpu_backend_table(b);
   T = t;
@@ -1088,7 +1117,7 @@ static int compile_child(void) {
 
 static bool nvrtc_available(char *reason, size_t n) {
   t4a_gpu_backend *b = NULL;
-  if (t4a_gpu_open_path(t4a_test_build_path(T4A_TEST_CUDA_PLUGIN), &b) != T4A_OK)
+  if (t4a_gpu_open_path(rt_plugin_path(), &b) != T4A_OK)
     return false;
   t4a_compiler_info c = {.struct_size = sizeof c};
   t4a_gpu_backend_table(b)->compiler_info(&c);
@@ -1117,12 +1146,18 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, three_d_launches_are_bit_exact);
   tcase_add_test(tc, thread_limits_per_axis_and_per_function);
   tcase_add_test(tc, function_attributes_are_the_drivers);
-  tcase_add_test(tc, raw_function_launches_through_the_driver);
+  RT_CUDA_ONLY(tc, raw_function_launches_through_the_driver, "the raw seam (NULL slots on host)");
   tcase_add_test(tc, module_unload_is_deferred_behind_queued_kernels);
   tcase_add_test(tc, module_unload_works_from_any_context);
   tcase_add_test(tc, launch_works_from_any_context);
-  tcase_add_test(tc, consumer_ptx_cubin_and_fatbin);
-#ifndef T4A_TEST_FAKE
+  RT_CUDA_ONLY(tc, consumer_ptx_cubin_and_fatbin, "PTX, CUBIN and fatbin are GPU code");
+#ifdef T4A_TEST_HOST
+  if (!nvrtc) { /* the host lane needs the host C++ compiler */
+    printf("SKIP: no host C++ compiler here (%s)\n", reason);
+    srunner_free(srunner_create(s));
+    return T4A_TEST_SKIP;
+  }
+#elif !defined(T4A_TEST_FAKE)
   if (!nvrtc) { /* the GPU lane needs the compiler */
     const char *lane = getenv("T4A_TEST_LANE");
     bool required = lane && strcmp(lane, "gpu") == 0;
@@ -1138,8 +1173,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, dynamic_shared_memory_needs_opt_in);
     tcase_add_test(tc, compile_errors_return_the_log);
     tcase_add_test(tc, compile_requests_are_checked);
-    tcase_add_test(tc, ptx_on_request);
-    tcase_add_test(tc, cubin_is_built_for_the_devices_architecture);
+    RT_CUDA_ONLY(tc, ptx_on_request, "PTX is GPU code");
+    RT_CUDA_ONLY(tc, cubin_is_built_for_the_devices_architecture, "CUBIN is GPU code");
     tc = rt_tcase(s, "launches", 300);
     tcase_add_test(tc, runtimes_own_their_modules);
     tcase_add_test(tc, geometry_is_checked_before_the_driver);

@@ -1,7 +1,9 @@
-/* plugin-cuda/diskcache.c -- the on-disk artifact cache.
+/* backend-core/diskcache.c -- the on-disk artifact cache (diskcache.h).
  *
  * Where: $T4A_CACHE_DIR when set (set and empty: no disk cache), else
- * $XDG_CACHE_HOME/t4a-gpu, else $HOME/.cache/t4a-gpu. The directory is
+ * $XDG_CACHE_HOME/t4a-gpu, else $HOME/.cache/t4a-gpu; a plugin other than
+ * the CUDA one keeps its entries in a subdirectory named after it
+ * (t4a__disk.sub), under the same rules. Each directory is
  * created with mode 0700 and used only if it is a directory owned by this
  * user that no one else can write (a shared or hostile directory could feed
  * us code). A relative or over-long T4A_CACHE_DIR turns the disk cache off
@@ -33,6 +35,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +48,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/sha256.h"
-#include "plugin-cuda/artifact.h"
+#include "backend-core/diskcache.h"
 
 #define MAGIC "T4AART\x01"
 #define FORMAT 1u
@@ -69,10 +72,11 @@ static uint64_t hits, rejected;
 
 /* dir = a followed by b; false (and a warning naming what) when that does
  * not fit with room for an entry name. */
-static bool fits(char *dir, size_t size, const char *what, const char *a, const char *b) {
+static bool fits(const t4a__disk *dc, char *dir, size_t size, const char *what, const char *a,
+                 const char *b) {
   int n = snprintf(dir, size, "%s%s", a, b);
   if (n < 0 || (size_t)n + NAME_ROOM >= size) {
-    t4a__log(T4A__LOG_WARN, "cuda",
+    t4a__log(T4A__LOG_WARN, dc->who,
              "disk cache off: %s is too long (%d bytes; at most %zu); use a shorter path", what, n,
              size - NAME_ROOM - 1);
     return false;
@@ -84,11 +88,11 @@ static bool fits(char *dir, size_t size, const char *what, const char *a, const 
  * `sudo -E` HOME and XDG_CACHE_HOME still name the invoking user's
  * directories; creating root-owned directories there would break that
  * user's own cache, so the disk cache is skipped instead. */
-static bool base_is_ours(const char *var, const char *base) {
+static bool base_is_ours(const t4a__disk *dc, const char *var, const char *base) {
   struct stat st;
   bool found = stat(base, &st) == 0;
   if (!found || st.st_uid != geteuid()) {
-    t4a__log(T4A__LOG_DEBUG, "cuda",
+    t4a__log(T4A__LOG_DEBUG, dc->who,
              "disk cache off: $%s (%s) is %s this user (uid %u); nothing is created there", var,
              base, found ? "not owned by" : "missing or unreadable for", (unsigned)geteuid());
     return false;
@@ -96,31 +100,48 @@ static bool base_is_ours(const char *var, const char *base) {
   return true;
 }
 
-/* The cache directory, created if needed; false when the disk cache is off
- * or the directory is unusable. */
-static bool cache_dir(char *dir, size_t size) {
+/* Creates dir (0700) if needed; whether it is a directory (not a symlink)
+ * of this user that no one else can write. */
+static bool private_dir(const t4a__disk *dc, const char *dir) {
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+    return false;
+  struct stat st;
+  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    t4a__log(T4A__LOG_WARN, dc->who,
+             "disk cache %s is not a private directory of this user: "
+             "not used",
+             dir);
+    return false;
+  }
+  return true;
+}
+
+/* The cache directory (the plugin's subdirectory of it, if any), created if needed; false when the
+ * disk cache is off or the directory is unusable. */
+static bool cache_dir(const t4a__disk *dc, char *dir, size_t size) {
   const char *env = t4a__getenv("T4A_CACHE_DIR");
   if (env && !*env)
     return false; /* explicitly off */
   if (env) {
     if (*env != '/') { /* resolved against the current directory: never trusted */
-      t4a__log(T4A__LOG_WARN, "cuda",
+      t4a__log(T4A__LOG_WARN, dc->who,
                "disk cache off: T4A_CACHE_DIR=%s is a relative path (the current directory is "
                "never trusted); set an absolute path",
                env);
       return false;
     }
-    if (!fits(dir, size, "T4A_CACHE_DIR", env, ""))
+    if (!fits(dc, dir, size, "T4A_CACHE_DIR", env, ""))
       return false;
   } else {
     const char *xdg = t4a__getenv("XDG_CACHE_HOME"), *home = t4a__getenv("HOME");
     if (xdg && *xdg == '/') {
-      if (!base_is_ours("XDG_CACHE_HOME", xdg) ||
-          !fits(dir, size, "$XDG_CACHE_HOME/t4a-gpu", xdg, "/t4a-gpu"))
+      if (!base_is_ours(dc, "XDG_CACHE_HOME", xdg) ||
+          !fits(dc, dir, size, "$XDG_CACHE_HOME/t4a-gpu", xdg, "/t4a-gpu"))
         return false;
     } else if (home && *home == '/') {
-      if (!base_is_ours("HOME", home) ||
-          !fits(dir, size, "$HOME/.cache/t4a-gpu", home, "/.cache/t4a-gpu"))
+      if (!base_is_ours(dc, "HOME", home) ||
+          !fits(dc, dir, size, "$HOME/.cache/t4a-gpu", home, "/.cache/t4a-gpu"))
         return false;
       size_t cut = strlen(dir) - strlen("/t4a-gpu");
       dir[cut] = '\0';
@@ -130,18 +151,18 @@ static bool cache_dir(char *dir, size_t size) {
       return false;
     }
   }
-  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+  if (!private_dir(dc, dir))
     return false;
-  struct stat st;
-  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-      (st.st_mode & (S_IWGRP | S_IWOTH))) {
-    t4a__log(T4A__LOG_WARN, "cuda",
-             "disk cache %s is not a private directory of this user: "
-             "not used",
-             dir);
+  if (!dc->sub)
+    return true;
+  size_t n = strlen(dir);
+  if (n + 1 + strlen(dc->sub) + NAME_ROOM >= size) {
+    t4a__log(T4A__LOG_WARN, dc->who, "disk cache off: %s/%s is too long; use a shorter path", dir,
+             dc->sub);
     return false;
   }
-  return true;
+  snprintf(dir + n, size - n, "/%s", dc->sub);
+  return private_dir(dc, dir);
 }
 
 static uint64_t limit_bytes(void) {
@@ -166,12 +187,12 @@ static void entry_path(const char *dir, const uint8_t key[32], char *path, size_
  * can write a good one. What cannot be removed (a directory with something
  * in it) is left alone: every lookup of that key then misses and counts
  * once, and the store's rename fails; nothing loops or waits. */
-static void reject(const char *path, bool is_dir, const char *why) {
+static void reject(const t4a__disk *dc, const char *path, bool is_dir, const char *why) {
   int r = is_dir ? rmdir(path) : unlink(path);
   if (r == 0 || errno == ENOENT)
-    t4a__log(T4A__LOG_WARN, "cuda", "disk cache entry %s rejected (%s): removed", path, why);
+    t4a__log(T4A__LOG_WARN, dc->who, "disk cache entry %s rejected (%s): removed", path, why);
   else
-    t4a__log(T4A__LOG_WARN, "cuda",
+    t4a__log(T4A__LOG_WARN, dc->who,
              "disk cache entry %s rejected (%s) and not removable (errno %d): that key is "
              "compiled every time; remove it",
              path, why, errno);
@@ -190,9 +211,10 @@ static bool read_all(int fd, void *buf, size_t n) {
   return true;
 }
 
-bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
+bool t4a__disk_lookup(const t4a__disk *dc, const uint8_t key[32], t4a_artifact_kind expect,
+                      t4a__disk_entry *out) {
   char dir[4096], path[4200];
-  if (!cache_dir(dir, sizeof dir))
+  if (!cache_dir(dc, dir, sizeof dir))
     return false;
   entry_path(dir, key, path, sizeof path);
   struct stat st;
@@ -202,7 +224,7 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
    * writer came, opening a device can act on it. O_NONBLOCK and the fstat
    * below cover a swap between this lstat and the open. */
   if (!S_ISREG(st.st_mode)) {
-    reject(path, S_ISDIR(st.st_mode), "not a regular file");
+    reject(dc, path, S_ISDIR(st.st_mode), "not a regular file");
     return false;
   }
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -232,8 +254,7 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
     why = "not a t4a cache entry of this format";
   else if (memcmp(h.key, key, 32) != 0)
     why = "foreign: its key is not its name";
-  else if (h.kind < T4A_ARTIFACT_PTX || h.kind > T4A_ARTIFACT_FATBIN ||
-           h.data_size > (1ull << 31) || h.log_size > (1ull << 31) ||
+  else if (h.kind != (uint32_t)expect || h.data_size > (1ull << 31) || h.log_size > (1ull << 31) ||
            (uint64_t)st.st_size != sizeof h + h.data_size + h.log_size)
     why = "sizes do not match the file";
   if (!why) {
@@ -256,7 +277,7 @@ bool t4a__disk_lookup(const uint8_t key[32], t4a__disk_entry *out) {
   if (why) {
     free(data);
     free(log);
-    reject(path, S_ISDIR(st.st_mode), why);
+    reject(dc, path, S_ISDIR(st.st_mode), why);
     return false;
   }
   data[h.data_size] = '\0';
@@ -292,18 +313,21 @@ static int by_age(const void *a, const void *b) {
 #define STALE_TMP_SECONDS ((time_t)10 * 60)
 
 /* Removes the temporary file `name` in dir if it is stale. */
-static void sweep_tmp(const char *dir, const char *name, const struct timespec *now) {
+static void sweep_tmp(const t4a__disk *dc, const char *dir, const char *name,
+                      const struct timespec *now) {
   char path[4200];
   struct stat st;
   snprintf(path, sizeof path, "%s/%s", dir, name);
   if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
       st.st_mtim.tv_sec < now->tv_sec - STALE_TMP_SECONDS && unlink(path) == 0)
-    t4a__log(T4A__LOG_INFO, "cuda", "disk cache: removed %s, orphaned by a writer that died", path);
+    t4a__log(T4A__LOG_INFO, dc->who, "disk cache: removed %s, orphaned by a writer that died",
+             path);
 }
 
 /* Lists the entries of dir (malloc'd array); returns the count. With
  * sweep, stale temporary files are removed on the way. */
-static size_t list_entries(const char *dir, fent **out, uint64_t *total, bool sweep) {
+static size_t list_entries(const t4a__disk *dc, const char *dir, fent **out, uint64_t *total,
+                           bool sweep) {
   *out = NULL;
   *total = 0;
   DIR *d = opendir(dir);
@@ -317,7 +341,7 @@ static size_t list_entries(const char *dir, fent **out, uint64_t *total, bool sw
     size_t len = strlen(de->d_name);
     if (sweep && len == strlen(TMP_PREFIX "XXXXXX") &&
         strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
-      sweep_tmp(dir, de->d_name, &now);
+      sweep_tmp(dc, dir, de->d_name, &now);
     if (len != 64 + strlen(SUFFIX) || strcmp(de->d_name + 64, SUFFIX) != 0)
       continue;
     char path[4200];
@@ -347,10 +371,10 @@ static size_t list_entries(const char *dir, fent **out, uint64_t *total, bool sw
 
 /* Removes stale temporary files, then the least recently used entries
  * until at most limit bytes remain. */
-static void evict(const char *dir, uint64_t limit) {
+static void evict(const t4a__disk *dc, const char *dir, uint64_t limit) {
   fent *es;
   uint64_t total;
-  size_t n = list_entries(dir, &es, &total, true);
+  size_t n = list_entries(dc, dir, &es, &total, true);
   if (total > limit && n) {
     qsort(es, n, sizeof *es, by_age);
     for (size_t i = 0; i < n && total > limit; i++) {
@@ -363,10 +387,10 @@ static void evict(const char *dir, uint64_t limit) {
   free(es);
 }
 
-void t4a__disk_store(const uint8_t key[32], t4a_artifact_kind kind, const void *data, uint64_t size,
-                     const char *log, uint64_t log_size) {
+void t4a__disk_store(const t4a__disk *dc, const uint8_t key[32], t4a_artifact_kind kind,
+                     const void *data, uint64_t size, const char *log, uint64_t log_size) {
   char dir[4096], path[4200], tmp[4200];
-  if (!cache_dir(dir, sizeof dir))
+  if (!cache_dir(dc, dir, sizeof dir))
     return;
   header h;
   memset(&h, 0, sizeof h);
@@ -396,19 +420,19 @@ void t4a__disk_store(const uint8_t key[32], t4a_artifact_kind kind, const void *
     if (!ok || rename(tmp, path) != 0)
       unlink(tmp);
     else
-      evict(dir, limit_bytes());
+      evict(dc, dir, limit_bytes());
   }
   pthread_mutex_unlock(&dlock);
 }
 
-void t4a__disk_stats(uint64_t *entries, uint64_t *bytes, uint64_t *limit) {
+void t4a__disk_stats(const t4a__disk *dc, uint64_t *entries, uint64_t *bytes, uint64_t *limit) {
   char dir[4096];
   *entries = *bytes = 0;
   *limit = limit_bytes();
-  if (!cache_dir(dir, sizeof dir))
+  if (!cache_dir(dc, dir, sizeof dir))
     return;
   fent *es;
-  *entries = list_entries(dir, &es, bytes, false);
+  *entries = list_entries(dc, dir, &es, bytes, false);
   free(es);
 }
 
@@ -416,11 +440,11 @@ uint64_t t4a__disk_hits(void) { return __atomic_load_n(&hits, __ATOMIC_RELAXED);
 
 uint64_t t4a__disk_rejected(void) { return __atomic_load_n(&rejected, __ATOMIC_RELAXED); }
 
-void t4a__disk_clear(void) {
+void t4a__disk_clear(const t4a__disk *dc) {
   char dir[4096];
-  if (!cache_dir(dir, sizeof dir))
+  if (!cache_dir(dc, dir, sizeof dir))
     return;
   pthread_mutex_lock(&dlock);
-  evict(dir, 0);
+  evict(dc, dir, 0);
   pthread_mutex_unlock(&dlock);
 }

@@ -1,0 +1,311 @@
+/* bench/hostk_cases.c -- the host backend's kernel rows: CUDA C kernels
+ * compiled by the host backend (the prelude, the host C++ compiler) and
+ * launched through the table, each paired in this process with hand-written
+ * C doing the same work over as many threads as the backend's kernel pool
+ * runs (T4A_HOST_THREADS, else one per online CPU; plugin-host/pool.c):
+ *
+ *   saxpy 64 Mi floats          a loop-mode kernel, 256-thread blocks    a C loop, one slice per
+ * thread block reduction 64 Mi floats 256-thread blocks of contiguous 64 KiB   a C sum, one slice
+ * per thread tiles, __shared__ tree, __syncthreads warp-shuffle reduction      the same tiles,
+ * __shfl_down_sync in      the same C sum each warp, one __syncthreads one barrier per thread a
+ * 256-thread block passing 1000          a C loop of as many steps
+ *                               __syncthreads, per thread and barrier    (what the loop itself
+ * costs)
+ *
+ * The reductions write one partial sum per block (the C side one per
+ * thread); both leave a few thousand partials, which cost nothing to add.
+ * Their tiles are contiguous per block with the block's threads striding
+ * through them: each cache line is read by 16 fibers one after another
+ * while it is still in cache (a grid-stride loop over the whole array
+ * would read every line 16 times from memory on a CPU; see
+ * docs/performance.md). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define N (64u << 20) /* floats */
+#define TILE (16384u) /* floats per block of the reductions: 64 KiB */
+#define BARRIERS 1000
+
+static const char source[] =
+    "extern \"C\" __global__ void b_saxpy(int n, float a, const float *__restrict__ x,\n"
+    "                                     float *__restrict__ y) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n)\n"
+    "    y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "#define TILE 16384\n"
+    "extern \"C\" __global__ void b_block_sum(const float *x, float *out) {\n"
+    "  __shared__ float s[256];\n"
+    "  const float *t = x + (unsigned long long)blockIdx.x * TILE;\n"
+    "  float v = 0.0f;\n"
+    "  for (int i = threadIdx.x; i < TILE; i += 256)\n"
+    "    v += t[i];\n"
+    "  s[threadIdx.x] = v;\n"
+    "  __syncthreads();\n"
+    "  for (int w = 128; w > 0; w >>= 1) {\n"
+    "    if ((int)threadIdx.x < w)\n"
+    "      s[threadIdx.x] += s[threadIdx.x + w];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  if (threadIdx.x == 0)\n"
+    "    out[blockIdx.x] = s[0];\n"
+    "}\n"
+    "__device__ float warp_sum(float v) {\n"
+    "  for (int o = 16; o > 0; o >>= 1)\n"
+    "    v += __shfl_down_sync(0xffffffffu, v, o);\n"
+    "  return v;\n"
+    "}\n"
+    "extern \"C\" __global__ void b_warp_sum(const float *x, float *out) {\n"
+    "  __shared__ float w[8];\n"
+    "  const float *t = x + (unsigned long long)blockIdx.x * TILE;\n"
+    "  float v = 0.0f;\n"
+    "  for (int i = threadIdx.x; i < TILE; i += 256)\n"
+    "    v += t[i];\n"
+    "  v = warp_sum(v);\n"
+    "  if ((threadIdx.x & 31) == 0)\n"
+    "    w[threadIdx.x / 32] = v;\n"
+    "  __syncthreads();\n"
+    "  if (threadIdx.x < 32) {\n"
+    "    v = warp_sum(threadIdx.x < 8 ? w[threadIdx.x] : 0.0f);\n"
+    "    if (threadIdx.x == 0)\n"
+    "      out[blockIdx.x] = v;\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void b_barriers(int k, int *out) {\n"
+    "  for (int i = 0; i < k; ++i)\n"
+    "    __syncthreads();\n"
+    "  if (threadIdx.x == 0)\n"
+    "    out[blockIdx.x] = k;\n"
+    "}\n";
+
+/* The pool's size, as plugin-host/pool.c chooses it. */
+static unsigned kernel_threads(void) {
+  const char *v = getenv("T4A_HOST_THREADS");
+  long n = v && *v ? atol(v) : sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1u : n > 256 ? 256u : (unsigned)n;
+}
+
+/* ---- the C side: slices over kernel_threads() threads -------------------------------- */
+
+typedef struct ref {
+  unsigned threads;
+  float a, *x, *y, *partial; /* partial: one per thread */
+  volatile unsigned sink;
+  uint64_t steps;
+  void (*fn)(struct ref *r, unsigned i);
+} ref;
+
+typedef struct ref_arg {
+  ref *r;
+  unsigned i;
+} ref_arg;
+
+static void saxpy_slice(ref *r, unsigned i) {
+  size_t b = (size_t)N * i / r->threads, e = (size_t)N * (i + 1) / r->threads;
+  float a = r->a, *x = r->x, *y = r->y;
+  for (size_t k = b; k < e; k++)
+    y[k] = a * x[k] + y[k];
+}
+
+static void sum_slice(ref *r, unsigned i) {
+  size_t b = (size_t)N * i / r->threads, e = (size_t)N * (i + 1) / r->threads;
+  float s = 0.0f;
+  for (size_t k = b; k < e; k++)
+    s += r->x[k];
+  r->partial[i] = s;
+}
+
+static void *ref_main(void *v) {
+  ref_arg *a = v;
+  a->r->fn(a->r, a->i);
+  return NULL;
+}
+
+/* Runs fn on every slice, the caller taking slice 0. Threads are made per
+ * run: a few tens of microseconds against runs of tens of milliseconds. */
+static void ref_run(ref *r, void (*fn)(ref *, unsigned)) {
+  pthread_t th[256];
+  ref_arg args[256];
+  r->fn = fn;
+  for (unsigned i = 1; i < r->threads; i++) {
+    args[i] = (ref_arg){r, i};
+    if (pthread_create(&th[i], NULL, ref_main, &args[i])) {
+      fprintf(stderr, "t4a_bench: pthread_create failed\n");
+      exit(1);
+    }
+  }
+  fn(r, 0);
+  for (unsigned i = 1; i < r->threads; i++)
+    pthread_join(th[i], NULL);
+}
+
+/* ---- ours: the kernels through the table --------------------------------------------- */
+
+typedef struct kstate {
+  ref r;
+  t4a_artifact art;
+  t4a_module mod;
+  t4a_function f;
+  t4a_buffer bx, by, bout;
+  uint64_t x, y, out;
+  const char *kernel;
+} kstate;
+
+static void sync_rt(void) {
+  t4a_witness w;
+  bench_check(E.t->seal(E.rt, &w), "seal");
+  bench_check(E.t->witness_wait(w, T4A_WAIT_FOREVER), "witness_wait");
+  bench_check(E.t->witness_release(w), "witness_release");
+}
+
+static void *kernel_setup(const bench_case *c) {
+  kstate *s = calloc(1, sizeof *s);
+  if (!s) {
+    fprintf(stderr, "t4a_bench: out of memory for the kernel cases\n");
+    exit(1);
+  }
+  s->kernel = c->arg == 0   ? "b_saxpy"
+              : c->arg == 1 ? "b_block_sum"
+              : c->arg == 2 ? "b_warp_sum"
+                            : "b_barriers";
+  t4a_compile_options o = {
+      .struct_size = sizeof o, .source = source, .name = "bench.cu", .device_ordinal = 0};
+  bench_check(E.t->artifact_compile(&o, &s->art), "artifact_compile (host)");
+  bench_check(E.t->module_load(E.rt, s->art, &s->mod), "module_load");
+  bench_check(E.t->function_get(E.rt, s->mod, s->kernel, &s->f), "function_get");
+  bench_check(E.t->buffer_alloc(E.rt, (uint64_t)N * 4, &s->bx), "buffer_alloc");
+  bench_check(E.t->buffer_alloc(E.rt, (uint64_t)N * 4, &s->by), "buffer_alloc");
+  bench_check(E.t->buffer_alloc(E.rt, (uint64_t)N / TILE * 4 + 4096, &s->bout), "buffer_alloc");
+  bench_check(E.t->buffer_device_address(E.rt, s->bx, &s->x), "buffer_device_address");
+  bench_check(E.t->buffer_device_address(E.rt, s->by, &s->y), "buffer_device_address");
+  bench_check(E.t->buffer_device_address(E.rt, s->bout, &s->out), "buffer_device_address");
+  /* both sides work on the same (touched) memory */
+  bench_check(E.t->memset(E.rt, s->bx, 0, 0x3f800000u, 4, N), "memset");
+  bench_check(E.t->memset(E.rt, s->by, 0, 0x40000000u, 4, N), "memset");
+  bench_check(E.t->memset(E.rt, s->bout, 0, 0, 1, (uint64_t)N / TILE * 4 + 4096), "memset");
+  sync_rt();
+  s->r.threads = kernel_threads();
+  s->r.a = 0.5f;
+  s->r.x = (float *)(uintptr_t)s->x;
+  s->r.y = (float *)(uintptr_t)s->y;
+  s->r.partial = (float *)(uintptr_t)s->out;
+  return s;
+}
+
+static void kernel_teardown(void *v) {
+  kstate *s = v;
+  bench_check(E.t->buffer_free(E.rt, s->bx), "buffer_free");
+  bench_check(E.t->buffer_free(E.rt, s->by), "buffer_free");
+  bench_check(E.t->buffer_free(E.rt, s->bout), "buffer_free");
+  bench_check(E.t->module_unload(E.rt, s->mod), "module_unload");
+  bench_check(E.t->artifact_release(s->art), "artifact_release");
+  sync_rt();
+  free(s);
+}
+
+static void launch(kstate *s, uint32_t grid, uint32_t block, void **args) {
+  t4a_launch_config c = {.struct_size = sizeof c, .grid = {grid, 1, 1}, .block = {block, 1, 1}};
+  bench_check(E.t->launch(E.rt, s->f, &c, args), "launch");
+}
+
+static void saxpy_ours(void *v, int batch) {
+  kstate *s = v;
+  int n = (int)N;
+  float a = 0.5f;
+  void *args[] = {&n, &a, &s->x, &s->y};
+  for (int i = 0; i < batch; i++)
+    launch(s, N / 256, 256, args);
+  sync_rt();
+}
+
+static void saxpy_raw(void *v, int batch) {
+  kstate *s = v;
+  for (int i = 0; i < batch; i++)
+    ref_run(&s->r, saxpy_slice);
+}
+
+static void sum_ours(void *v, int batch) {
+  kstate *s = v;
+  void *args[] = {&s->x, &s->out};
+  for (int i = 0; i < batch; i++)
+    launch(s, N / TILE, 256, args);
+  sync_rt();
+}
+
+static void sum_raw(void *v, int batch) {
+  kstate *s = v;
+  for (int i = 0; i < batch; i++)
+    ref_run(&s->r, sum_slice);
+}
+
+/* batch thread-barriers: one 256-thread block passing batch / 256 of them
+ * (one pool thread runs it: the cost on one CPU). */
+static void barrier_ours(void *v, int batch) {
+  kstate *s = v;
+  int k = batch / 256;
+  void *args[] = {&k, &s->out};
+  launch(s, 1, 256, args);
+  sync_rt();
+}
+
+static void barrier_raw(void *v, int batch) {
+  kstate *s = v;
+  for (int i = 0; i < batch; i++)
+    s->r.sink = s->r.sink + 1;
+}
+
+const bench_case bench_hostk_cases[] = {{.name = "host kernel: saxpy 64 Mi floats",
+                                         .bytes = 3ull * N * 4,
+                                         .batch = 1,
+                                         .samples = 15,
+                                         .warmup = 2,
+                                         .target_kind = TARGET_RATIO_MIN,
+                                         .target = 0.8,
+                                         .arg = 0,
+                                         .setup = kernel_setup,
+                                         .ours = saxpy_ours,
+                                         .raw = saxpy_raw,
+                                         .teardown = kernel_teardown},
+                                        {.name = "host kernel: block reduction 64 Mi floats",
+                                         .bytes = (uint64_t)N * 4,
+                                         .batch = 1,
+                                         .samples = 15,
+                                         .warmup = 2,
+                                         .target_kind = TARGET_RATIO_MIN,
+                                         .target = 0.1,
+                                         .arg = 1,
+                                         .setup = kernel_setup,
+                                         .ours = sum_ours,
+                                         .raw = sum_raw,
+                                         .teardown = kernel_teardown},
+                                        {.name = "host kernel: warp-shuffle reduction 64 Mi floats",
+                                         .bytes = (uint64_t)N * 4,
+                                         .batch = 1,
+                                         .samples = 15,
+                                         .warmup = 2,
+                                         .target_kind = TARGET_RATIO_MIN,
+                                         .target = 0.1,
+                                         .arg = 2,
+                                         .setup = kernel_setup,
+                                         .ours = sum_ours,
+                                         .raw = sum_raw,
+                                         .teardown = kernel_teardown},
+                                        {.name = "host kernel: one __syncthreads per thread",
+                                         .batch = 256 * BARRIERS,
+                                         .samples = 21,
+                                         .warmup = 2,
+                                         .target_kind = TARGET_ABS_MAX,
+                                         .target = 0.010,
+                                         .arg = 3,
+                                         .setup = kernel_setup,
+                                         .ours = barrier_ours,
+                                         .raw = barrier_raw,
+                                         .teardown = kernel_teardown},
+                                        {.name = NULL}};

@@ -1,0 +1,364 @@
+/* hk_fiber.h (part of host_kernel.h) -- the threads of a block as fibers,
+ * for kernels that synchronise (the translator decides, per kernel).
+ *
+ * Each CUDA thread of the block is a fiber on one of the stacks the worker
+ * lends (t4a_hk_worker.stacks); all of a block's fibers run on the worker's
+ * OS thread, one at a time, and switch only where CUDA threads wait: at a
+ * barrier, a warp operation, __activemask. The switch is the hand-written
+ * t4a__hk_swap below (callee-saved registers and the stack pointer; no
+ * system call, unlike swapcontext, which saves the signal mask).
+ *
+ * Scheduling: the live fibers form a ring in thread order. A fiber that
+ * waits switches to the next fiber in the ring that can run (one that has
+ * not started, whose barrier was released, or whose warp operation
+ * completed). The last thread to reach a barrier releases it and runs on,
+ * so in a kernel whose threads all reach the same barriers every switch
+ * finds the next fiber ready: one switch per thread and barrier. A thread
+ * that returns leaves the ring; a barrier counts the threads still running
+ * (as on CUDA). When no fiber can run while some still wait, the block
+ * would hang on a GPU: the run ends with T4A_HK_FAULT_BARRIER instead.
+ *
+ * The floating-point control state (MXCSR, FPCR) is not switched: kernels
+ * do not change it. */
+
+extern "C" void t4a__hk_swap(void **save_sp, void *to_sp);
+extern "C" void t4a__hk_start(void);
+
+#if defined(__x86_64__)
+/* rdi: where to save this context's stack pointer; rsi: the stack pointer
+ * of the context to resume. A fresh context's frame (fiber_frame) holds
+ * r15, r14, r13 (the function), r12 (its argument), rbx, rbp (0) and the
+ * return address t4a__hk_start, which calls r13(r12). */
+asm(R"(
+  .pushsection .text
+  .p2align 4
+  .globl t4a__hk_swap
+  .hidden t4a__hk_swap
+  .type t4a__hk_swap, @function
+t4a__hk_swap:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size t4a__hk_swap, .-t4a__hk_swap
+  .p2align 4
+  .globl t4a__hk_start
+  .hidden t4a__hk_start
+  .type t4a__hk_start, @function
+t4a__hk_start:
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .size t4a__hk_start, .-t4a__hk_start
+  .popsection
+)");
+#define T4A_HK_FRAME_WORDS 8 /* 7 used; 8 keeps the fresh stack pointer 16-byte aligned */
+#elif defined(__aarch64__)
+/* x0: where to save; x1: the stack pointer to resume. The frame: x19-x30
+ * and d8-d15 (176 bytes); a fresh one has x19 = the argument, x20 = the
+ * function, x29 = 0, x30 = t4a__hk_start, which calls x20(x19). */
+asm(R"(
+  .pushsection .text
+  .p2align 4
+  .globl t4a__hk_swap
+  .hidden t4a__hk_swap
+  .type t4a__hk_swap, %function
+t4a__hk_swap:
+  sub sp, sp, #176
+  stp x19, x20, [sp, #0]
+  stp x21, x22, [sp, #16]
+  stp x23, x24, [sp, #32]
+  stp x25, x26, [sp, #48]
+  stp x27, x28, [sp, #64]
+  stp x29, x30, [sp, #80]
+  stp d8, d9, [sp, #96]
+  stp d10, d11, [sp, #112]
+  stp d12, d13, [sp, #128]
+  stp d14, d15, [sp, #144]
+  mov x2, sp
+  str x2, [x0]
+  mov sp, x1
+  ldp x19, x20, [sp, #0]
+  ldp x21, x22, [sp, #16]
+  ldp x23, x24, [sp, #32]
+  ldp x25, x26, [sp, #48]
+  ldp x27, x28, [sp, #64]
+  ldp x29, x30, [sp, #80]
+  ldp d8, d9, [sp, #96]
+  ldp d10, d11, [sp, #112]
+  ldp d12, d13, [sp, #128]
+  ldp d14, d15, [sp, #144]
+  add sp, sp, #176
+  ret
+  .size t4a__hk_swap, .-t4a__hk_swap
+  .p2align 4
+  .globl t4a__hk_start
+  .hidden t4a__hk_start
+  .type t4a__hk_start, %function
+t4a__hk_start:
+  mov x0, x19
+  blr x20
+  brk #0
+  .size t4a__hk_start, .-t4a__hk_start
+  .popsection
+)");
+#define T4A_HK_FRAME_WORDS 22
+#endif
+
+namespace t4a__hk {
+enum : uint32_t {
+  F_READY = 0, /* not started */
+  F_RUN,       /* running, or resumed */
+  F_BAR,       /* waits at a block barrier (wait_gen) */
+  F_WARP,      /* waits in a warp operation (released) */
+  F_ACT,       /* waits in __activemask (released) */
+  F_DONE       /* returned */
+};
+
+struct warp {
+  uint32_t exist;   /* lanes that exist (a block's last warp may be partial) */
+  uint32_t done;    /* lanes that returned */
+  uint32_t pending; /* lanes waiting in a warp operation */
+  uint32_t act;     /* lanes waiting in __activemask */
+};
+
+/* One CUDA thread. Lives at the top of its own stack. */
+struct fiber {
+  void *sp; /* saved stack pointer while switched out */
+  fiber *next, *prev;
+  block *blk;
+  uint3 tid;
+  uint32_t index, lane, state, wait_gen, released;
+  /* the warp operation it waits in */
+  uint32_t op, mask;
+  int32_t arg, width;
+  uint64_t val, res;
+};
+
+enum : size_t { FIBER_SLOT = 256 }; /* bytes reserved at the top of each stack */
+static_assert(sizeof(fiber) <= FIBER_SLOT - 64, "fiber fits its slot");
+
+struct block {
+  void *main_sp; /* the worker's own context */
+  char *stacks;
+  size_t stride, stack_bytes;
+  uint32_t n, live, arrived, gen;
+  int32_t count[2], arrivals[2]; /* __syncthreads_count/_and/_or, by generation parity */
+  void *pack;                    /* the kernel's arguments (hk_run.h) */
+  void (*entry)(void *);         /* runs the kernel on the fiber given */
+  warp warps[32];
+};
+
+inline fiber *fiber_at(const block *b, uint32_t i) {
+  return reinterpret_cast<fiber *>(b->stacks + i * b->stride + b->stack_bytes - FIBER_SLOT);
+}
+
+/* A fresh context for f: switching to it calls b->entry(f) on f's stack. */
+inline void fiber_frame(fiber *f, void (*entry)(void *)) {
+  void **sp = reinterpret_cast<void **>(reinterpret_cast<char *>(f) - 64) - T4A_HK_FRAME_WORDS;
+  for (int i = 0; i < T4A_HK_FRAME_WORDS; ++i)
+    sp[i] = nullptr;
+#if defined(__x86_64__)
+  sp[2] = reinterpret_cast<void *>(entry);
+  sp[3] = f;
+  sp[6] = reinterpret_cast<void *>(&t4a__hk_start);
+#else
+  sp[0] = f;
+  sp[1] = reinterpret_cast<void *>(entry);
+  sp[11] = reinterpret_cast<void *>(&t4a__hk_start);
+#endif
+  f->sp = sp;
+}
+
+inline void switch_to(tls_state &t, fiber *from, fiber *to) {
+  t.tid = to->tid;
+  t.self = to;
+  to->state = to->state == F_READY ? F_RUN : to->state;
+  t4a__hk_swap(&from->sp, to->sp);
+}
+
+/* __activemask's group completes when no other running lane of the warp
+ * can run without the group (each waits somewhere or returned). */
+__attribute__((noinline)) inline bool act_resolve(block *b, warp *w) {
+  uint32_t base = (uint32_t)(w - b->warps) * 32u;
+  for (uint32_t p = w->exist & ~w->done & ~w->act; p; p &= p - 1) {
+    fiber *f = fiber_at(b, base + (uint32_t)__builtin_ctz(p));
+    if (f->state == F_READY || f->state == F_RUN || (f->state == F_BAR && f->wait_gen != b->gen) ||
+        ((f->state == F_WARP || f->state == F_ACT) && f->released))
+      return false;
+  }
+  for (uint32_t p = w->act; p; p &= p - 1) {
+    fiber *f = fiber_at(b, base + (uint32_t)__builtin_ctz(p));
+    f->res = w->act;
+    f->released = 1;
+  }
+  w->act = 0;
+  return true;
+}
+
+inline bool runnable(block *b, fiber *f) {
+  switch (f->state) {
+  case F_READY: return true;
+  case F_BAR: return f->wait_gen != b->gen;
+  case F_WARP: return f->released != 0;
+  case F_ACT: return f->released || act_resolve(b, &b->warps[f->index >> 5]);
+  default: return false;
+  }
+}
+
+[[noreturn]] __attribute__((noinline, cold)) inline void deadlock(block *b, const char *what) {
+  uint32_t bar = 0, wop = 0, act = 0;
+  fiber *f = fiber_at(b, 0);
+  for (uint32_t i = 0; i < b->n; ++i) {
+    f = fiber_at(b, i);
+    bar += f->state == F_BAR, wop += f->state == F_WARP, act += f->state == F_ACT;
+  }
+  char m[256];
+  snprintf(m, sizeof m,
+           "%s: the block can make no progress (of its %u running threads, %u wait at "
+           "__syncthreads, %u in warp operations, %u in __activemask) in kernel %s",
+           what, b->live, bar, wop, act, ctx().kernel);
+  leave(T4A_HK_FAULT_BARRIER, m);
+}
+
+/* me waits (its state says for what): runs the next fiber that can. */
+inline void wait(tls_state &t, block *b, fiber *me, const char *what) {
+  fiber *f = me->next;
+  for (uint32_t k = 1; k < b->live; ++k, f = f->next)
+    if (runnable(b, f)) {
+      switch_to(t, me, f);
+      me->state = F_RUN;
+      return;
+    }
+  deadlock(b, what);
+}
+
+/* Releases the barrier of generation gen (all running threads arrived). */
+inline void bar_release(block *b) {
+  uint32_t g = b->gen;
+  b->arrived = 0;
+  b->count[(g + 1) & 1] = 0;
+  b->arrivals[(g + 1) & 1] = 0;
+  b->gen = g + 1;
+}
+
+[[noreturn]] __attribute__((noinline, cold)) inline void not_fibers(const char *what) {
+  char m[256];
+  snprintf(m, sizeof m,
+           "%s in kernel %s, whose threads run as a loop (the translator found no "
+           "synchronisation in it); call it from the kernel's source, not through a pointer",
+           what, ctx().kernel);
+  leave(T4A_HK_FAULT_BARRIER, m);
+}
+
+inline void bar_wait(tls_state &t, block *b, fiber *me) {
+  me->state = F_BAR;
+  me->wait_gen = b->gen;
+  wait(t, b, me, "__syncthreads");
+}
+
+/* A fiber returned from the kernel: leaves the ring, may complete the
+ * barrier the others wait at, and runs the next fiber (or, the last one,
+ * returns to the worker's context). Never returns. */
+[[noreturn]] __attribute__((noinline)) inline void fiber_exit(fiber *me) {
+  block *b = me->blk;
+  warp *w = &b->warps[me->index >> 5];
+  uint32_t bit = 1u << me->lane;
+  me->state = F_DONE;
+  w->done |= bit;
+  if (w->pending)
+    for (uint32_t p = w->pending, l; p; p &= p - 1) {
+      l = (uint32_t)__builtin_ctz(p);
+      fiber *o = fiber_at(b, (me->index & ~31u) + l);
+      if (o->mask & bit) {
+        char m[256];
+        snprintf(m, sizeof m,
+                 "lane %u of warp %u returned while lane %u waits for it in a warp operation "
+                 "(mask 0x%08x) in kernel %s",
+                 me->lane, me->index >> 5, l, o->mask, ctx().kernel);
+        leave(T4A_HK_FAULT_BARRIER, m);
+      }
+    }
+  --b->live;
+  me->prev->next = me->next;
+  me->next->prev = me->prev;
+  if (b->arrived && b->arrived == b->live)
+    bar_release(b);
+  if (!b->live) {
+    void *dead;
+    t4a__hk_swap(&dead, b->main_sp);
+  }
+  fiber *f = me->next;
+  for (uint32_t k = 0; k < b->live; ++k, f = f->next)
+    if (runnable(b, f)) {
+      void *dead;
+      tls_state &t = ctx();
+      t.tid = f->tid;
+      t.self = f;
+      f->state = f->state == F_READY ? F_RUN : f->state;
+      t4a__hk_swap(&dead, f->sp);
+    }
+  deadlock(b, "a thread returned");
+}
+} // namespace t4a__hk
+
+/* __syncthreads and its reductions. The last thread to arrive releases the
+ * barrier and goes on; the others wait. */
+__attribute__((noinline)) inline void __syncthreads() {
+  t4a__hk::tls_state &t = t4a__hk::ctx();
+  t4a__hk::block *b = t.blk;
+  if (__builtin_expect(!b, 0))
+    t4a__hk::not_fibers("__syncthreads");
+  if (++b->arrived == b->live) {
+    t4a__hk::bar_release(b);
+    return;
+  }
+  t4a__hk::bar_wait(t, b, t.self);
+}
+
+namespace t4a__hk {
+/* Returns {number of arrivals with pred != 0, number of arrivals}. */
+__attribute__((noinline)) inline uint64_t bar_reduce(int pred, const char *what) {
+  tls_state &t = ctx();
+  block *b = t.blk;
+  if (__builtin_expect(!b, 0))
+    not_fibers(what);
+  uint32_t g = b->gen & 1;
+  b->count[g] += pred != 0;
+  b->arrivals[g] += 1;
+  if (++b->arrived == b->live) {
+    uint64_t r = ((uint64_t)(uint32_t)b->count[g] << 32) | (uint32_t)b->arrivals[g];
+    bar_release(b);
+    return r;
+  }
+  bar_wait(t, b, t.self);
+  return ((uint64_t)(uint32_t)b->count[g] << 32) | (uint32_t)b->arrivals[g];
+}
+} // namespace t4a__hk
+
+inline int __syncthreads_count(int pred) {
+  return (int)(t4a__hk::bar_reduce(pred, "__syncthreads_count") >> 32);
+}
+inline int __syncthreads_and(int pred) {
+  t4a__hk::uint64_t r = t4a__hk::bar_reduce(pred, "__syncthreads_and");
+  return (r >> 32) == (r & 0xffffffffu);
+}
+inline int __syncthreads_or(int pred) {
+  return (t4a__hk::bar_reduce(pred, "__syncthreads_or") >> 32) != 0;
+}
+
+/* Fences: the blocks of a grid run on many OS threads at once. */
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
