@@ -116,7 +116,7 @@ template <auto K> void fiber_entry(void *arg) {
 
 /* Fiber mode: each thread a fiber on a lent stack (hk_fiber.h). Stack i
  * is [stacks + i * (stack_bytes + page), + stack_bytes), its guard page
- * below it; its fiber record is at its top. */
+ * below it; its fiber record is near its top (fiber_at). */
 template <auto K>
 __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t first, uint64_t count,
                                             const t4a_hk_worker *w) {
@@ -127,8 +127,9 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
   const uint32_t n = bx * by * l->block.z;
   if (!w->stacks || w->stack_count < n)
     lent_too_little("fiber stacks", w->stacks ? w->stack_count : 0, n);
-  if (w->stack_bytes < FIBER_SLOT + 4096)
-    lent_too_little("bytes of fiber stack", w->stack_bytes, FIBER_SLOT + 4096);
+  if (w->stack_bytes < FIBER_SLOT + FIBER_COLORS * FIBER_COLOR_BYTES + 4096)
+    lent_too_little("bytes of fiber stack", w->stack_bytes,
+                    FIBER_SLOT + FIBER_COLORS * FIBER_COLOR_BYTES + 4096);
   block b;
   b.stacks = static_cast<char *>(w->stacks);
   b.stack_bytes = w->stack_bytes;
