@@ -72,7 +72,8 @@ static uint64_t hits, rejected;
 
 /* dir = a followed by b; false (and a warning naming what) when that does
  * not fit with room for an entry name. */
-static bool fits(const t4a__disk *dc, char *dir, size_t size, const char *what, const char *a, const char *b) {
+static bool fits(const t4a__disk *dc, char *dir, size_t size, const char *what, const char *a,
+                 const char *b) {
   int n = snprintf(dir, size, "%s%s", a, b);
   if (n < 0 || (size_t)n + NAME_ROOM >= size) {
     t4a__log(T4A__LOG_WARN, dc->who,
@@ -116,8 +117,8 @@ static bool private_dir(const t4a__disk *dc, const char *dir) {
   return true;
 }
 
-/* The cache directory (the plugin's subdirectory of it, if any), created if needed; false when the disk cache is off
- * or the directory is unusable. */
+/* The cache directory (the plugin's subdirectory of it, if any), created if needed; false when the
+ * disk cache is off or the directory is unusable. */
 static bool cache_dir(const t4a__disk *dc, char *dir, size_t size) {
   const char *env = t4a__getenv("T4A_CACHE_DIR");
   if (env && !*env)
@@ -312,18 +313,21 @@ static int by_age(const void *a, const void *b) {
 #define STALE_TMP_SECONDS ((time_t)10 * 60)
 
 /* Removes the temporary file `name` in dir if it is stale. */
-static void sweep_tmp(const t4a__disk *dc, const char *dir, const char *name, const struct timespec *now) {
+static void sweep_tmp(const t4a__disk *dc, const char *dir, const char *name,
+                      const struct timespec *now) {
   char path[4200];
   struct stat st;
   snprintf(path, sizeof path, "%s/%s", dir, name);
   if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
       st.st_mtim.tv_sec < now->tv_sec - STALE_TMP_SECONDS && unlink(path) == 0)
-    t4a__log(T4A__LOG_INFO, dc->who, "disk cache: removed %s, orphaned by a writer that died", path);
+    t4a__log(T4A__LOG_INFO, dc->who, "disk cache: removed %s, orphaned by a writer that died",
+             path);
 }
 
 /* Lists the entries of dir (malloc'd array); returns the count. With
  * sweep, stale temporary files are removed on the way. */
-static size_t list_entries(const t4a__disk *dc, const char *dir, fent **out, uint64_t *total, bool sweep) {
+static size_t list_entries(const t4a__disk *dc, const char *dir, fent **out, uint64_t *total,
+                           bool sweep) {
   *out = NULL;
   *total = 0;
   DIR *d = opendir(dir);
@@ -383,8 +387,8 @@ static void evict(const t4a__disk *dc, const char *dir, uint64_t limit) {
   free(es);
 }
 
-void t4a__disk_store(const t4a__disk *dc, const uint8_t key[32], t4a_artifact_kind kind, const void *data, uint64_t size,
-                     const char *log, uint64_t log_size) {
+void t4a__disk_store(const t4a__disk *dc, const uint8_t key[32], t4a_artifact_kind kind,
+                     const void *data, uint64_t size, const char *log, uint64_t log_size) {
   char dir[4096], path[4200], tmp[4200];
   if (!cache_dir(dc, dir, sizeof dir))
     return;

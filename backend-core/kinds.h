@@ -7,10 +7,10 @@
 
 #include "backend-core/handle.h"
 
-extern const t4a__hkind t4a__buffer_kind;  /* buffer_alloc, wraps, imports */
-extern const t4a__hkind t4a__host_kind;    /* host_alloc, host_register */
-extern const t4a__hkind t4a__graph_kind;   /* graph_end */
-extern const t4a__hkind t4a__witness_kind; /* seal (process-wide) */
+extern const t4a__hkind t4a__buffer_kind;   /* buffer_alloc, wraps, imports */
+extern const t4a__hkind t4a__host_kind;     /* host_alloc, host_register */
+extern const t4a__hkind t4a__graph_kind;    /* graph_end */
+extern const t4a__hkind t4a__witness_kind;  /* seal (process-wide) */
 extern const t4a__hkind t4a__module_kind;   /* module_load */
 extern const t4a__hkind t4a__function_kind; /* function_get */
 

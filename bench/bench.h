@@ -80,6 +80,7 @@ void bench_report_hot_sweep(FILE *json);
 void bench_report_overhead(FILE *json);
 void bench_report_init(FILE *json, const char *self);
 void bench_report_elapsed(FILE *json); /* bench/v11_cases.c */
+void bench_report_scaling(FILE *json); /* bench/scaling.c */
 
 double bench_now(void);
 void bench_check(int rc, const char *what);

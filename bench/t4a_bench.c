@@ -13,7 +13,7 @@
  *
  *   t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]
  *             [--backend all|host|cuda] [--machine NAME]
- *             [--reports host,staging,hot,overhead,init,elapsed | --reports none]
+ *             [--reports host,staging,hot,overhead,init,elapsed,scaling | --reports none]
  *
  * Without --only, the reports of bench/reports.c follow the cases (all of
  * them unless --reports names some).
@@ -95,7 +95,7 @@ void bench_cu(t4a__CUresult r, const char *what) {
 static void usage(FILE *f) {
   fputs("usage: t4a_bench [--json FILE] [--quick] [--only SUBSTRING] [--copy-threads N]\n"
         "                 [--backend all|host|cuda] [--machine NAME]\n"
-        "                 [--reports host,staging,hot,overhead,init,elapsed|none]\n"
+        "                 [--reports host,staging,hot,overhead,init,elapsed,scaling|none]\n"
         "       t4a_bench --help\n"
         "The host backend's operations against the raw CPU (any machine), then each CUDA\n"
         "runtime operation against the raw Driver API doing the same work, on device 0\n"
@@ -478,7 +478,7 @@ int main(int argc, char **argv) {
           (int)E.device_count, E.driver_version / 1000, E.driver_version % 1000 / 10);
   json_rows(f, res, n);
   if (!reports && !only)
-    reports = "host,staging,hot,overhead,init,elapsed";
+    reports = "host,staging,hot,overhead,init,elapsed,scaling";
   if (reports && strstr(reports, "host"))
     bench_report_host(f);
   if (reports && strstr(reports, "staging"))
@@ -491,6 +491,8 @@ int main(int argc, char **argv) {
     bench_report_init(f, "/proc/self/exe");
   if (reports && strstr(reports, "elapsed"))
     bench_report_elapsed(f);
+  if (reports && strstr(reports, "scaling"))
+    bench_report_scaling(f);
   fprintf(f, "\n}\n");
   fclose(f);
   bench_check(E.t->compile_cache_clear(T4A_CACHE_DISK), "compile_cache_clear");

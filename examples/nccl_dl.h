@@ -18,6 +18,11 @@
 
 typedef struct ncclComm *t4a_nccl_comm;
 
+/* ncclUniqueId: 128 opaque bytes, passed by value (NCCL_UNIQUE_ID_BYTES). */
+typedef struct t4a_nccl_unique_id {
+  char internal[128];
+} t4a_nccl_unique_id;
+
 enum { T4A_NCCL_SUCCESS = 0, T4A_NCCL_FLOAT32 = 7, T4A_NCCL_SUM = 0 };
 
 typedef struct t4a_nccl {
@@ -26,6 +31,8 @@ typedef struct t4a_nccl {
   int (*get_version)(int *version);
   const char *(*error_string)(int result);
   int (*comm_init_all)(t4a_nccl_comm *comms, int ndev, const int *devlist);
+  int (*get_unique_id)(t4a_nccl_unique_id *id);
+  int (*comm_init_rank)(t4a_nccl_comm *comm, int nranks, t4a_nccl_unique_id id, int rank);
   int (*comm_destroy)(t4a_nccl_comm comm);
   int (*group_start)(void);
   int (*group_end)(void);
@@ -60,6 +67,8 @@ static inline int t4a_nccl_open(t4a_nccl *n, char *why, size_t why_size) {
   } syms[] = {{"ncclGetVersion", (void **)&n->get_version},
               {"ncclGetErrorString", (void **)&n->error_string},
               {"ncclCommInitAll", (void **)&n->comm_init_all},
+              {"ncclGetUniqueId", (void **)&n->get_unique_id},
+              {"ncclCommInitRank", (void **)&n->comm_init_rank},
               {"ncclCommDestroy", (void **)&n->comm_destroy},
               {"ncclGroupStart", (void **)&n->group_start},
               {"ncclGroupEnd", (void **)&n->group_end},

@@ -127,4 +127,3 @@ int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint
   }
   return t4a__artifact_from_copy(kind, data, size, name, out);
 }
-

@@ -2,8 +2,8 @@
  * graph_end): each operation the runtime's slots make, in call order, and
  * the handles of the buffers, host buffers and functions it names (checked
  * live at each replay, graph.c). A recorded launch's record (its
- * parameters) belongs to the recording, then to the graph. Recording never fails the call that made the
- * operation: a failure marks the capture failed and graph_end discards it. */
+ * parameters) belongs to the recording, then to the graph. Recording never fails the call that made
+ * the operation: a failure marks the capture failed and graph_end discards it. */
 #include "config.h"
 
 #include <stdlib.h>

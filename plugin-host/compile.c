@@ -51,9 +51,10 @@ static uint64_t misses, uncached;
 
 /* The arguments every compile starts with; argv[0] is replaced by the
  * compiler's path, "-o" is followed by the output and the unit. */
-static const char *const fixed[] = {
-    "c++", "-std=c++17", "-O2", "-fPIC", "-shared", "-fno-exceptions", "-fno-rtti",
-    "-fno-math-errno", "-fvisibility=hidden", "-Wl,-z,defs", "-pthread"};
+static const char *const fixed[] = {"c++",         "-std=c++17",      "-O2",
+                                    "-fPIC",       "-shared",         "-fno-exceptions",
+                                    "-fno-rtti",   "-fno-math-errno", "-fvisibility=hidden",
+                                    "-Wl,-z,defs", "-pthread"};
 /* g++ marks some inline statics STB_GNU_UNIQUE, which makes dlclose keep
  * the module loaded for good; clang++ has no such symbols (nor the option). */
 static const char no_unique[] = "-fno-gnu-unique";
@@ -238,8 +239,9 @@ static int run_compile(const t4a__hcxx *c, t4a__cxxargs *a, const t4a__ktu *unit
     goto out;
   }
   if (!(*so = read_file(out, so_size)))
-    rc = t4a__fail(T4A_ECOMPILE, "artifact_compile: %s made no shared object at %s; check the "
-                                 "compiler",
+    rc = t4a__fail(T4A_ECOMPILE,
+                   "artifact_compile: %s made no shared object at %s; check the "
+                   "compiler",
                    c->path, out);
 out:
   a->count = base_count;
@@ -341,8 +343,9 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
       return t4a__fail(rc, "artifact_compile: translating '%s' failed (out of host memory)", name);
     }
     const char *first = tlog ? tlog : "";
-    (void)t4a__fail(T4A_ECOMPILE, "compiling '%s' failed: %.*s; fix it (the full log is in "
-                                  "artifact_log)",
+    (void)t4a__fail(T4A_ECOMPILE,
+                    "compiling '%s' failed: %.*s; fix it (the full log is in "
+                    "artifact_log)",
                     name, (int)strcspn(first, "\n") > 300 ? 300 : (int)strcspn(first, "\n"), first);
     return failed(T4A_ECOMPILE, tlog, name, out);
   }

@@ -99,9 +99,10 @@ static int ask_version(t4a__hcxx *c, const struct stat *st, const char *what) {
   if (rc)
     return rc;
   if (status != 0 || !size) {
-    rc = t4a__fail(T4A_ENOCOMPILER,
-                   "%s: the host C++ compiler %s does not run (`%s --version` exited %d: %.200s); " ADVICE,
-                   what, c->path, c->path, status, output ? output : "");
+    rc = t4a__fail(
+        T4A_ENOCOMPILER,
+        "%s: the host C++ compiler %s does not run (`%s --version` exited %d: %.200s); " ADVICE,
+        what, c->path, c->path, status, output ? output : "");
     free(output);
     return rc;
   }
@@ -119,11 +120,67 @@ static int ask_version(t4a__hcxx *c, const struct stat *st, const char *what) {
   return T4A_OK;
 }
 
+/* ---- the last compiler found, for the compiles that follow -------------- */
+
+/* A compile served from the memory cache must cost microseconds, and a
+ * search of PATH is a stat per directory and name. So the last answer is
+ * kept with what it was found from (T4A_HOST_CXX and PATH as they were)
+ * and the found file's identity; it is used while both strings are the
+ * same and the file is unchanged (one stat), else the search runs again. */
+typedef struct last_found {
+  bool valid, env_set;
+  char env[256];
+  char search[1024];
+  struct stat st;
+  t4a__hcxx c;
+} last_found;
+
+static last_found last; /* klock */
+
+static bool same_identity(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static bool reuse_last(const char *env, const char *search, t4a__hcxx *c) {
+  bool hit = false;
+  pthread_mutex_lock(&klock);
+  if (last.valid && last.env_set == (env != NULL) && (!env || strcmp(last.env, env) == 0) &&
+      strcmp(last.search, search) == 0) {
+    struct stat st; /* the same file as found (and checked executable) then */
+    hit = stat(last.c.path, &st) == 0 && same_identity(&st, &last.st);
+    if (hit)
+      *c = last.c;
+  }
+  pthread_mutex_unlock(&klock);
+  return hit;
+}
+
+static void keep_last(const char *env, const t4a__hcxx *c, const struct stat *st) {
+  pthread_mutex_lock(&klock);
+  last.valid = !env || strlen(env) < sizeof last.env;
+  last.env_set = env != NULL;
+  t4a__strcopy(last.env, sizeof last.env, env ? env : "");
+  t4a__strcopy(last.search, sizeof last.search, c->search);
+  last.st = *st;
+  last.c = *c;
+  pthread_mutex_unlock(&klock);
+}
+
+/* Whether the environment is ignored: read once. A process's privileges
+ * only go down after exec, so the first answer errs towards ignoring. */
+static pthread_once_t secure_once = PTHREAD_ONCE_INIT;
+static bool secure;
+static void read_secure(void) { secure = t4a__env_is_secure(); }
+
 int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
   memset(c, 0, sizeof *c);
   struct stat st;
-  const char *env = t4a__getenv("T4A_HOST_CXX");
-  const char *path = t4a__getenv("PATH");
+  pthread_once(&secure_once, read_secure);
+  const char *env = secure ? NULL : getenv("T4A_HOST_CXX");
+  const char *path = secure ? NULL : getenv("PATH");
+  if (env && !*env)
+    env = NULL;
   if (path) {
     if (strlen(path) >= sizeof c->search)
       return t4a__fail(T4A_ENOCOMPILER,
@@ -134,7 +191,9 @@ int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
   } else if (!confstr(_CS_PATH, c->search, sizeof c->search)) {
     t4a__strcopy(c->search, sizeof c->search, "/bin:/usr/bin");
   }
-  if (env && *env) {
+  if (reuse_last(env, c->search, c))
+    return T4A_OK;
+  if (env) {
     if (env[0] != '/')
       return t4a__fail(T4A_ENOCOMPILER,
                        "%s: T4A_HOST_CXX=%.200s is not an absolute path (the current directory is "
@@ -147,24 +206,25 @@ int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
                        "not cut); use a shorter path",
                        what, strlen(env), sizeof c->path - 1);
     if (!runnable(env, &st))
-      return t4a__fail(T4A_ENOCOMPILER,
-                       "%s: T4A_HOST_CXX=%s is not an executable file; " ADVICE, what, env);
+      return t4a__fail(T4A_ENOCOMPILER, "%s: T4A_HOST_CXX=%s is not an executable file; " ADVICE,
+                       what, env);
     t4a__strcopy(c->path, sizeof c->path, env);
   } else if (!search_path(c->search, c->path, sizeof c->path, &st)) {
     c->path[0] = '\0';
     return t4a__fail(T4A_ENOCOMPILER,
                      "%s: no host C++ compiler (c++, g++ or clang++) in the absolute directories "
                      "of PATH (%.300s%s); " ADVICE,
-                     what, c->search, t4a__env_is_secure() ? ", the system's default: the "
-                                                             "environment is ignored in a "
-                                                             "setuid process"
-                                                           : "");
+                     what, c->search,
+                     secure ? ", the system's default: the "
+                              "environment is ignored in a setuid process"
+                            : "");
   }
   int rc = ask_version(c, &st, what);
   if (rc)
     return rc;
   parse_version(c);
   c->clang = strstr(c->version, "clang") != NULL;
+  keep_last(env, c, &st);
   return T4A_OK;
 }
 

@@ -10,7 +10,11 @@
  * the system's default path (confstr(_CS_PATH)) is searched. The version
  * (the first line of `<compiler> --version`) is asked once per compiler
  * file, and asked again when the file changes (device, inode, size or
- * modification time), so an upgrade is noticed by the caches' key. */
+ * modification time), so an upgrade is noticed by the caches' key. The
+ * last answer is reused while T4A_HOST_CXX and PATH are unchanged and the
+ * compiler found is the same file (one stat: a compile served from the
+ * memory cache stays cheap); a compiler installed meanwhile in an earlier
+ * directory of PATH is found by the next process. */
 #ifndef T4A_PLUGIN_HOST_CXX_H
 #define T4A_PLUGIN_HOST_CXX_H
 
@@ -21,8 +25,8 @@ typedef struct t4a__hcxx {
   char path[256];
   char version[160]; /* the first line of --version, e.g. "g++ (Debian 12.2.0-14) 12.2.0" */
   int32_t major, minor;
-  bool clang;          /* clang++ (its options differ from g++'s in a few places) */
-  char search[1024];   /* the PATH the compiler was found in (also the compile's PATH) */
+  bool clang;        /* clang++ (its options differ from g++'s in a few places) */
+  char search[1024]; /* the PATH the compiler was found in (also the compile's PATH) */
 } t4a__hcxx;
 
 /* The compiler now: T4A_OK and *out, or T4A_ENOCOMPILER with the reason

@@ -78,13 +78,32 @@ static void note(char **log, const char *name, const char *o, const char *why) {
   *log = p;
 }
 
-static const char *const ignored[] = {
-    "arch=", "gpu-architecture=", "default-device", "device-as-default-execution-space",
-    "lineinfo", "generate-line-info", "maxrregcount=", "ftz=", "prec-div=", "prec-sqrt=",
-    "restrict", "extra-device-vectorization", "dopt=", "expt-relaxed-constexpr",
-    "expt-extended-lambda", "extended-lambda", "no-source-include", "relocatable-device-code=false",
-    "rdc=false", "pch", "minimal", "ewp", "extensible-whole-program", "builtin-move-forward=",
-    "builtin-initializer-list=", "Wno-deprecated-gpu-targets"};
+static const char *const ignored[] = {"arch=",
+                                      "gpu-architecture=",
+                                      "default-device",
+                                      "device-as-default-execution-space",
+                                      "lineinfo",
+                                      "generate-line-info",
+                                      "maxrregcount=",
+                                      "ftz=",
+                                      "prec-div=",
+                                      "prec-sqrt=",
+                                      "restrict",
+                                      "extra-device-vectorization",
+                                      "dopt=",
+                                      "expt-relaxed-constexpr",
+                                      "expt-extended-lambda",
+                                      "extended-lambda",
+                                      "no-source-include",
+                                      "relocatable-device-code=false",
+                                      "rdc=false",
+                                      "pch",
+                                      "minimal",
+                                      "ewp",
+                                      "extensible-whole-program",
+                                      "builtin-move-forward=",
+                                      "builtin-initializer-list=",
+                                      "Wno-deprecated-gpu-targets"};
 
 /* Maps one option; 0, T4A_ECOMPILE (cannot be honoured) or T4A_EINVAL
  * (unknown), with a log line for either. */

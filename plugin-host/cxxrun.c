@@ -97,8 +97,9 @@ int t4a__hcxx_run(const t4a__hcxx *c, const char *const *argv, const char *tmpdi
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     free(args);
-    return t4a__fail(T4A_ENOMEM, "running the host C++ compiler: pipe failed (errno %d); raise "
-                                 "the open file limit",
+    return t4a__fail(T4A_ENOMEM,
+                     "running the host C++ compiler: pipe failed (errno %d); raise "
+                     "the open file limit",
                      errno);
   }
   posix_spawn_file_actions_t fa;

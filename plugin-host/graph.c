@@ -152,14 +152,16 @@ static t4a__graph_ops *copy_ops(const t4a__graph_ops *ops) {
     free(c);
     return NULL;
   }
-  memcpy(o, ops->ops, ops->count * sizeof *o);
   c->ops = o;
   c->count = 0;
-  for (uint32_t i = 0; i < ops->count; i++, c->count++)
-    if (o[i].kind == T4A__OP_KERNEL && !(o[i].u.kernel = t4a__hklaunch_clone(ops->ops[i].u.kernel))) {
+  for (uint32_t i = 0; i < ops->count; i++, c->count++) {
+    o[i] = ops->ops[i];
+    if (o[i].kind == T4A__OP_KERNEL &&
+        !(o[i].u.kernel = t4a__hklaunch_clone(ops->ops[i].u.kernel))) {
       free_ops(NULL, c, 0, false); /* the records cloned so far */
       return NULL;
     }
+  }
   return c;
 }
 
@@ -189,12 +191,14 @@ int t4a__slot_graph_set_kernel_args(t4a_runtime h, t4a_graph gh, uint64_t kernel
   /* replays still queued read the old arguments: the graph gets a copy */
   t4a__graph_ops *c = copy_ops(g->ops);
   if (!c) {
-    rc = t4a__fail(T4A_ENOMEM, "%s: out of host memory for a copy of the graph (replays are "
-                               "queued); wait for them, or free memory",
+    rc = t4a__fail(T4A_ENOMEM,
+                   "%s: out of host memory for a copy of the graph (replays are "
+                   "queued); wait for them, or free memory",
                    what);
     goto out;
   }
-  if ((rc = t4a__hklaunch_set_args(c->ops[at].u.kernel, args, what))) {
+  /* (at < c->count: the copy holds the same operations as g->ops) */
+  if (at >= c->count || (rc = t4a__hklaunch_set_args(c->ops[at].u.kernel, args, what))) {
     free_ops(rt, c, 0, false);
     goto out;
   }
@@ -202,6 +206,8 @@ int t4a__slot_graph_set_kernel_args(t4a_runtime h, t4a_graph gh, uint64_t kernel
   g->ops = c;
   t4a__retire_add(rt, &r);
 out:
+  if (!rc)
+    rt->c.graph_updates++;
   t4a__hrt_unlock(rt);
   return rc;
 }

@@ -91,9 +91,8 @@ int t4a__hklaunch_set_args(t4a__hklaunch *r, void **args, const char *what) {
                      r->name, k->param_count);
   for (uint32_t p = 0; p < k->param_count; p++)
     if (!args[p])
-      return t4a__fail(T4A_EINVAL,
-                       "%s: args[%u] of '%s' is NULL; pass a pointer to each parameter", what, p,
-                       r->name);
+      return t4a__fail(T4A_EINVAL, "%s: args[%u] of '%s' is NULL; pass a pointer to each parameter",
+                       what, p, r->name);
   for (uint32_t p = 0; p < k->param_count; p++)
     memcpy(r->l.args[p], args[p], k->param_sizes[p]);
   return T4A_OK;
@@ -200,8 +199,7 @@ int t4a__slot_occupancy_max_active_clusters(t4a_runtime h, t4a_function fh,
     if (!(rc = t4a__check_launch(&lim, cfg->grid, cfg->block, cfg->shared_bytes, what)))
       rc = !t4a__has_cluster(cfg)
                ? t4a__fail(T4A_EINVAL,
-                           "%s: cfg->cluster is not set; give the cluster shape to ask about",
-                           what)
+                           "%s: cfg->cluster is not set; give the cluster shape to ask about", what)
                : t4a__fail(T4A_EUNSUPPORTED,
                            "%s: the host backend has no thread block clusters (runtime_info's "
                            "exec_flags lack T4A_EXEC_CLUSTERS)",

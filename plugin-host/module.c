@@ -233,8 +233,9 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
     dl = open_private(&code, why, sizeof why);
   if (!dl) {
     t4a__htable_untake(&rt->mods, i);
-    rc = t4a__fail(T4A_EINVAL, "module_load: the host shared object '%s' does not load (%s); "
-                               "compile it again",
+    rc = t4a__fail(T4A_EINVAL,
+                   "module_load: the host shared object '%s' does not load (%s); "
+                   "compile it again",
                    code.name, why);
     goto out;
   }
@@ -251,8 +252,9 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
                    code.name, m->abi_version, m->prelude_id ? m->prelude_id : "?",
                    T4A_HK_ABI_VERSION);
   } else if ((bad = module_check(m))) {
-    rc = t4a__fail(T4A_EINVAL, "module_load: the kernel module '%s' is damaged: %s; compile it "
-                               "again",
+    rc = t4a__fail(T4A_EINVAL,
+                   "module_load: the kernel module '%s' is damaged: %s; compile it "
+                   "again",
                    code.name, bad);
   }
   if (rc) {
@@ -272,7 +274,7 @@ out:
 }
 
 static void close_module(t4a__hrt *rt, void *dl, uint64_t bytes, bool final) {
-  (void)rt, (void)bytes, (void)final;
+  (void)rt, (void)bytes, (void) final;
   dlclose(dl);
 }
 
@@ -393,9 +395,9 @@ int t4a__slot_occupancy_max_active_blocks(t4a_runtime h, t4a_function fh, uint32
   if (rc || (rc = t4a__hrt_lock(h, what, &rt)))
     return rc;
   if (!(rc = t4a__hfunc_get(rt, fh, what, &f)) &&
-      !(rc = t4a__check_occupancy_block(&(t4a__limits){NULL, f->name, (int32_t)f->k->max_threads,
-                                                       (int32_t)f->max_dynamic},
-                                        block_threads, shared_bytes, what)))
+      !(rc = t4a__check_occupancy_block(
+            &(t4a__limits){NULL, f->name, (int32_t)f->k->max_threads, (int32_t)f->max_dynamic},
+            block_threads, shared_bytes, what)))
     *blocks_per_sm = 1; /* a CPU runs one block at a time */
   t4a__hrt_unlock(rt);
   return rc;
@@ -413,9 +415,9 @@ int t4a__slot_occupancy_suggest_block_size(t4a_runtime h, t4a_function fh, uint3
   if (rc || (rc = t4a__hrt_lock(h, what, &rt)))
     return rc;
   if (!(rc = t4a__hfunc_get(rt, fh, what, &f)) &&
-      !(rc = t4a__check_occupancy_block(&(t4a__limits){NULL, f->name, (int32_t)f->k->max_threads,
-                                                       (int32_t)f->max_dynamic},
-                                        block_limit ? block_limit : 1, shared_bytes, what))) {
+      !(rc = t4a__check_occupancy_block(
+            &(t4a__limits){NULL, f->name, (int32_t)f->k->max_threads, (int32_t)f->max_dynamic},
+            block_limit ? block_limit : 1, shared_bytes, what))) {
     /* any block size keeps a CPU busy; 256 threads is the common choice and
      * the most fibers a barrier switches between stays moderate */
     uint32_t n = 256;

@@ -71,15 +71,15 @@ typedef struct job {
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
-static job *jobs;           /* launches with blocks left (plock) */
-static atomic_uint posts;   /* launches posted so far: what a spinning thread watches */
-static uint32_t sleepers;   /* pool threads in cond_wait (plock) */
+static job *jobs;               /* launches with blocks left (plock) */
+static atomic_uint posts;       /* launches posted so far: what a spinning thread watches */
+static uint32_t sleepers;       /* pool threads in cond_wait (plock) */
 static pthread_t *pool_threads; /* plock */
-static hkw *pool_ctx;       /* one per pool thread */
-static uint32_t started;    /* threads running (plock) */
-static bool tried, quit;    /* plock */
-static hkw *contexts;       /* the runtime workers' contexts (plock), freed at unload */
-static __thread hkw *mine;  /* a runtime worker's context */
+static hkw *pool_ctx;           /* one per pool thread */
+static uint32_t started;        /* threads running (plock) */
+static bool tried, quit;        /* plock */
+static hkw *contexts;           /* the runtime workers' contexts (plock), freed at unload */
+static __thread hkw *mine;      /* a runtime worker's context */
 static pthread_once_t size_once = PTHREAD_ONCE_INIT;
 static uint32_t size_; /* pool threads (the workers run blocks too) */
 
@@ -356,9 +356,9 @@ int t4a__hk_execute(t4a__hklaunch *r) {
   if (atomic_load(&j.faulted)) {
     const t4a_hk_fault *f = &j.fault;
     snprintf(msg, sizeof msg,
-             "kernel '%s' faulted (%s) in block (%u, %u, %u), thread (%u, %u, %u): %.256s",
-             r->name, kind_name(f->kind), f->block.x, f->block.y, f->block.z, f->thread.x,
-             f->thread.y, f->thread.z, f->message);
+             "kernel '%s' faulted (%s) in block (%u, %u, %u), thread (%u, %u, %u): %.256s", r->name,
+             kind_name(f->kind), f->block.x, f->block.y, f->block.z, f->thread.x, f->thread.y,
+             f->thread.z, f->message);
   } else if (atomic_load(&j.next) < j.total) { /* no thread could lend what the blocks need */
     snprintf(msg, sizeof msg,
              "kernel '%s' could not run: out of host memory for its blocks' fiber stacks or "

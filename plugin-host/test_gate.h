@@ -3,9 +3,11 @@
  * lane: the gate").
  *
  * On CUDA a test holds a runtime's stream back with a kernel that spins
- * until the host sets a flag. The host backend runs no kernels, and no
- * table call can block its queue on something the test controls: every
- * operation runs to completion, a wait (copy_from_runtime,
+ * until the host sets a flag, launched through the raw seam. The host
+ * backend has no raw seam (a spinning kernel launched through the table
+ * would hold its worker and a pool thread, and cost a compile in every
+ * test that gates), and no other table call can block its queue on
+ * something the test controls: every operation runs to completion, a wait (copy_from_runtime,
  * runtime_wait_witness) waits only for work already enqueued somewhere,
  * and a small operation on an idle queue runs on the caller's thread. So
  * the backend has one test-only hook, off unless the process sets

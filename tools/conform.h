@@ -67,17 +67,18 @@ typedef struct t4a__cf_gate t4a__cf_gate;
 struct t4a__cf {
   const t4a_gpu_backend_v1 *t;
   const options *o;
-  int32_t device;          /* the device checked */
-  int32_t device_count;    /* after init */
-  t4a_device_info dev;     /* of `device` */
-  t4a_compiler_info ci;    /* read after init */
-  bool compiler;           /* ci says the compiler is available */
-  t4a_artifact code;       /* the kernels' artifact (null: no way to run code) */
-  char code_why[512];      /* how code was obtained, or why there is none */
-  int init_status;         /* what the first init() returned */
-  char init_detail[512];   /* and its detail */
-  char init_disagree[300]; /* how the first init's concurrent calls disagreed, or "" */
-  t4a_artifact deferred;   /* a pre-init artifact its backend releases only after init */
+  int32_t device;                  /* the device checked */
+  int32_t device_count;            /* after init */
+  t4a_device_info dev;             /* of `device` */
+  t4a_compiler_info ci;            /* read after init */
+  bool compiler;                   /* ci says the compiler is available */
+  t4a_artifact code;               /* the kernels' artifact (null: no way to run code) */
+  char code_why[512];              /* how code was obtained, or why there is none */
+  int init_status;                 /* what the first init() returned */
+  char init_detail[512];           /* and its detail */
+  char init_disagree[300];         /* how the first init's concurrent calls disagreed, or "" */
+  t4a_artifact deferred;           /* a pre-init artifact its backend releases only after init */
+  t4a_artifact_kind deferred_kind; /* its kind: PTX, or the backend's own (host) */
   /* the current check */
   const t4a__cf_check *check;
   int result;

@@ -147,21 +147,29 @@ static void compile_without_init(t4a__cf *c) {
                            .option_count = 1,
                            .device_ordinal = -1};
   t4a_artifact a = {0};
-  if (!CF_OK(t->artifact_compile(&o, &a)) ||
-      !CF_TRUE(a.bits != 0, "artifact_compile returned T4A_OK and a null artifact"))
+  int rc = t->artifact_compile(&o, &a);
+  /* a backend that makes no GPU code (the host's: "T4A_COMPILE_PTX is
+   * T4A_EUNSUPPORTED there") compiles to its own kind instead */
+  c->deferred_kind = T4A_ARTIFACT_PTX;
+  if (rc == T4A_EUNSUPPORTED && !a.bits) {
+    o.flags = T4A_COMPILE_NO_CACHE;
+    c->deferred_kind = T4A_ARTIFACT_HOST;
+    rc = t->artifact_compile(&o, &a);
+  }
+  if (!CF_OK(rc) || !CF_TRUE(a.bits != 0, "artifact_compile returned T4A_OK and a null artifact"))
     return;
   c->deferred = a; /* released after init, by code.artifact_after_init */
   t4a_artifact_kind kind = 0;
   const void *data = NULL;
   uint64_t size = 0;
-  int rc = t->artifact_data(a, &kind, &data, &size);
+  rc = t->artifact_data(a, &kind, &data, &size);
   if (rc == T4A_ENOTINIT)
     return; /* readable only after init: allowed */
   if (CF_OK(rc))
-    CF_TRUE(kind == T4A_ARTIFACT_PTX && data && size > 0 &&
+    CF_TRUE(kind == c->deferred_kind && data && size > 0 &&
                 contains(data, (size_t)size, "t4a_fill_u32"),
-            "artifact_data: kind %d, %llu bytes: not PTX holding t4a_fill_u32", (int)kind,
-            (unsigned long long)size);
+            "artifact_data: kind %d (want %d), %llu bytes: not code holding t4a_fill_u32",
+            (int)kind, (int)c->deferred_kind, (unsigned long long)size);
 }
 
 static void artifact_after_init(t4a__cf *c) {
@@ -178,7 +186,7 @@ static void artifact_after_init(t4a__cf *c) {
   const void *data = NULL;
   uint64_t size = 0;
   if (CF_OK(t->artifact_data(a, &kind, &data, &size)))
-    CF_TRUE(kind == T4A_ARTIFACT_PTX && size > 0, "artifact_data: kind %d, %llu bytes", (int)kind,
+    CF_TRUE(kind == c->deferred_kind && size > 0, "artifact_data: kind %d, %llu bytes", (int)kind,
             (unsigned long long)size);
   t4a__cf_forget(c, a.bits);
   CF_OK(t->artifact_release(a));
@@ -192,9 +200,11 @@ static bool need_compiler(t4a__cf *c) {
   return false;
 }
 
-/* Compiles the kernels for the device (flags as given): a tracked artifact,
- * or null (a skip for T4A_EUNSUPPORTED, else a failure). */
-static t4a_artifact compile(t4a__cf *c, uint32_t flags, t4a_artifact_kind want) {
+/* Compiles the kernels for the device (flags as given): a tracked artifact
+ * of kind `want` (or `alt`: 0 for none), or null (a skip for
+ * T4A_EUNSUPPORTED, else a failure). */
+static t4a_artifact compile(t4a__cf *c, uint32_t flags, t4a_artifact_kind want,
+                            t4a_artifact_kind alt) {
   t4a_compile_options o = {.struct_size = sizeof o,
                            .flags = flags | T4A_COMPILE_NO_CACHE,
                            .source = t4a__cf_source(),
@@ -210,8 +220,9 @@ static t4a_artifact compile(t4a__cf *c, uint32_t flags, t4a_artifact_kind want) 
   const void *data = NULL;
   uint64_t size = 0;
   if (!CF_OK(c->t->artifact_data(a, &kind, &data, &size)) ||
-      !CF_TRUE(kind == want && data && size > 0, "artifact_data: kind %d (want %d), %llu bytes",
-               (int)kind, (int)want, (unsigned long long)size))
+      !CF_TRUE((kind == want || (alt && kind == alt)) && data && size > 0,
+               "artifact_data: kind %d (want %d), %llu bytes", (int)kind, (int)want,
+               (unsigned long long)size))
     return (t4a_artifact){0};
   return a;
 }
@@ -263,8 +274,9 @@ static void axpy(t4a__cf *c, t4a_artifact a, uint64_t n) {
 static void compile_cubin(t4a__cf *c) {
   if (!need_compiler(c))
     return;
-  /* "CUDA C -> CUBIN for the target device's architecture" */
-  t4a_artifact a = compile(c, 0, T4A_ARTIFACT_CUBIN);
+  /* "CUDA C -> CUBIN for the target device's architecture"; the host
+   * backend's: "into a T4A_ARTIFACT_HOST artifact" */
+  t4a_artifact a = compile(c, 0, T4A_ARTIFACT_CUBIN, T4A_ARTIFACT_HOST);
   if (!a.bits)
     return;
   const char *log = NULL;
@@ -278,7 +290,7 @@ static void compile_cubin(t4a__cf *c) {
 static void compile_ptx(t4a__cf *c) {
   if (!need_compiler(c))
     return;
-  t4a_artifact a = compile(c, T4A_COMPILE_PTX, T4A_ARTIFACT_PTX); /* "(or PTX ...)" */
+  t4a_artifact a = compile(c, T4A_COMPILE_PTX, T4A_ARTIFACT_PTX, 0); /* "(or PTX ...)" */
   if (a.bits)
     axpy(c, a, 4099);
 }

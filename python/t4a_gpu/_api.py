@@ -1934,9 +1934,20 @@ class Function(_Owned):
         plan = self._plan
         if plan is None:
             plan = self._plan_for(args)
-        st = self._pack(plan, args, rt)
+        # _pack, inlined: a method call is a tenth of a launch's Python cost
+        pool = plan.pool
+        try:
+            st = pool.pop()
+        except IndexError:
+            st = plan.block()
+        try:
+            plan.fill(args, rt, st[0])
+        except (struct.error, OverflowError, TypeError, ValueError):
+            pool.append(st)
+            _launch.values(plan, args, rt, Buffer)  # raises the precise error
+            raise
         rc = fn(rt.handle, self.handle, got[1], st[1])
-        plan.pool.append(st)
+        pool.append(st)
         if rc:
             raise rt.backend.error(rc, slot)
         cap = rt._capture

@@ -143,8 +143,7 @@ START_TEST(the_compiler_is_found_only_where_it_may_be) {
   setenv("T4A_HOST_CXX", "bin/c++", 1);
   OK(T->compiler_info(&ci));
   ck_assert_int_eq(ci.status, T4A_ENOCOMPILER);
-  ck_assert_msg(strstr(ci.reason, "T4A_HOST_CXX=bin/c++ is not an absolute path"), "%s",
-                ci.reason);
+  ck_assert_msg(strstr(ci.reason, "T4A_HOST_CXX=bin/c++ is not an absolute path"), "%s", ci.reason);
   EXPECT(T->artifact_compile(&o, &a), T4A_ENOCOMPILER);
   DETAIL("not an absolute path");
   setenv("T4A_HOST_CXX", "/nonexistent/c++", 1);
@@ -176,7 +175,8 @@ START_TEST(the_compiler_is_found_only_where_it_may_be) {
   for (size_t i = 0; i < 4; i++) {
     snprintf(fake, sizeof fake, "%s/%s", dir, names[i]);
     FILE *f = fopen(fake, "w");
-    ck_assert(f && fputs("#!/bin/sh\nexit 0\n", f) >= 0 && fclose(f) == 0);
+    /* a "compiler" that answers --version: found, it would be used */
+    ck_assert(f && fputs("#!/bin/sh\necho 'fake c++ 99.1'\n", f) >= 0 && fclose(f) == 0);
     chmod(fake, 0700);
   }
   char old_cwd[4096];
@@ -222,8 +222,8 @@ START_TEST(a_failed_compile_logs_the_consumers_lines) {
   uint64_t misses = stats().misses;
   EXPECT(T->artifact_compile(&o, &a), T4A_ECOMPILE);
   log = log_of(a);
-  ck_assert_msg(strstr(log, "asm.cu:3:") && strstr(log, "not supported by the host backend"),
-                "%s", log);
+  ck_assert_msg(strstr(log, "asm.cu:3:") && strstr(log, "not supported by the host backend"), "%s",
+                log);
   ck_assert_uint_eq(stats().misses, misses + 1);
   OK(T->artifact_release(a));
   o.source = "extern \"C\" __global__ void k(int *p) {\n  __syncthreads()\n}\n"; /* no ; */
@@ -241,7 +241,7 @@ END_TEST
 
 START_TEST(nvrtc_options_are_mapped_or_refused) {
   static const char src[] = "extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = VAL; }\n";
-  const char *opts[] = {"-DVAL=5", "-arch=sm_90", "--use_fast_math", "-lineinfo",
+  const char *opts[] = {"-DVAL=5",         "-arch=sm_90", "--use_fast_math", "-lineinfo",
                         "-default-device", "--std=c++17", "--fmad=false"};
   t4a_compile_options o = request(src, "opts.cu");
   o.options = opts;
@@ -255,7 +255,7 @@ START_TEST(nvrtc_options_are_mapped_or_refused) {
   OK(T->module_load(rt, a, &m));
   OK(T->function_get(rt, m, "k", &f));
   t4a_buffer b;
-  OK(T->buffer_alloc(rt, 64 * 4, &b));
+  OK(T->buffer_alloc(rt, 64 * 4ull, &b));
   uint64_t p;
   OK(T->buffer_device_address(rt, b, &p));
   void *args[] = {&p};
@@ -335,7 +335,7 @@ START_TEST(the_caches_serve_repeated_compiles) {
   ck_assert_uint_eq(s1.memory_entries, s0.memory_entries + 1);
   ck_assert_uint_eq(s1.disk_entries, 1);
   ck_assert_int_eq(host_entries(cache), 1); /* in the host's own subdirectory */
-  OK(T->artifact_compile(&o, &b)); /* a memory hit: the same artifact */
+  OK(T->artifact_compile(&o, &b));          /* a memory hit: the same artifact */
   t4a_compile_cache_stats s2 = stats();
   ck_assert_uint_eq(s2.memory_hits, s1.memory_hits + 1);
   ck_assert_uint_eq(s2.misses, s1.misses);
@@ -436,25 +436,25 @@ START_TEST(kernels_match_the_cpu) {
   t4a_function fa = kernel("axpy"); /* loads the module into rt_ */
   uint64_t seed = t4a_test_seed();
   enum { N = 1 << 18 };
-  uint32_t *bits = malloc(N * 4);
-  float *x = malloc(N * 4), *y = malloc(N * 4), *out = malloc(N * 4);
-  t4a_test_fill_random(bits, N * 4, seed);
+  uint32_t *bits = malloc(N * 4ull);
+  float *x = malloc(N * 4ull), *y = malloc(N * 4ull), *out = malloc(N * 4ull);
+  t4a_test_fill_random(bits, N * 4ull, seed);
   for (int i = 0; i < N; i++)
     x[i] = (float)(bits[i] >> 8) / (float)(1u << 24) - 0.5f;
-  t4a_test_fill_random(bits, N * 4, seed + 1);
+  t4a_test_fill_random(bits, N * 4ull, seed + 1);
   for (int i = 0; i < N; i++)
     y[i] = (float)(bits[i] >> 8) / (float)(1u << 24) - 0.5f;
   /* axpy (grid-stride, loop mode) */
   uint64_t px, py, n = N;
-  t4a_buffer bx = upload(x, N * 4, &px), by = upload(y, N * 4, &py);
+  t4a_buffer bx = upload(x, N * 4ull, &px), by = upload(y, N * 4ull, &py);
   float a = -1.25f;
   void *aargs[] = {&n, &a, &px, &py};
   launch(fa, 300, 128, 0, aargs);
-  OK(T->copy_d2h(rt_, out, by, 0, N * 4));
+  OK(T->copy_d2h(rt_, out, by, 0, N * 4ull));
   for (int i = 0; i < N; i++) {
     double want = -1.25 * (double)x[i] + (double)y[i]; /* a contracted fma rounds once less */
-    ck_assert_msg(fabs((double)out[i] - want) <= 1e-6, "axpy[%d] = %g, want %g", i,
-                  (double)out[i], want);
+    ck_assert_msg(fabs((double)out[i] - want) <= 1e-6, "axpy[%d] = %g, want %g", i, (double)out[i],
+                  want);
   }
   /* a block reduction with __shared__ and __syncthreads (fibers), across
    * blocks with atomicAdd on a double */
@@ -468,11 +468,11 @@ START_TEST(kernels_match_the_cpu) {
     want += (double)x[i];
   ck_assert_msg(fabs(got - want) <= 1e-9 * N, "sum %.17g, want %.17g", got, want);
   /* dynamic shared memory: each block reverses its span */
-  t4a_buffer bu = upload(bits, N * 4, &px), bv = upload(NULL, N * 4, &py);
+  t4a_buffer bu = upload(bits, N * 4ull, &px), bv = upload(NULL, N * 4ull, &py);
   void *rargs[] = {&px, &py};
   launch(kernel("reverse"), N / (64 * 4), 64, 64 * 4 * 4, rargs);
-  uint32_t *r = malloc(N * 4);
-  OK(T->copy_d2h(rt_, r, bv, 0, N * 4));
+  uint32_t *r = malloc(N * 4ull);
+  OK(T->copy_d2h(rt_, r, bv, 0, N * 4ull));
   for (int b = 0; b < N / 256; b++)
     for (int i = 0; i < 256; i++)
       ck_assert_uint_eq(r[b * 256 + i], bits[b * 256 + 255 - i]);
@@ -480,7 +480,7 @@ START_TEST(kernels_match_the_cpu) {
   int32_t *ints = (int32_t *)bits, wsum[N / 32];
   for (int i = 0; i < N; i++)
     ints[i] = (int32_t)(bits[i] % 2001) - 1000;
-  t4a_buffer bi = upload(ints, N * 4, &px), bw = upload(NULL, sizeof wsum, &py);
+  t4a_buffer bi = upload(ints, N * 4ull, &px), bw = upload(NULL, sizeof wsum, &py);
   void *wargs[] = {&px, &py};
   launch(kernel("warp_sum"), N / 128, 128, 0, wargs);
   OK(T->copy_d2h(rt_, wsum, bw, 0, sizeof wsum));
@@ -507,8 +507,10 @@ START_TEST(kernels_match_the_cpu) {
 END_TEST
 
 START_TEST(three_d_geometry_is_exact) {
-  static const uint32_t shapes[][2][3] = {
-      {{1, 1, 1}, {1, 1, 1}}, {{3, 2, 5}, {4, 3, 2}}, {{2, 2, 2}, {16, 16, 4}}, {{1, 300, 1}, {1, 2, 1}}};
+  static const uint32_t shapes[][2][3] = {{{1, 1, 1}, {1, 1, 1}},
+                                          {{3, 2, 5}, {4, 3, 2}},
+                                          {{2, 2, 2}, {16, 16, 4}},
+                                          {{1, 300, 1}, {1, 2, 1}}};
   t4a_function f = kernel("index3d");
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     const uint32_t *g = shapes[s][0], *k = shapes[s][1];

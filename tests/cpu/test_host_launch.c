@@ -97,7 +97,8 @@ static const char fixture_src[] =
     "static const uint32_t s_axpy[] = {8, 4, 8, 8}, a_axpy[] = {8, 4, 8, 8};\n"
     "static const uint32_t s_ptr[] = {8}, a_ptr[] = {8};\n"
     "static const t4a_hk_kernel kernels[] = {\n"
-    "  {\"axpy\", 4, s_axpy, a_axpy, 0, 1024, axpy}, {\"count\", 1, s_ptr, a_ptr, 0, 1024, count},\n"
+    "  {\"axpy\", 4, s_axpy, a_axpy, 0, 1024, axpy}, {\"count\", 1, s_ptr, a_ptr, 0, 1024, "
+    "count},\n"
     "  {\"probe\", 1, s_ptr, a_ptr, 0, 1024, probe}, {\"trap\", 1, s_ptr, a_ptr, 0, 1024, trap},\n"
     "  {\"bounded\", 0, nullptr, nullptr, 0, 128, bounded}};\n"
     "#ifndef NO_SYMBOL\n"
@@ -254,8 +255,7 @@ START_TEST(module_abi_and_bytes_are_checked_at_load) {
   EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_PTX, junk, sizeof junk, "p", &a), T4A_EUNSUPPORTED);
   DETAIL("NVIDIA GPU code");
   EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_CUBIN, junk, sizeof junk, "c", &a), T4A_EUNSUPPORTED);
-  EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_FATBIN, junk, sizeof junk, "f", &a),
-         T4A_EUNSUPPORTED);
+  EXPECT(T->artifact_from_bytes(T4A_ARTIFACT_FATBIN, junk, sizeof junk, "f", &a), T4A_EUNSUPPORTED);
   EXPECT(T->artifact_from_bytes((t4a_artifact_kind)99, junk, sizeof junk, "x", &a), T4A_EINVAL);
   /* the good one loads, and its bytes come back as they went in */
   a = artifact(good);
@@ -406,7 +406,8 @@ static void axpy_checked(t4a_runtime rt, t4a_function f, uint64_t n, uint32_t bl
   uint32_t *word = aligned_alloc(64, 64); /* the launch waits until the arguments changed */
   t4a_host_buffer gate = gate_close(rt, word);
   if (ex) {
-    t4a_launch_ex_config c = {.struct_size = sizeof c, .grid = {grid, 1, 1}, .block = {block, 1, 1}};
+    t4a_launch_ex_config c = {
+        .struct_size = sizeof c, .grid = {grid, 1, 1}, .block = {block, 1, 1}};
     OK(T->launch_ex(rt, f, &c, args));
   } else {
     t4a_launch_config c = geometry(grid, block, 0);
@@ -456,19 +457,20 @@ START_TEST(every_block_runs_once_over_the_pool) {
   static const uint32_t grids[][3] = {{1, 1, 1}, {3, 1, 1}, {1000, 1, 1}, {7, 5, 3}, {65536, 2, 1}};
   for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++) {
     uint64_t blocks = (uint64_t)grids[g][0] * grids[g][1] * grids[g][2];
+    enum { GUARD = 64 }; /* words past the grid: no block beyond it may run */
     t4a_buffer b;
-    OK(T->buffer_alloc(rt, blocks * 4, &b));
-    OK(T->memset(rt, b, 0, 0, 4, blocks));
+    OK(T->buffer_alloc(rt, (blocks + GUARD) * 4, &b));
+    OK(T->memset(rt, b, 0, 0, 4, blocks + GUARD));
     uint64_t p = address(rt, b);
     void *args[] = {&p};
     t4a_launch_config c = {.struct_size = sizeof c, .block = {4, 2, 1}};
     memcpy(c.grid, grids[g], sizeof c.grid);
     OK(T->launch(rt, f, &c, args));
-    uint32_t *out = malloc(blocks * 4);
-    OK(T->copy_d2h(rt, out, b, 0, blocks * 4));
-    for (uint64_t i = 0; i < blocks; i++)
-      ck_assert_msg(out[i] == 8, "grid %zu block %llu ran %u threads, want 8", g,
-                    (unsigned long long)i, out[i]);
+    uint32_t *out = malloc((blocks + GUARD) * 4);
+    OK(T->copy_d2h(rt, out, b, 0, (blocks + GUARD) * 4));
+    for (uint64_t i = 0; i < blocks + GUARD; i++)
+      ck_assert_msg(out[i] == (i < blocks ? 8u : 0u), "grid %zu block %llu ran %u threads, want %u",
+                    g, (unsigned long long)i, out[i], i < blocks ? 8u : 0u);
     free(out);
     OK(T->buffer_free(rt, b));
   }
@@ -510,33 +512,33 @@ START_TEST(launches_run_in_order_with_copies) {
   t4a_module m;
   t4a_function f = lookup(rt, &m, "axpy");
   enum { N = 50000 };
-  float *x = malloc(N * 4), *y = malloc(N * 4);
+  float *x = malloc(N * 4ull), *y = malloc(N * 4ull);
   random_floats(x, N, t4a_test_seed());
   random_floats(y, N, t4a_test_seed() + 1);
   t4a_host_buffer hx, hy, hz;
   float *px_h, *py_h, *pz_h;
-  OK(T->host_alloc(rt, N * 4, 0, &hx, (void **)&px_h));
-  OK(T->host_alloc(rt, N * 4, 0, &hy, (void **)&py_h));
-  OK(T->host_alloc(rt, N * 4, 0, &hz, (void **)&pz_h));
-  memcpy(px_h, x, N * 4);
-  memcpy(py_h, y, N * 4);
-  memset(pz_h, 0xff, N * 4);
+  OK(T->host_alloc(rt, N * 4ull, 0, &hx, (void **)&px_h));
+  OK(T->host_alloc(rt, N * 4ull, 0, &hy, (void **)&py_h));
+  OK(T->host_alloc(rt, N * 4ull, 0, &hz, (void **)&pz_h));
+  memcpy(px_h, x, N * 4ull);
+  memcpy(py_h, y, N * 4ull);
+  memset(pz_h, 0xff, N * 4ull);
   t4a_buffer dx, dy, dz;
-  OK(T->buffer_alloc(rt, N * 4, &dx));
-  OK(T->buffer_alloc(rt, N * 4, &dy));
-  OK(T->buffer_alloc(rt, N * 4, &dz));
+  OK(T->buffer_alloc(rt, N * 4ull, &dx));
+  OK(T->buffer_alloc(rt, N * 4ull, &dy));
+  OK(T->buffer_alloc(rt, N * 4ull, &dz));
   uint64_t n = N, ax = address(rt, dx), ay = address(rt, dy), az = address(rt, dz);
   float two = 2.0f, three = 3.0f;
   void *first[] = {&n, &two, &ax, &ay}, *second[] = {&n, &three, &ay, &az};
   uint32_t *word = aligned_alloc(64, 64);
   t4a_host_buffer gate = gate_close(rt, word);
-  OK(T->copy_h2d_pinned(rt, dx, 0, hx, 0, N * 4));
-  OK(T->copy_h2d_pinned(rt, dy, 0, hy, 0, N * 4));
+  OK(T->copy_h2d_pinned(rt, dx, 0, hx, 0, N * 4ull));
+  OK(T->copy_h2d_pinned(rt, dy, 0, hy, 0, N * 4ull));
   OK(T->memset(rt, dz, 0, 0, 4, N));
   t4a_launch_config c = geometry((N + 127) / 128, 128, 0);
   OK(T->launch(rt, f, &c, first));  /* y = 2x + y */
   OK(T->launch(rt, f, &c, second)); /* z = 3y + 0 */
-  OK(T->copy_d2h_pinned(rt, hz, 0, dz, 0, N * 4));
+  OK(T->copy_d2h_pinned(rt, hz, 0, dz, 0, N * 4ull));
   t4a_witness w;
   OK(T->seal(rt, &w));
   EXPECT(T->witness_query(w), T4A_ENOTREADY); /* all of it is behind the gate */
@@ -562,7 +564,7 @@ START_TEST(unload_is_deferred_behind_queued_launches) {
   t4a_module m;
   t4a_function f = lookup(rt, &m, "count");
   t4a_buffer b;
-  OK(T->buffer_alloc(rt, 64 * 4, &b));
+  OK(T->buffer_alloc(rt, 64 * 4ull, &b));
   OK(T->memset(rt, b, 0, 0, 4, 64));
   uint64_t p = address(rt, b);
   void *args[] = {&p};
@@ -596,18 +598,18 @@ START_TEST(graph_replays_launches_with_new_arguments) {
   t4a_module m;
   t4a_function f = lookup(rt, &m, "axpy");
   enum { N = 3000 };
-  float *x = malloc(N * 4), *y = malloc(N * 4), *out = malloc(N * 4);
+  float *x = malloc(N * 4ull), *y = malloc(N * 4ull), *out = malloc(N * 4ull);
   random_floats(x, N, t4a_test_seed());
   for (int i = 0; i < N; i++)
     y[i] = (float)(i % 17); /* small integers: every sum below is exact */
   for (int i = 0; i < N; i++)
     x[i] = (float)(int)(x[i] * 8);
   t4a_buffer dx, dy, scratch;
-  OK(T->buffer_alloc(rt, N * 4, &dx));
-  OK(T->buffer_alloc(rt, N * 4, &dy));
+  OK(T->buffer_alloc(rt, N * 4ull, &dx));
+  OK(T->buffer_alloc(rt, N * 4ull, &dy));
   OK(T->buffer_alloc(rt, 64, &scratch));
-  OK(T->copy_h2d(rt, dx, 0, x, N * 4));
-  OK(T->copy_h2d(rt, dy, 0, y, N * 4));
+  OK(T->copy_h2d(rt, dx, 0, x, N * 4ull));
+  OK(T->copy_h2d(rt, dy, 0, y, N * 4ull));
   uint64_t n = N, ax = address(rt, dx), ay = address(rt, dy);
   float a = 1.0f;
   void *args[] = {&n, &a, &ax, &ay};
@@ -634,16 +636,17 @@ START_TEST(graph_replays_launches_with_new_arguments) {
   EXPECT(T->graph_set_kernel_args(rt, g, 1, next), T4A_ERANGE);
   DETAIL("the graph has 1 kernels");
   __atomic_store_n(word, 1, __ATOMIC_RELEASE);
-  OK(T->copy_d2h(rt, out, dy, 0, N * 4));
+  OK(T->copy_d2h(rt, out, dy, 0, N * 4ull));
   for (int i = 0; i < N; i++)
     ck_assert_msg(out[i] == y[i] + 4.0f * x[i], "y[%d] = %g, want %g", i, (double)out[i],
                   (double)(y[i] + 4.0f * x[i]));
   three = 3.0f;
   OK(T->graph_set_kernel_args(rt, g, 0, next)); /* idle now: in place */
   OK(T->graph_launch(rt, g));                   /* y += 3x */
-  OK(T->copy_d2h(rt, out, dy, 0, N * 4));
+  OK(T->copy_d2h(rt, out, dy, 0, N * 4ull));
   for (int i = 0; i < N; i++)
-    ck_assert_msg(out[i] == y[i] + 7.0f * x[i], "y[%d] = %g, want %g (x %g y %g)", i, (double)out[i], (double)(y[i] + 7.0f * x[i]), (double)x[i], (double)y[i]);
+    ck_assert_msg(out[i] == y[i] + 7.0f * x[i], "y[%d] = %g, want %g (x %g y %g)", i,
+                  (double)out[i], (double)(y[i] + 7.0f * x[i]), (double)x[i], (double)y[i]);
   OK(T->graph_info(rt, g, &gi));
   ck_assert_uint_eq(gi.replays, 3);
   OK(T->module_unload(rt, m)); /* the graph names a function released since */

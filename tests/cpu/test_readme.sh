@@ -2,7 +2,8 @@
 # tests/cpu/test_readme.sh -- README.md's quick start compiles as shown (C11,
 # -Wall -Wextra -Werror) against the build tree and exits as it says: 3
 # without a backend, 4 without a driver (naming the cause), 0 with "ok" on
-# the fake driver (and, in the GPU lane, on the real one); and the lines
+# the fake driver and on the host backend (and, in the GPU lane, on the
+# real GPU); and the lines
 # `make install` prints for a prefix of one's own (tools/install-note.sh)
 # are the README's, while it prints none for directories searched anyway.
 # (tests/doc_builds.sh runs the README's build commands as written.)
@@ -34,6 +35,9 @@ grep -q "^init: T4A_ENODRIVER: " "$tmp/out" || fail "without a driver: the cause
 rc=$(run env T4A_CUDA_LIBRARY="$b/tests/fakecuda/.libs/libfakecuda.so" "$tmp/quickstart")
 [ "$rc" -eq 0 ] || fail "on the fake driver: exit $rc, want 0"
 grep -qx "hello, GPU: ok" "$tmp/out" || fail "on the fake driver: no round trip"
+rc=$(run env T4A_GPU_BACKEND_PATH="$b/plugin-host/.libs" T4A_GPU_BACKEND=host "$tmp/quickstart")
+[ "$rc" -eq 0 ] || fail "on the host backend: exit $rc, want 0"
+grep -qx "hello, GPU: ok" "$tmp/out" || fail "on the host backend: no round trip"
 if [ "${T4A_TEST_LANE:-any}" = gpu ]; then
   rc=$(run "$tmp/quickstart")
   [ "$rc" -eq 0 ] || fail "on the GPU: exit $rc, want 0"

@@ -2,6 +2,8 @@
 # tests/gpu/test_nccl.sh -- examples/nccl_allreduce on two GPUs: two t4a
 # runtimes, one NCCL communicator each, an all-reduce on the runtimes'
 # streams inside raw sections, sealed, waited for, verified bit for bit.
+# With T4A_NCCL_PROGRAM=nccl_multiproc (tests/gpu/test_nccl_multiproc.sh):
+# the same across two processes (fork+exec), the NCCL id passed in a file.
 # In MULTIGPU_TESTS (make check-multigpu), and in make check, where it skips
 # without two GPUs.
 #
@@ -42,18 +44,23 @@ NCCL_NVLS_ENABLE=0
 export T4A_NCCL_LIBRARY NCCL_NVLS_ENABLE
 out=$(mktemp) || exit 99
 trap 'rm -f "$out"' EXIT
-echo "== examples/nccl_allreduce with $T4A_NCCL_LIBRARY (NCCL_NVLS_ENABLE=0), lane $lane"
-"$b/examples/nccl_allreduce" 16777216 >"$out" 2>&1
+prog=${T4A_NCCL_PROGRAM:-nccl_allreduce}
+case $prog in
+nccl_multiproc) verified="all-reduce of 16777216 floats over 2 processes verified" ;;
+*) verified="all-reduce of 16777216 floats on 2 t4a runtimes verified" ;;
+esac
+echo "== examples/$prog with $T4A_NCCL_LIBRARY (NCCL_NVLS_ENABLE=0), lane $lane"
+"$b/examples/$prog" 16777216 >"$out" 2>&1
 rc=$?
 cat "$out"
 case $rc in
-0) grep -q "all-reduce of 16777216 floats on 2 t4a runtimes verified" "$out" ||
+0) grep -q "$verified" "$out" ||
      { echo "FAIL: exit 0 without the verified line"; exit 1; } ;;
 4) if grep -q "cannot load NCCL" "$out"; then
      echo "FAIL: $T4A_NCCL_LIBRARY was found but does not load"; exit 1
    fi
    if [ "$lane" = multigpu ]; then echo "FAIL: two usable GPUs are required in this lane"; exit 1; fi
    echo "SKIP: this host cannot run it (above)"; exit 77 ;;
-*) echo "FAIL: nccl_allreduce exited $rc"; exit 1 ;;
+*) echo "FAIL: $prog exited $rc"; exit 1 ;;
 esac
 echo PASS

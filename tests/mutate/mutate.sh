@@ -65,11 +65,12 @@ tests/cpu/test_concurrency_fake tests/cpu/test_code_fake tests/cpu/test_cross_fa
 tests/cpu/test_fault_sweep tests/cpu/test_interop_fake"
 tests=${MUTATE_TESTS:-$default_tests}
 # The host backend's (plugin-host/): the host lane of the shared suites, its
-# DLPack test and the tools' conformance run against it.
+# DLPack and kernel tests and the tools' conformance run against it.
 default_host_tests="tests/cpu/test_runtime_host tests/cpu/test_transfer_host \
 tests/cpu/test_completion_host tests/cpu/test_v1_1_host tests/cpu/test_staging_host \
 tests/cpu/test_cross_host tests/cpu/test_graph_host tests/cpu/test_concurrency_host \
-tests/cpu/test_host_dlpack tests/cpu/test_conform_host.sh"
+tests/cpu/test_code_host tests/cpu/test_launch_ex_host tests/cpu/test_host_launch \
+tests/cpu/test_host_compile tests/cpu/test_host_dlpack tests/cpu/test_conform_host.sh"
 host_tests=${MUTATE_HOST_TESTS:-$default_host_tests}
 
 # The default tests of a mutation of file $1: its lanes' sets.

@@ -638,7 +638,7 @@ START_TEST(compile_requests_are_checked) {
   o.option_count = 2; /* options NULL */
   RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
   const char *arch[] = {"-arch=sm_90"};
-  if (!rt_on_host()) { /* the host has one architecture: it ignores any it is told */
+  if (!rt_on_host()) {        /* the host has one architecture: it ignores any it is told */
     o = request(kernels, -1); /* no device and no architecture */
     RT_EXPECT(T->artifact_compile(&o, &a), T4A_EINVAL);
     RT_DETAIL("-arch");

@@ -90,7 +90,7 @@ static void ordering(copy_fn copy, t4a_runtime a, t4a_runtime b) {
   RT_OK(T->buffer_device_address(a, s, &addr));
   uint32_t value = 0x5eed5eed;
   void *args[] = {&addr, &value, &n};
-  if (rt_on_host()) /* no kernels: a memset is a's write, held behind the gate alike */
+  if (rt_on_host()) /* no raw seam: a memset is a's write, held behind the gate alike */
     RT_OK(T->memset(a, s, 0, value, 4, n));
   else /* the gate's module: loading one now could wait behind the gate's kernel */
     rt_raw_launch(a, &g.module, "t4a_fill_u32", args); /* right before the copy */
