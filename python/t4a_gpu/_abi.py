@@ -1624,10 +1624,11 @@ class t4a_gpu_backend_v1(Structure):
         # cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
         # occupancy answers are cached per function and configuration, so a
         # repeated launch asks the driver nothing but the launch. The host
-        # backend has no clusters, cooperative launches or priorities (its
-        # runtime_info reports exec_flags T4A_EXEC_GRAPHS only): each is
-        # T4A_EUNSUPPORTED with the reason after launch's checks; anything else
-        # is a launch.
+        # backend has no clusters or cooperative launches and one priority, 0
+        # (its runtime_info reports exec_flags T4A_EXEC_GRAPHS only and the
+        # range 0 .. 0): clusters and T4A_LAUNCH_COOPERATIVE are
+        # T4A_EUNSUPPORTED with the reason after launch's checks, a priority
+        # other than 0 T4A_ERANGE; anything else is a launch.
         ('launch_ex', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -2445,10 +2446,11 @@ SLOT_DOCS = {
         'cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The\n'
         'occupancy answers are cached per function and configuration, so a\n'
         'repeated launch asks the driver nothing but the launch. The host\n'
-        'backend has no clusters, cooperative launches or priorities (its\n'
-        'runtime_info reports exec_flags T4A_EXEC_GRAPHS only): each is\n'
-        "T4A_EUNSUPPORTED with the reason after launch's checks; anything else\n"
-        'is a launch.'),
+        'backend has no clusters or cooperative launches and one priority, 0\n'
+        '(its runtime_info reports exec_flags T4A_EXEC_GRAPHS only and the\n'
+        'range 0 .. 0): clusters and T4A_LAUNCH_COOPERATIVE are\n'
+        "T4A_EUNSUPPORTED with the reason after launch's checks, a priority\n"
+        'other than 0 T4A_ERANGE; anything else is a launch.'),
     'occupancy_max_active_blocks': (
         'occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f\n'
         'with block_threads threads and shared_bytes of dynamic shared memory\n'

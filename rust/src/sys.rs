@@ -2078,10 +2078,11 @@ pub struct t4a_gpu_backend_v1 {
     /// cooperative launches or cuLaunchKernelEx: T4A_EUNSUPPORTED. The
     /// occupancy answers are cached per function and configuration, so a
     /// repeated launch asks the driver nothing but the launch. The host
-    /// backend has no clusters, cooperative launches or priorities (its
-    /// runtime_info reports exec_flags T4A_EXEC_GRAPHS only): each is
-    /// T4A_EUNSUPPORTED with the reason after launch's checks; anything else
-    /// is a launch.
+    /// backend has no clusters or cooperative launches and one priority, 0
+    /// (its runtime_info reports exec_flags T4A_EXEC_GRAPHS only and the
+    /// range 0 .. 0): clusters and T4A_LAUNCH_COOPERATIVE are
+    /// T4A_EUNSUPPORTED with the reason after launch's checks, a priority
+    /// other than 0 T4A_ERANGE; anything else is a launch.
     pub launch_ex: Option<unsafe extern "C" fn(rt: t4a_runtime, f: t4a_function, cfg: *const t4a_launch_ex_config, args: *mut *mut c_void) -> c_int>,
     /// occupancy_max_active_blocks: *blocks_per_sm = how many blocks of f
     /// with block_threads threads and shared_bytes of dynamic shared memory
