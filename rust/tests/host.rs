@@ -2,8 +2,9 @@
 //! same memory, copy, completion, graph and interop wrappers as on CUDA,
 //! data checked bit for bit; what the host cannot do is a typed error,
 //! never a crash: the NULL slots (the raw seam, the consumer streams and
-//! events) and the kernel slots are `T4A_EUNSUPPORTED`. Skips, saying why,
-//! when the host plugin is not installed (tests/common).
+//! events) and GPU code (PTX) are `T4A_EUNSUPPORTED`; kernels are CUDA C
+//! compiled by the host C++ compiler (skipped, saying why, without one).
+//! Skips, saying why, when the host plugin is not installed (tests/common).
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -150,8 +151,44 @@ fn completion_timing_and_graphs() {
     assert!(got[32..].chunks(4).all(|c| c == 7u32.to_ne_bytes()));
     let i = g.info().unwrap();
     assert_eq!((i.kernels, i.replays), (0, 2));
-    // No kernels on the host yet: graph_set_kernel_args has none to replace.
+    // A graph of copies has no kernel whose arguments could be replaced.
     assert_eq!(g.set_kernel_args(0, &[1u32.into()]).unwrap_err().status, Status::ERANGE);
+}
+
+const FILL: &str = "extern \"C\" __global__ void fill(unsigned *p, unsigned v, unsigned long long n) {\n\
+                    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n\
+                    if (i < n) p[i] = v + (unsigned)i;\n\
+                    }\n";
+
+#[test]
+fn kernels_compile_launch_and_replay() {
+    let b = host!("kernels_compile_launch_and_replay");
+    if b.compiler_info().unwrap().status != Status::OK {
+        eprintln!("SKIP kernels_compile_launch_and_replay: no host C++ compiler");
+        return;
+    }
+    let rt = b.runtime(0).unwrap();
+    let art = rt.compile(FILL, &CompileOptions::default()).unwrap();
+    let module = rt.load(&art).unwrap();
+    let fill = module.function("fill").unwrap();
+    let buf = rt.alloc(4 * 1000).unwrap();
+    let cfg = LaunchConfig::linear(4, 256);
+    rt.launch(&fill, &cfg, &[(&buf).into(), Arg::U32(7), 1000u64.into()])
+        .unwrap();
+    let mut got = vec![0u32; 1000];
+    buf.read(0, &mut got).unwrap();
+    assert!(got.iter().enumerate().all(|(i, &w)| w == 7 + i as u32));
+    // captured and replayed with new arguments
+    let g = rt
+        .capture(|| rt.launch(&fill, &cfg, &[(&buf).into(), 1u32.into(), 1000u64.into()]))
+        .unwrap();
+    g.set_kernel_args(0, &[(&buf).into(), 100u32.into(), 1000u64.into()])
+        .unwrap();
+    g.launch().unwrap();
+    buf.read(0, &mut got).unwrap();
+    assert!(got.iter().enumerate().all(|(i, &w)| w == 100 + i as u32));
+    assert_eq!(g.info().unwrap().kernels, 1);
+    assert_eq!(module.function("none").unwrap_err().status, Status::ENOTFOUND);
 }
 
 #[test]
@@ -176,17 +213,17 @@ fn what_the_host_cannot_do_is_a_typed_error() {
         assert_eq!(e.status, Status::EUNSUPPORTED, "{e}");
         assert!(e.message.contains("does not provide"), "{e}");
     }
-    // Kernels: compiling, loading and launching are refused with the reason.
-    let e = rt
-        .compile("extern \"C\" __global__ void k() {}", &CompileOptions::default())
-        .unwrap_err();
-    assert_eq!(e.status, Status::EUNSUPPORTED);
+    // GPU code is refused with the reason (the host compiles CUDA C itself).
     let e = b
         .artifact_from_bytes(sys::T4A_ARTIFACT_PTX, b".version 8.0", None)
         .unwrap_err();
     assert_eq!(e.status, Status::EUNSUPPORTED);
-    assert_eq!(b.compiler_info().unwrap().status, Status::ENOCOMPILER);
-    let _ = (Arg::U32(0), LaunchConfig::linear(1, 1)); // (no Function can exist)
+    let ptx = CompileOptions {
+        ptx: true,
+        ..CompileOptions::default()
+    };
+    let e = rt.compile("extern \"C\" __global__ void k() {}", &ptx).unwrap_err();
+    assert!(matches!(e.status, Status::EUNSUPPORTED | Status::ENOCOMPILER), "{e}");
     // Copies between runtimes: copy_from_runtime, not peer copies.
     let (x, y) = (rt.alloc(16).unwrap(), other.alloc(16).unwrap());
     x.write(0, &[9u8; 16]).unwrap();

@@ -9,8 +9,9 @@
 #      T4A_REQUIRE_LAYOUT=1: it may not skip here), the safe layer on the
 #      fake CUDA driver and fake NVRTC (runtime.rs: ABI 1.0; v11.rs: every
 #      1.1 slot, struct kernel arguments; data checked bit for bit, statuses
-#      exactly), on the host backend (host.rs: the non-kernel wrappers, the
-#      NULL and kernel slots a typed error), plus the doc tests (the
+#      exactly), on the host backend (host.rs: the wrappers, kernels
+#      compiled from CUDA C and replayed in a graph, the NULL slots and
+#      GPU code a typed error), plus the doc tests (the
 #      compile_fail ones are the lifetime guarantees); T4A_TEST_DRIVER is
 #      set, so a missing backend fails rather than skips; then `cargo doc`,
 #      which must not warn (the generated sys.rs included);
@@ -138,7 +139,7 @@ for cargo in $toolchains; do
   # One "test result" line per test target, in cargo's order: the library's
   # unit tests (none), host.rs, layout.rs, runtime.rs, v11.rs, the doc tests.
   results=$(grep "^test result: " "$out" | sed 's/; finished.*//' | tr '\n' '|')
-  want="ok. 0 passed; 0 failed|ok. 6 passed; 0 failed|ok. 2 passed; 0 failed|\
+  want="ok. 0 passed; 0 failed|ok. 7 passed; 0 failed|ok. 2 passed; 0 failed|\
 ok. 9 passed; 0 failed|ok. 10 passed; 0 failed|ok. 9 passed; 0 failed|"
   [ "$(echo "$results" | sed 's/test result: //g; s/; [0-9]* ignored[^|]*//g')" = "$want" ] ||
     bad "not every test ran and passed: $results (want $want)"
