@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "backend-core/artifact.h"
+#include "backend-core/diskcache.h"
 #include "backend-core/handle.h"
 #include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "common/checked.h"
 #include "common/error.h"
 #include "common/str.h"
@@ -279,4 +281,34 @@ void t4a__artifacts_unload(void) {
   }
   t4a__htable_fini(&arts);
   memset(mcache, 0, sizeof mcache);
+}
+
+/* ---- the compile caches' slots --------------------------------------------------- */
+
+int t4a__compile_cache_stats_slot(t4a_compile_cache_stats *out, const t4a__disk *disk,
+                                  uint64_t misses) {
+  int rc = t4a__check_struct(out, T4A_COMPILE_CACHE_STATS_V1_0_SIZE, "t4a_compile_cache_stats");
+  if (rc)
+    return rc;
+  t4a_compile_cache_stats s = {.struct_size = sizeof s};
+  t4a__artifact_cache_stats(&s.memory_entries, &s.memory_hits);
+  s.misses = misses;
+  t4a__disk_stats(disk, &s.disk_entries, &s.disk_bytes, &s.disk_limit_bytes);
+  s.disk_hits = t4a__disk_hits();
+  s.disk_rejected = t4a__disk_rejected();
+  t4a__fill_struct(out, &s, sizeof s);
+  return T4A_OK;
+}
+
+int t4a__compile_cache_clear_slot(uint32_t which, const t4a__disk *disk) {
+  if (!which || (which & ~(uint32_t)(T4A_CACHE_MEMORY | T4A_CACHE_DISK)))
+    return t4a__fail(T4A_EINVAL,
+                     "compile_cache_clear: which = 0x%x; use T4A_CACHE_MEMORY "
+                     "and/or T4A_CACHE_DISK",
+                     which);
+  if (which & T4A_CACHE_MEMORY)
+    t4a__artifact_cache_clear();
+  if (which & T4A_CACHE_DISK)
+    t4a__disk_clear(disk);
+  return T4A_OK;
 }
