@@ -33,6 +33,11 @@ int t4a__options_normalise(const t4a_runtime_options *in, t4a_runtime_options *o
                          in->reserved_v1_1);
       o->stream_priority = in->stream_priority; /* checked against the device at creation */
     }
+    if (in->struct_size >= T4A_RUNTIME_OPTIONS_V1_2_SIZE) {
+      o->pool_limit_bytes = in->pool_limit_bytes; /* 0: none (budget.c) */
+      o->out_of_memory = in->out_of_memory;
+      o->out_of_memory_user = in->out_of_memory_user;
+    }
   }
   if (!o->staging_bytes)
     o->staging_bytes = T4A__DEFAULT_STAGING;

@@ -86,7 +86,7 @@ int t4a__slot_function_set_max_dynamic_shared(t4a_runtime rt, t4a_function f, ui
 int t4a__slot_launch(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
 int t4a__slot_raw_function(t4a_runtime rt, t4a_function f, void **cufunction);
 
-/* memory.c (v1.1) */
+/* transfer.c (memset), memory.c (runtime_memory_info) (v1.1) */
 int t4a__slot_memset(t4a_runtime rt, t4a_buffer buf, uint64_t offset, uint32_t pattern,
                      uint32_t element_size, uint64_t count);
 int t4a__slot_runtime_memory_info(t4a_runtime rt, t4a_memory_info *out);

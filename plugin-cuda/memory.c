@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "backend-core/fill.h"
 #include "common/log.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
@@ -67,6 +66,7 @@ int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_acc
   t4a__memory *m = &rt->mem;
   memset(m, 0, sizeof *m);
   t4a__htable_init(&m->bufs, sizeof(t4a__buffer));
+  t4a__budget_init(&m->budget, &rt->opts);
   t4a__CUresult r;
   if (pool) { /* an empty, trimmed pool of a destroyed runtime */
     m->pool = pool;
@@ -134,12 +134,14 @@ static bool cache_put(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
   return true;
 }
 
-/* Stream-ordered free to the pool. Needs rt's context current. */
-static int pool_free(t4a__runtime *rt, t4a__CUdeviceptr ptr) {
+/* Stream-ordered free to the pool of a block of `cap` bytes. Needs rt's
+ * context current. */
+static int pool_free(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
   t4a__CUresult r = t4a__be.cu.cuMemFreeAsync(ptr, rt->stream);
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r, "cuMemFreeAsync failed; the runtime may be unusable");
   rt->c.driver_frees++;
+  rt->mem.held -= cap;
   return T4A_OK;
 }
 
@@ -153,11 +155,12 @@ int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep) {
     t4a__bin *bin = &rt->mem.bins[cls];
     uint64_t cap = t4a__class_cap(cls);
     while (bin->count && rt->mem.cache_bytes > keep) {
-      if ((rc = pool_free(rt, bin->ptrs[bin->count - 1])))
+      if ((rc = pool_free(rt, bin->ptrs[bin->count - 1], cap)))
         break;
       bin->count--;
       rt->mem.cache_entries--;
       rt->mem.cache_bytes -= cap;
+      t4a__rt_dirty(rt); /* the frees are the stream's work: the next seal covers them */
     }
   }
   if (!rc) {
@@ -200,7 +203,74 @@ static int pool_alloc(t4a__runtime *rt, uint64_t cap, t4a__CUdeviceptr *ptr) {
     return t4a__rt_cu_fail(rt, r, "buffer_alloc: cuMemAllocFromPoolAsync of %llu bytes failed",
                            (unsigned long long)cap);
   rt->c.driver_allocations++;
+  rt->mem.held += cap;
   return T4A_OK;
+}
+
+/* A block of class cls (cap bytes) for buffer_alloc: from the cache, else
+ * from the pool within the budget, the cache trimmed first when the budget
+ * is short (all of it when that is not enough). T4A_ENOMEM for lack of
+ * memory sets *reason (T4A_OUT_OF_MEMORY_*). */
+static int block_get(t4a__runtime *rt, unsigned cls, uint64_t cap, bool first,
+                     t4a__CUdeviceptr *ptr, uint32_t *reason) {
+  if (cache_take(rt, cls, cap, ptr)) {
+    rt->c.cache_hits++;
+    return T4A_OK;
+  }
+  if (first) /* a retry after the callback is the same allocation */
+    rt->c.cache_misses++;
+  t4a__memory *m = &rt->mem;
+  uint64_t short_by = t4a__budget_shortfall(&m->budget, m->held, cap);
+  if (short_by) {
+    int rc = t4a__cache_trim_locked(rt, short_by <= m->cache_bytes ? m->cache_bytes - short_by : 0);
+    if (rc)
+      return rc;
+    if (!t4a__budget_fits(&m->budget, m->held, cap)) {
+      *reason = T4A_OUT_OF_MEMORY_LIMIT;
+      return t4a__fail(T4A_ENOMEM,
+                       "buffer_alloc: %llu bytes would pass this runtime's pool_limit_bytes "
+                       "(%llu held of %llu, its cache trimmed); free buffers, raise the limit "
+                       "or give the runtime an out_of_memory callback",
+                       (unsigned long long)cap, (unsigned long long)m->held,
+                       (unsigned long long)m->budget.limit);
+    }
+  }
+  int rc = pool_alloc(rt, cap, ptr);
+  if (rc == T4A_ENOMEM)
+    *reason = T4A_OUT_OF_MEMORY_DEVICE;
+  return rc;
+}
+
+/* The out-of-memory callback, once, then one more try when it asks
+ * (t4a_out_of_memory_fn). T4A_OK with *ptr; else the status, with *gone
+ * set when the callback destroyed rt (then not locked). */
+static int ask_then_retry(t4a__runtime *rt, t4a_runtime h, uint64_t bytes, unsigned cls,
+                          uint64_t cap, t4a__CUdeviceptr *ptr, uint32_t reason, bool *gone) {
+  t4a_out_of_memory_info info = {sizeof info,         reason, h, bytes, cap, rt->mem.held,
+                                 rt->mem.budget.limit};
+  rt->c.out_of_memory_calls++;
+  bool retry = false;
+  int rc = t4a__budget_ask(&rt->slot, h, &rt->mem.budget, &info, &retry);
+  if (rc) {
+    *gone = true;
+    return rc;
+  }
+  if ((rc = t4a__capture_refuse(&rt->cap, "buffer_alloc",
+                                "would hand out memory the graph cannot own")))
+    return rc; /* the callback began a capture */
+  uint32_t again = 0;
+  if (!retry)
+    rc = t4a__fail(T4A_ENOMEM,
+                   "buffer_alloc: %llu bytes do not fit (%s) and the out-of-memory callback "
+                   "asked for no retry; free buffers or trim caches",
+                   (unsigned long long)cap,
+                   reason == T4A_OUT_OF_MEMORY_LIMIT ? "the pool_limit_bytes budget"
+                                                     : "the device is full");
+  else if ((rc = block_get(rt, cls, cap, false, ptr, &again)) && !again)
+    return rc; /* not for lack of memory */
+  if (rc)
+    rt->c.out_of_memory_failures++;
+  return rc;
 }
 
 int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
@@ -223,20 +293,23 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   t4a__CUdeviceptr ptr = 0;
   if (bytes) {
     unsigned cls = t4a__size_class(bytes, &cap);
-    if (cache_take(rt, cls, cap, &ptr)) {
-      rt->c.cache_hits++;
-    } else {
-      rt->c.cache_misses++;
-      if ((rc = pool_alloc(rt, cap, &ptr)))
-        goto out;
+    uint32_t reason = 0;
+    bool gone = false;
+    if ((rc = block_get(rt, cls, cap, true, &ptr, &reason)) && reason) {
+      if (!t4a__budget_can_ask(&rt->mem.budget))
+        rt->c.out_of_memory_failures++;
+      else if ((rc = ask_then_retry(rt, h, bytes, cls, cap, &ptr, reason, &gone)) && gone)
+        return rc; /* the callback destroyed rt: not locked */
     }
+    if (rc)
+      goto out;
   }
   uint32_t i = 0;
   if ((rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", &i))) {
     if (cap && !cache_put(rt, ptr, cap)) {
       t4a__CUcontext saved;
       if (t4a__ctx_enter(rt, &saved) == T4A_OK) {
-        pool_free(rt, ptr);
+        pool_free(rt, ptr, cap);
         t4a__ctx_leave(rt, saved);
       }
     }
@@ -311,7 +384,7 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     t4a__CUcontext saved;
     if ((rc = t4a__ctx_enter(rt, &saved)))
       goto out;
-    rc = pool_free(rt, b->ptr);
+    rc = pool_free(rt, b->ptr, b->cap);
     t4a__ctx_leave(rt, saved);
     if (rc)
       goto out;
@@ -434,51 +507,7 @@ t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) 
   return kept;
 }
 
-/* ---- v1.1: memset and memory info --------------------------------------------- */
-
-int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pattern,
-                     uint32_t element_size, uint64_t count) {
-  uint64_t bytes;
-  t4a__runtime *rt;
-  t4a__buffer *b;
-  int rc = t4a__fill_check(offset, pattern, element_size, count, &bytes);
-  if (rc || (rc = t4a__rt_lock(h, "memset", &rt)))
-    return rc;
-  if ((rc = t4a__buffer_get(rt, bh, "memset", &b)) ||
-      (rc = t4a__fill_range(offset, bytes, b->size)))
-    goto out;
-  if (!count)
-    goto out;
-  const t4a__cuda_api *cu = &t4a__be.cu;
-  if ((element_size == 2 && !cu->cuMemsetD16Async) ||
-      (element_size == 4 && !cu->cuMemsetD32Async)) {
-    rc = t4a__fail(T4A_EUNSUPPORTED, "memset: the driver lacks cuMemsetD%uAsync; update it",
-                   element_size * 8);
-    goto out;
-  }
-  /* a block starts 256-byte aligned and offset is a multiple of the
-   * element: the address is aligned as the driver requires */
-  t4a__CUdeviceptr p = b->ptr + offset;
-  t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
-  if ((rc = t4a__ctx_enter(rt, &saved)))
-    goto out;
-  t4a__CUresult r =
-      element_size == 1 ? cu->cuMemsetD8Async(p, (unsigned char)pattern, (size_t)count, rt->stream)
-      : element_size == 2
-          ? cu->cuMemsetD16Async(p, (unsigned short)pattern, (size_t)count, rt->stream)
-          : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
-  t4a__ctx_leave(rt, saved);
-  if (r != T4A__CUDA_SUCCESS)
-    rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
-  else {
-    if (rt->cap.active)
-      t4a__capture_copy(rt, bh.bits, 0, 0);
-    t4a__rt_dirty(rt);
-  }
-out:
-  t4a__rt_unlock(rt);
-  return rc;
-}
+/* ---- v1.1: memory info (v1.2: the budget) ----------------------------------- */
 
 int t4a__slot_runtime_memory_info(t4a_runtime h, t4a_memory_info *out) {
   int rc = t4a__check_struct(out, T4A_MEMORY_INFO_V1_1_SIZE, "t4a_memory_info");
@@ -515,6 +544,8 @@ int t4a__slot_runtime_memory_info(t4a_runtime h, t4a_memory_info *out) {
   m.device_total = total_b;
   m.cache_bytes = rt->mem.cache_bytes;
   m.staging_bytes = rt->stage.bytes;
+  m.held_bytes = rt->mem.held;
+  m.limit_bytes = rt->mem.budget.limit;
 out:
   t4a__rt_unlock(rt);
   if (rc == T4A_OK)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "plugin-cuda/completion.h"
+#include "backend-core/budget.h"
 #include "backend-core/handle.h"
 #include "backend-core/sizeclass.h"
 
@@ -49,6 +50,11 @@ typedef struct t4a__memory {
   t4a__bin bins[T4A__NUM_CLASSES];
   uint64_t cache_entries, cache_bytes;
   uint64_t unproven_blocks; /* device blocks kept because a reader was untracked */
+  /* The budget (v1.2): bytes of the pool's blocks the runtime holds (live
+   * and cached, at size class; from cuMemAllocFromPoolAsync to
+   * cuMemFreeAsync), and its limit and callback. */
+  uint64_t held;
+  t4a__budget budget;
 } t4a__memory;
 
 #include "backend-core/kinds.h" /* t4a__buffer_kind */

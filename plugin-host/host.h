@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "backend-core/budget.h"
 #include "backend-core/handle.h"
 #include "backend-core/kinds.h"
 #include "backend-core/rtable.h"
@@ -67,8 +68,9 @@ typedef struct t4a__hmem {
   t4a__hbin bins[T4A__NUM_CLASSES];
   uint64_t cache_entries, cache_bytes;
   uint64_t reserved, used,
-      high_water; /* the pool's bytes mapped, carved (live + cached), most used */
-  uint64_t limit; /* most bytes the pool may map */
+      high_water;     /* the pool's bytes mapped, carved (live + cached), most used */
+  uint64_t limit;     /* most bytes the pool may map */
+  t4a__budget budget; /* v1.2: the bound on `used`, and the out-of-memory callback */
 } t4a__hmem;
 
 /* ---- pinned.c: host buffers ------------------------------------------- */

@@ -55,6 +55,7 @@ void t4a__hmem_init(t4a__hrt *rt) {
   rt->mem.limit = limit && end && !*end ? (uint64_t)limit : t4a__host_device.total_memory;
   if (!rt->mem.limit)
     rt->mem.limit = T4A__MAX_ALLOC;
+  t4a__budget_init(&rt->mem.budget, &rt->opts);
 }
 
 static void unmap(t4a__hrt *rt, t4a__chunk **link) {
@@ -212,6 +213,87 @@ static void ext_retire(t4a__hrt *rt, t4a__hbuf *b) {
   t4a__retire_add(rt, &r);
 }
 
+/* A new block of `cap` bytes for buffer_alloc within the budget (on `used`):
+ * the cache is trimmed first when the budget is short (all of it when that
+ * is not enough), and when the pool cannot carve it (the queue drained and
+ * empty chunks unmapped, once). False when it still does not fit, with
+ * *reason (T4A_OUT_OF_MEMORY_*) and the failure recorded. */
+static bool fresh(t4a__hrt *rt, uint64_t bytes, uint64_t cap, t4a__block *out, uint32_t *reason) {
+  t4a__hmem *m = &rt->mem;
+  uint64_t short_by = t4a__budget_shortfall(&m->budget, m->used, cap);
+  if (short_by) {
+    evict(rt, short_by <= m->cache_bytes ? m->cache_bytes - short_by : 0);
+    if (!t4a__budget_fits(&m->budget, m->used, cap)) {
+      *reason = T4A_OUT_OF_MEMORY_LIMIT;
+      t4a__fail(T4A_ENOMEM,
+                "buffer_alloc: %llu bytes would pass this runtime's pool_limit_bytes (%llu held "
+                "of %llu, its cache trimmed); free buffers, raise the limit or give the runtime "
+                "an out_of_memory callback",
+                (unsigned long long)cap, (unsigned long long)m->used,
+                (unsigned long long)m->budget.limit);
+      return false;
+    }
+  }
+  if (carve(rt, cap, out))
+    return true;
+  evict(rt, 0); /* trim the cache and try once more */
+  t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
+  unmap_empty(rt);
+  if (carve(rt, cap, out))
+    return true;
+  *reason = T4A_OUT_OF_MEMORY_DEVICE;
+  t4a__fail(T4A_ENOMEM,
+            "buffer_alloc: %llu bytes: the pool is out of memory (%llu of at most %llu bytes "
+            "mapped; T4A_HOST_POOL_LIMIT sets the bound); free buffers",
+            (unsigned long long)bytes, (unsigned long long)m->reserved,
+            (unsigned long long)m->limit);
+  return false;
+}
+
+/* A block of class cls: from the cache, else fresh. */
+static bool block_for(t4a__hrt *rt, uint64_t bytes, unsigned cls, uint64_t cap, t4a__block *out,
+                      uint32_t *reason) {
+  t4a__hbin *bin = &rt->mem.bins[cls];
+  if (!bin->count)
+    return fresh(rt, bytes, cap, out, reason);
+  *out = bin->blocks[--bin->count];
+  rt->mem.cache_entries--;
+  rt->mem.cache_bytes -= cap;
+  rt->c.cache_hits++;
+  return true;
+}
+
+/* The out-of-memory callback, once, and one more try when it asks for it
+ * (t4a_out_of_memory_fn); rt's buffer entry was given back before. T4A_OK
+ * with *out filled; else the status, with *gone set when the callback
+ * destroyed rt (then not locked). */
+static int ask_then_retry(t4a__hrt *rt, t4a_runtime h, uint64_t bytes, unsigned cls, uint64_t cap,
+                          t4a__block *out, uint32_t reason, bool *gone) {
+  t4a_out_of_memory_info info = {sizeof info,         reason, h, bytes, cap, rt->mem.used,
+                                 rt->mem.budget.limit};
+  rt->c.out_of_memory_calls++;
+  bool retry = false;
+  int rc = t4a__budget_ask(&rt->slot, h, &rt->mem.budget, &info, &retry);
+  if (rc) {
+    *gone = true;
+    return rc;
+  }
+  if ((rc = t4a__hrt_refuse(rt, "buffer_alloc", "would change memory the graph may use")))
+    return rc; /* the callback began a capture */
+  if (!retry)
+    rc = t4a__fail(T4A_ENOMEM,
+                   "buffer_alloc: %llu bytes do not fit (%s) and the out-of-memory callback "
+                   "asked for no retry; free buffers or trim caches",
+                   (unsigned long long)cap,
+                   reason == T4A_OUT_OF_MEMORY_LIMIT ? "the pool_limit_bytes budget"
+                                                     : "the pool is full");
+  else if (!block_for(rt, bytes, cls, cap, out, &reason))
+    rc = T4A_ENOMEM; /* block_for said why */
+  if (rc)
+    rt->c.out_of_memory_failures++;
+  return rc;
+}
+
 int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   if (!out)
     return t4a__fail(T4A_EINVAL, "buffer_alloc: out is NULL; pass a pointer");
@@ -245,19 +327,27 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
       rt->c.cache_hits++;
     } else {
       rt->c.cache_misses++;
-      if (!carve(rt, b->cap, &b->blk)) { /* trim the cache and try once more */
-        evict(rt, 0);
-        t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
-        unmap_empty(rt);
-        if (!carve(rt, b->cap, &b->blk)) {
-          t4a__htable_untake(&rt->mem.bufs, i);
-          rc = t4a__fail(T4A_ENOMEM,
-                         "buffer_alloc: %llu bytes: the pool is out of memory (%llu of at most "
-                         "%llu bytes mapped; T4A_HOST_POOL_LIMIT sets the bound); free buffers",
-                         (unsigned long long)bytes, (unsigned long long)rt->mem.reserved,
-                         (unsigned long long)rt->mem.limit);
+      uint32_t reason = 0;
+      if (!fresh(rt, bytes, b->cap, &b->blk, &reason)) {
+        uint64_t cap = b->cap;
+        t4a__htable_untake(&rt->mem.bufs, i); /* the callback may use the table */
+        if (!t4a__budget_can_ask(&rt->mem.budget)) {
+          rt->c.out_of_memory_failures++;
+          rc = T4A_ENOMEM; /* fresh said why */
           goto out;
         }
+        bool gone = false;
+        t4a__block blk;
+        if ((rc = ask_then_retry(rt, h, bytes, cls, cap, &blk, reason, &gone)) && gone)
+          return rc; /* the callback destroyed rt: not locked */
+        if (!rc && (rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", &i)))
+          cache_put(rt, &blk, cap); /* no entry for it after all */
+        if (rc)
+          goto out;
+        b = t4a__htable_at(&rt->mem.bufs, i);
+        b->size = bytes;
+        b->cap = cap;
+        b->blk = blk;
       }
     }
   }

@@ -95,7 +95,9 @@ int t4a__slot_runtime_memory_info(t4a_runtime h, t4a_memory_info *out) {
                        .pool_reserved = rt->mem.reserved,
                        .pool_used = rt->mem.used,
                        .pool_high_water = rt->mem.high_water,
-                       .cache_bytes = rt->mem.cache_bytes};
+                       .cache_bytes = rt->mem.cache_bytes,
+                       .held_bytes = rt->mem.used,
+                       .limit_bytes = rt->mem.budget.limit};
   t4a__hrt_unlock(rt);
   m.device_free = host_free_memory();
   t4a__fill_struct(out, &m, sizeof m);

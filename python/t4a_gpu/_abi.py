@@ -105,7 +105,7 @@ STRUCTS = []  # every struct class in header order (handles, info structs, the t
 T4A_GPU_BACKEND_ABI_MAJOR = 1
 _export('T4A_GPU_BACKEND_ABI_MAJOR')
 
-T4A_GPU_BACKEND_ABI_MINOR = 1
+T4A_GPU_BACKEND_ABI_MINOR = 2
 _export('T4A_GPU_BACKEND_ABI_MINOR')
 
 # The one symbol every v1 plugin exports.
@@ -308,6 +308,72 @@ class t4a_compiler_info(Structure):
 STRUCTS.append(t4a_compiler_info)
 _export('t4a_compiler_info')
 
+# Why an allocation did not fit (t4a_out_of_memory_info.reason, v1.2).
+#
+# it would pass the runtime's pool_limit_bytes
+T4A_OUT_OF_MEMORY_LIMIT = 1
+_export('T4A_OUT_OF_MEMORY_LIMIT')
+
+# the device (host: the pool's mappings) is full
+T4A_OUT_OF_MEMORY_DEVICE = 2
+_export('T4A_OUT_OF_MEMORY_DEVICE')
+
+# What an out-of-memory callback returns (v1.2).
+#
+# give up: buffer_alloc returns T4A_ENOMEM
+T4A_OUT_OF_MEMORY_FAIL = 0
+_export('T4A_OUT_OF_MEMORY_FAIL')
+
+# memory was freed: try the allocation once more
+T4A_OUT_OF_MEMORY_RETRY = 1
+_export('T4A_OUT_OF_MEMORY_RETRY')
+
+
+class t4a_out_of_memory_info(Structure):
+    """The allocation that did not fit (v1.2). Read-only, valid during the call."""
+    _fields_ = [
+        # bytes the backend filled: read no field beyond
+        ('struct_size', c_uint32),
+        # T4A_OUT_OF_MEMORY_*
+        ('reason', c_uint32),
+        # the allocating runtime
+        ('runtime', t4a_runtime),
+        # buffer_alloc's bytes
+        ('bytes_wanted', c_uint64),
+        # what it would hold: its size class (at most 12.5% more)
+        ('bytes_needed', c_uint64),
+        # what the runtime holds now, its cache already trimmed
+        ('bytes_held', c_uint64),
+        # its pool_limit_bytes; UINT64_MAX when it has none
+        ('limit_bytes', c_uint64),
+    ]
+
+
+STRUCTS.append(t4a_out_of_memory_info)
+_export('t4a_out_of_memory_info')
+
+# An out-of-memory callback (t4a_runtime_options.out_of_memory, v1.2).
+# When an allocation would pass the runtime's pool_limit_bytes, or the
+# device is full, buffer_alloc first trims the runtime's own cache (and on
+# a full device waits for the runtime's stream, so that its frees return to
+# the pool); if the allocation still does not fit it calls the callback
+# once, then tries once more if the callback returned
+# T4A_OUT_OF_MEMORY_RETRY, else (any other value) returns T4A_ENOMEM.
+# At most one call per buffer_alloc, on the thread calling buffer_alloc,
+# with nothing of the backend held: no runtime lock (other threads may use
+# every runtime meanwhile, this one included), no pinned event.
+# It may call any slot of any backend: free buffers (buffer_free: a freed
+# block goes to its runtime's cache, where the retry finds it for this
+# runtime; another runtime's frees reach the device only through its
+# cache_trim, and only once that runtime's stream ran them: seal and
+# witness_wait it), trim caches, wait, destroy other runtimes. An
+# allocation it makes that does not fit gets T4A_ENOMEM without a nested
+# call. It must not destroy `info->runtime` (buffer_alloc then returns
+# T4A_EHANDLE, and the handle is stale) or unwind (longjmp, C++ throw)
+# through the backend.
+t4a_out_of_memory_fn = CFUNCTYPE(c_int, POINTER(t4a_out_of_memory_info), c_void_p)
+_export('t4a_out_of_memory_fn')
+
 
 class t4a_runtime_options(Structure):
     """Runtime creation options. NULL means all defaults."""
@@ -342,6 +408,20 @@ class t4a_runtime_options(Structure):
         ('stream_priority', c_int32),
         # must be 0
         ('reserved_v1_1', c_uint32),
+        # -- v1.2 --
+        #
+        # The memory budget: the most bytes the runtime holds from its pool at
+        # once, its live buffers and its cache, each block counted at its size
+        # class (t4a_memory_info.held_bytes). An allocation that would pass it is
+        # refused as one that finds the device full is (buffer_alloc,
+        # t4a_out_of_memory_fn). Buffers the runtime did not allocate (wrapped,
+        # DLPack-imported, IPC-imported) are not counted. 0 = no limit.
+        ('pool_limit_bytes', c_uint64),
+        # Called when an allocation does not fit: a t4a_out_of_memory_fn; NULL:
+        # none, buffer_alloc returns T4A_ENOMEM after trimming the cache.
+        ('out_of_memory', CFUNCTYPE(c_int, POINTER(t4a_out_of_memory_info), c_void_p)),
+        # passed to out_of_memory
+        ('out_of_memory_user', c_void_p),
     ]
 
 
@@ -408,6 +488,13 @@ class t4a_runtime_counters(Structure):
         ('graph_updates', c_uint64),
         # current
         ('live_graphs', c_uint64),
+        # -- v1.2 --
+        #
+        # out-of-memory callbacks called
+        ('out_of_memory_calls', c_uint64),
+        # buffer_alloc calls that returned T4A_ENOMEM for lack
+        # of memory (the budget or the device)
+        ('out_of_memory_failures', c_uint64),
     ]
 
 
@@ -624,6 +711,12 @@ class t4a_memory_info(Structure):
         ('cache_bytes', c_uint64),
         # pinned host memory of the runtime's staging
         ('staging_bytes', c_uint64),
+        # -- v1.2 --
+        #
+        # what the budget counts: live buffers and cache, at size class
+        ('held_bytes', c_uint64),
+        # the budget (pool_limit_bytes); UINT64_MAX when none
+        ('limit_bytes', c_uint64),
     ]
 
 
@@ -1132,7 +1225,10 @@ class t4a_gpu_backend_v1(Structure):
         # when possible (no driver call). The memory is usable by work enqueued
         # on the runtime's stream after this call; its content is undefined.
         # On exhaustion the cache is trimmed and the allocation retried once,
-        # then T4A_ENOMEM (the runtime stays usable).
+        # then T4A_ENOMEM (the runtime stays usable). v1.2: an allocation that
+        # would pass the runtime's pool_limit_bytes is exhaustion too; before
+        # T4A_ENOMEM the runtime's out-of-memory callback, if it has one, is
+        # called once and may ask for one more try (t4a_out_of_memory_fn).
         ('buffer_alloc', CFUNCTYPE(c_int, t4a_runtime, c_uint64, POINTER(t4a_buffer))),
         # buffer_free: stream-ordered free: the handle is stale at once; the
         # block is reused only by work ordered after everything already
@@ -1142,7 +1238,9 @@ class t4a_gpu_backend_v1(Structure):
         ('buffer_size', CFUNCTYPE(c_int, t4a_runtime, t4a_buffer, POINTER(c_uint64))),
         # cache_trim: returns cached free blocks to the pool until at most
         # keep_bytes remain cached, and trims the pool. Touches only this
-        # runtime.
+        # runtime. The blocks go back in stream order (cuMemFreeAsync): their
+        # memory is the device's once the runtime's stream ran the frees, which
+        # the next seal covers.
         ('cache_trim', CFUNCTYPE(c_int, t4a_runtime, c_uint64)),
         # cache_stats: statistics of the runtime's block cache.
         ('cache_stats', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_cache_stats))),
@@ -1865,6 +1963,10 @@ FROZEN_SIZES = {
     't4a_graph_info': ('T4A_GRAPH_INFO_V1_1_SIZE', 'replays'),
     't4a_external_memory': ('T4A_EXTERNAL_MEMORY_V1_1_SIZE', 'user'),
     't4a_dlpack_export': ('T4A_DLPACK_EXPORT_V1_1_SIZE', 'user'),
+    't4a_runtime_options': ('T4A_RUNTIME_OPTIONS_V1_2_SIZE', 'out_of_memory_user'),
+    't4a_runtime_counters': ('T4A_RUNTIME_COUNTERS_V1_2_SIZE', 'out_of_memory_failures'),
+    't4a_memory_info': ('T4A_MEMORY_INFO_V1_2_SIZE', 'limit_bytes'),
+    't4a_out_of_memory_info': ('T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE', 'limit_bytes'),
 }
 # Sizes of the v1.0 versions of the table and of the growing structs: a
 # callee rejects a struct_size below these with T4A_EINVAL. Frozen: a later
@@ -1897,6 +1999,13 @@ T4A_RUNTIME_INFO_V1_1_SIZE = size_through(t4a_runtime_info, 'capturing')
 T4A_GRAPH_INFO_V1_1_SIZE = size_through(t4a_graph_info, 'replays')
 T4A_EXTERNAL_MEMORY_V1_1_SIZE = size_through(t4a_external_memory, 'user')
 T4A_DLPACK_EXPORT_V1_1_SIZE = size_through(t4a_dlpack_export, 'user')
+# Sizes of what ABI 1.2 added: the first published size of each struct 1.2
+# introduced, and the 1.2 size of each struct it grew (runtime options,
+# counters, memory info). Frozen likewise.
+T4A_RUNTIME_OPTIONS_V1_2_SIZE = size_through(t4a_runtime_options, 'out_of_memory_user')
+T4A_RUNTIME_COUNTERS_V1_2_SIZE = size_through(t4a_runtime_counters, 'out_of_memory_failures')
+T4A_MEMORY_INFO_V1_2_SIZE = size_through(t4a_memory_info, 'limit_bytes')
+T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE = size_through(t4a_out_of_memory_info, 'limit_bytes')
 _export('size_through', 'FROZEN_SIZES', *[v[0] for v in FROZEN_SIZES.values()])
 
 # The loader library's functions: (name, restype, argtypes, parameter names,
@@ -2042,7 +2151,10 @@ SLOT_DOCS = {
         'when possible (no driver call). The memory is usable by work enqueued\n'
         "on the runtime's stream after this call; its content is undefined.\n"
         'On exhaustion the cache is trimmed and the allocation retried once,\n'
-        'then T4A_ENOMEM (the runtime stays usable).'),
+        'then T4A_ENOMEM (the runtime stays usable). v1.2: an allocation that\n'
+        "would pass the runtime's pool_limit_bytes is exhaustion too; before\n"
+        "T4A_ENOMEM the runtime's out-of-memory callback, if it has one, is\n"
+        'called once and may ask for one more try (t4a_out_of_memory_fn).'),
     'buffer_free': (
         'buffer_free: stream-ordered free: the handle is stale at once; the\n'
         'block is reused only by work ordered after everything already\n'
@@ -2051,7 +2163,9 @@ SLOT_DOCS = {
     'cache_trim': (
         'cache_trim: returns cached free blocks to the pool until at most\n'
         'keep_bytes remain cached, and trims the pool. Touches only this\n'
-        'runtime.'),
+        'runtime. The blocks go back in stream order (cuMemFreeAsync): their\n'
+        "memory is the device's once the runtime's stream ran the frees, which\n"
+        'the next seal covers.'),
     'cache_stats': "cache_stats: statistics of the runtime's block cache.",
     'host_alloc': (
         'host_alloc: page-locked host memory of `bytes` (> 0), portable across\n'

@@ -387,7 +387,7 @@ impl Status {
 /// ABI version of this header.
 pub const T4A_GPU_BACKEND_ABI_MAJOR: c_int = 1;
 
-pub const T4A_GPU_BACKEND_ABI_MINOR: c_int = 1;
+pub const T4A_GPU_BACKEND_ABI_MINOR: c_int = 2;
 
 /// The one symbol every v1 plugin exports.
 pub const T4A_GPU_BACKEND_V1_ENTRY_NAME: &str = "t4a_gpu_backend_v1_entry";
@@ -623,6 +623,85 @@ impl t4a_compiler_info {
     }
 }
 
+/// Why an allocation did not fit (t4a_out_of_memory_info.reason, v1.2).
+///
+/// it would pass the runtime's pool_limit_bytes
+pub const T4A_OUT_OF_MEMORY_LIMIT: u32 = 1;
+
+/// the device (host: the pool's mappings) is full
+pub const T4A_OUT_OF_MEMORY_DEVICE: u32 = 2;
+
+/// What an out-of-memory callback returns (v1.2).
+///
+/// give up: buffer_alloc returns T4A_ENOMEM
+pub const T4A_OUT_OF_MEMORY_FAIL: c_int = 0;
+
+/// memory was freed: try the allocation once more
+pub const T4A_OUT_OF_MEMORY_RETRY: c_int = 1;
+
+/// The allocation that did not fit (v1.2). Read-only, valid during the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_out_of_memory_info {
+    /// bytes the backend filled: read no field beyond
+    pub struct_size: u32,
+    /// T4A_OUT_OF_MEMORY_*
+    pub reason: u32,
+    /// the allocating runtime
+    pub runtime: t4a_runtime,
+    /// buffer_alloc's bytes
+    pub bytes_wanted: u64,
+    /// what it would hold: its size class (at most 12.5% more)
+    pub bytes_needed: u64,
+    /// what the runtime holds now, its cache already trimmed
+    pub bytes_held: u64,
+    /// its pool_limit_bytes; UINT64_MAX when it has none
+    pub limit_bytes: u64,
+}
+
+impl Default for t4a_out_of_memory_info {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_out_of_memory_info {
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// An out-of-memory callback (t4a_runtime_options.out_of_memory, v1.2).
+/// When an allocation would pass the runtime's pool_limit_bytes, or the
+/// device is full, buffer_alloc first trims the runtime's own cache (and on
+/// a full device waits for the runtime's stream, so that its frees return to
+/// the pool); if the allocation still does not fit it calls the callback
+/// once, then tries once more if the callback returned
+/// T4A_OUT_OF_MEMORY_RETRY, else (any other value) returns T4A_ENOMEM.
+/// At most one call per buffer_alloc, on the thread calling buffer_alloc,
+/// with nothing of the backend held: no runtime lock (other threads may use
+/// every runtime meanwhile, this one included), no pinned event.
+/// It may call any slot of any backend: free buffers (buffer_free: a freed
+/// block goes to its runtime's cache, where the retry finds it for this
+/// runtime; another runtime's frees reach the device only through its
+/// cache_trim, and only once that runtime's stream ran them: seal and
+/// witness_wait it), trim caches, wait, destroy other runtimes. An
+/// allocation it makes that does not fit gets T4A_ENOMEM without a nested
+/// call. It must not destroy `info->runtime` (buffer_alloc then returns
+/// T4A_EHANDLE, and the handle is stale) or unwind (longjmp, C++ throw)
+/// through the backend.
+pub type t4a_out_of_memory_fn = Option<unsafe extern "C" fn(info: *const t4a_out_of_memory_info, user: *mut c_void) -> c_int>;
+
 /// Runtime creation options. NULL means all defaults.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -657,6 +736,20 @@ pub struct t4a_runtime_options {
     pub stream_priority: i32,
     /// must be 0
     pub reserved_v1_1: u32,
+    /// -- v1.2 --
+    ///
+    /// The memory budget: the most bytes the runtime holds from its pool at
+    /// once, its live buffers and its cache, each block counted at its size
+    /// class (t4a_memory_info.held_bytes). An allocation that would pass it is
+    /// refused as one that finds the device full is (buffer_alloc,
+    /// t4a_out_of_memory_fn). Buffers the runtime did not allocate (wrapped,
+    /// DLPack-imported, IPC-imported) are not counted. 0 = no limit.
+    pub pool_limit_bytes: u64,
+    /// Called when an allocation does not fit: a t4a_out_of_memory_fn; NULL:
+    /// none, buffer_alloc returns T4A_ENOMEM after trimming the cache.
+    pub out_of_memory: Option<unsafe extern "C" fn(info: *const t4a_out_of_memory_info, user: *mut c_void) -> c_int>,
+    /// passed to out_of_memory
+    pub out_of_memory_user: *mut c_void,
 }
 
 impl Default for t4a_runtime_options {
@@ -740,6 +833,13 @@ pub struct t4a_runtime_counters {
     pub graph_updates: u64,
     /// current
     pub live_graphs: u64,
+    /// -- v1.2 --
+    ///
+    /// out-of-memory callbacks called
+    pub out_of_memory_calls: u64,
+    /// buffer_alloc calls that returned T4A_ENOMEM for lack
+    /// of memory (the budget or the device)
+    pub out_of_memory_failures: u64,
 }
 
 impl Default for t4a_runtime_counters {
@@ -1111,6 +1211,12 @@ pub struct t4a_memory_info {
     pub cache_bytes: u64,
     /// pinned host memory of the runtime's staging
     pub staging_bytes: u64,
+    /// -- v1.2 --
+    ///
+    /// what the budget counts: live buffers and cache, at size class
+    pub held_bytes: u64,
+    /// the budget (pool_limit_bytes); UINT64_MAX when none
+    pub limit_bytes: u64,
 }
 
 impl Default for t4a_memory_info {
@@ -1711,7 +1817,10 @@ pub struct t4a_gpu_backend_v1 {
     /// when possible (no driver call). The memory is usable by work enqueued
     /// on the runtime's stream after this call; its content is undefined.
     /// On exhaustion the cache is trimmed and the allocation retried once,
-    /// then T4A_ENOMEM (the runtime stays usable).
+    /// then T4A_ENOMEM (the runtime stays usable). v1.2: an allocation that
+    /// would pass the runtime's pool_limit_bytes is exhaustion too; before
+    /// T4A_ENOMEM the runtime's out-of-memory callback, if it has one, is
+    /// called once and may ask for one more try (t4a_out_of_memory_fn).
     pub buffer_alloc: Option<unsafe extern "C" fn(rt: t4a_runtime, bytes: u64, out: *mut t4a_buffer) -> c_int>,
     /// buffer_free: stream-ordered free: the handle is stale at once; the
     /// block is reused only by work ordered after everything already
@@ -1721,7 +1830,9 @@ pub struct t4a_gpu_backend_v1 {
     pub buffer_size: Option<unsafe extern "C" fn(rt: t4a_runtime, buf: t4a_buffer, bytes: *mut u64) -> c_int>,
     /// cache_trim: returns cached free blocks to the pool until at most
     /// keep_bytes remain cached, and trims the pool. Touches only this
-    /// runtime.
+    /// runtime. The blocks go back in stream order (cuMemFreeAsync): their
+    /// memory is the device's once the runtime's stream ran the frees, which
+    /// the next seal covers.
     pub cache_trim: Option<unsafe extern "C" fn(rt: t4a_runtime, keep_bytes: u64) -> c_int>,
     /// cache_stats: statistics of the runtime's block cache.
     pub cache_stats: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_cache_stats) -> c_int>,
@@ -2414,6 +2525,25 @@ pub const T4A_EXTERNAL_MEMORY_V1_1_SIZE: usize = 48;
 /// `T4A_SIZE_THROUGH(t4a_dlpack_export, user)` (LP64).
 pub const T4A_DLPACK_EXPORT_V1_1_SIZE: usize = 56;
 
+/// Sizes of what ABI 1.2 added: the first published size of each struct 1.2
+/// introduced, and the 1.2 size of each struct it grew (runtime options,
+/// counters, memory info). Frozen likewise.
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_options, out_of_memory_user)` (LP64).
+pub const T4A_RUNTIME_OPTIONS_V1_2_SIZE: usize = 72;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_counters, out_of_memory_failures)` (LP64).
+pub const T4A_RUNTIME_COUNTERS_V1_2_SIZE: usize = 272;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_memory_info, limit_bytes)` (LP64).
+pub const T4A_MEMORY_INFO_V1_2_SIZE: usize = 80;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_out_of_memory_info, limit_bytes)` (LP64).
+pub const T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE: usize = 48;
+
 /// An open backend (opaque, reference counted).
 #[repr(C)]
 pub struct t4a_gpu_backend {
@@ -2502,8 +2632,9 @@ const _: () = {
     assert!(size_of::<t4a_backend_info>() == 336 && align_of::<t4a_backend_info>() == 4);
     assert!(size_of::<t4a_device_info>() == 384 && align_of::<t4a_device_info>() == 8);
     assert!(size_of::<t4a_compiler_info>() == 528 && align_of::<t4a_compiler_info>() == 4);
-    assert!(size_of::<t4a_runtime_options>() == 48 && align_of::<t4a_runtime_options>() == 8);
-    assert!(size_of::<t4a_runtime_counters>() == 256 && align_of::<t4a_runtime_counters>() == 8);
+    assert!(size_of::<t4a_out_of_memory_info>() == 48 && align_of::<t4a_out_of_memory_info>() == 8);
+    assert!(size_of::<t4a_runtime_options>() == 72 && align_of::<t4a_runtime_options>() == 8);
+    assert!(size_of::<t4a_runtime_counters>() == 272 && align_of::<t4a_runtime_counters>() == 8);
     assert!(size_of::<t4a_cache_stats>() == 64 && align_of::<t4a_cache_stats>() == 8);
     assert!(size_of::<t4a_compile_options>() == 48 && align_of::<t4a_compile_options>() == 8);
     assert!(size_of::<t4a_compile_cache_stats>() == 72 && align_of::<t4a_compile_cache_stats>() == 8);
@@ -2512,7 +2643,7 @@ const _: () = {
     assert!(size_of::<t4a_raw_runtime>() == 32 && align_of::<t4a_raw_runtime>() == 8);
     assert!(size_of::<t4a_raw_section>() == 24 && align_of::<t4a_raw_section>() == 8);
     assert!(size_of::<t4a_copy_2d>() == 56 && align_of::<t4a_copy_2d>() == 8);
-    assert!(size_of::<t4a_memory_info>() == 64 && align_of::<t4a_memory_info>() == 8);
+    assert!(size_of::<t4a_memory_info>() == 80 && align_of::<t4a_memory_info>() == 8);
     assert!(size_of::<t4a_launch_ex_config>() == 56 && align_of::<t4a_launch_ex_config>() == 4);
     assert!(size_of::<t4a_runtime_info>() == 32 && align_of::<t4a_runtime_info>() == 4);
     assert!(size_of::<t4a_graph_info>() == 40 && align_of::<t4a_graph_info>() == 8);

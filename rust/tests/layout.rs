@@ -120,6 +120,14 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_compiler_info, version_minor);
     field!(got, t4a_compiler_info, path);
     field!(got, t4a_compiler_info, reason);
+    got.push(("struct t4a_out_of_memory_info".into(), format!("{} {}", size_of::<t4a_out_of_memory_info>(), std::mem::align_of::<t4a_out_of_memory_info>())));
+    field!(got, t4a_out_of_memory_info, struct_size);
+    field!(got, t4a_out_of_memory_info, reason);
+    field!(got, t4a_out_of_memory_info, runtime);
+    field!(got, t4a_out_of_memory_info, bytes_wanted);
+    field!(got, t4a_out_of_memory_info, bytes_needed);
+    field!(got, t4a_out_of_memory_info, bytes_held);
+    field!(got, t4a_out_of_memory_info, limit_bytes);
     got.push(("struct t4a_runtime_options".into(), format!("{} {}", size_of::<t4a_runtime_options>(), std::mem::align_of::<t4a_runtime_options>())));
     field!(got, t4a_runtime_options, struct_size);
     field!(got, t4a_runtime_options, flags);
@@ -130,6 +138,9 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_runtime_options, reserved);
     field!(got, t4a_runtime_options, stream_priority);
     field!(got, t4a_runtime_options, reserved_v1_1);
+    field!(got, t4a_runtime_options, pool_limit_bytes);
+    field!(got, t4a_runtime_options, out_of_memory);
+    field!(got, t4a_runtime_options, out_of_memory_user);
     got.push(("struct t4a_runtime_counters".into(), format!("{} {}", size_of::<t4a_runtime_counters>(), std::mem::align_of::<t4a_runtime_counters>())));
     field!(got, t4a_runtime_counters, struct_size);
     field!(got, t4a_runtime_counters, reserved);
@@ -164,6 +175,8 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_runtime_counters, graph_launches);
     field!(got, t4a_runtime_counters, graph_updates);
     field!(got, t4a_runtime_counters, live_graphs);
+    field!(got, t4a_runtime_counters, out_of_memory_calls);
+    field!(got, t4a_runtime_counters, out_of_memory_failures);
     got.push(("struct t4a_cache_stats".into(), format!("{} {}", size_of::<t4a_cache_stats>(), std::mem::align_of::<t4a_cache_stats>())));
     field!(got, t4a_cache_stats, struct_size);
     field!(got, t4a_cache_stats, reserved);
@@ -238,6 +251,8 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_memory_info, pool_high_water);
     field!(got, t4a_memory_info, cache_bytes);
     field!(got, t4a_memory_info, staging_bytes);
+    field!(got, t4a_memory_info, held_bytes);
+    field!(got, t4a_memory_info, limit_bytes);
     got.push(("struct t4a_launch_ex_config".into(), format!("{} {}", size_of::<t4a_launch_ex_config>(), std::mem::align_of::<t4a_launch_ex_config>())));
     field!(got, t4a_launch_ex_config, struct_size);
     field!(got, t4a_launch_ex_config, flags);
@@ -410,7 +425,7 @@ fn every_struct_and_field_matches_c() {
         }
     }
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
-    assert_eq!(got.len(), 331, "structs and fields checked");
+    assert_eq!(got.len(), 346, "structs and fields checked");
 }
 
 #[test]
@@ -450,6 +465,10 @@ fn every_constant_matches_c() {
         ("T4A_DEVICE_MEMORY_POOLS", T4A_DEVICE_MEMORY_POOLS as i128),
         ("T4A_DEVICE_INTEGRATED", T4A_DEVICE_INTEGRATED as i128),
         ("T4A_DEVICE_UNIFIED_ADDRESSING", T4A_DEVICE_UNIFIED_ADDRESSING as i128),
+        ("T4A_OUT_OF_MEMORY_LIMIT", T4A_OUT_OF_MEMORY_LIMIT as i128),
+        ("T4A_OUT_OF_MEMORY_DEVICE", T4A_OUT_OF_MEMORY_DEVICE as i128),
+        ("T4A_OUT_OF_MEMORY_FAIL", T4A_OUT_OF_MEMORY_FAIL as i128),
+        ("T4A_OUT_OF_MEMORY_RETRY", T4A_OUT_OF_MEMORY_RETRY as i128),
         ("T4A_RUNTIME_TIMING", T4A_RUNTIME_TIMING as i128),
         ("T4A_HOST_WRITE_COMBINED", T4A_HOST_WRITE_COMBINED as i128),
         ("T4A_ARTIFACT_PTX", T4A_ARTIFACT_PTX as i128),
@@ -527,6 +546,10 @@ fn every_constant_matches_c() {
         ("T4A_GRAPH_INFO_V1_1_SIZE", T4A_GRAPH_INFO_V1_1_SIZE as i128),
         ("T4A_EXTERNAL_MEMORY_V1_1_SIZE", T4A_EXTERNAL_MEMORY_V1_1_SIZE as i128),
         ("T4A_DLPACK_EXPORT_V1_1_SIZE", T4A_DLPACK_EXPORT_V1_1_SIZE as i128),
+        ("T4A_RUNTIME_OPTIONS_V1_2_SIZE", T4A_RUNTIME_OPTIONS_V1_2_SIZE as i128),
+        ("T4A_RUNTIME_COUNTERS_V1_2_SIZE", T4A_RUNTIME_COUNTERS_V1_2_SIZE as i128),
+        ("T4A_MEMORY_INFO_V1_2_SIZE", T4A_MEMORY_INFO_V1_2_SIZE as i128),
+        ("T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE", T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE as i128),
     ];
     for (name, value) in &got {
         let want = c.get(&format!("const {name}"));

@@ -75,6 +75,14 @@ int main(void) {
   FIELD(t4a_compiler_info, version_minor);
   FIELD(t4a_compiler_info, path);
   FIELD(t4a_compiler_info, reason);
+  STRUCT(t4a_out_of_memory_info);
+  FIELD(t4a_out_of_memory_info, struct_size);
+  FIELD(t4a_out_of_memory_info, reason);
+  FIELD(t4a_out_of_memory_info, runtime);
+  FIELD(t4a_out_of_memory_info, bytes_wanted);
+  FIELD(t4a_out_of_memory_info, bytes_needed);
+  FIELD(t4a_out_of_memory_info, bytes_held);
+  FIELD(t4a_out_of_memory_info, limit_bytes);
   STRUCT(t4a_runtime_options);
   FIELD(t4a_runtime_options, struct_size);
   FIELD(t4a_runtime_options, flags);
@@ -85,6 +93,9 @@ int main(void) {
   FIELD(t4a_runtime_options, reserved);
   FIELD(t4a_runtime_options, stream_priority);
   FIELD(t4a_runtime_options, reserved_v1_1);
+  FIELD(t4a_runtime_options, pool_limit_bytes);
+  FIELD(t4a_runtime_options, out_of_memory);
+  FIELD(t4a_runtime_options, out_of_memory_user);
   STRUCT(t4a_runtime_counters);
   FIELD(t4a_runtime_counters, struct_size);
   FIELD(t4a_runtime_counters, reserved);
@@ -119,6 +130,8 @@ int main(void) {
   FIELD(t4a_runtime_counters, graph_launches);
   FIELD(t4a_runtime_counters, graph_updates);
   FIELD(t4a_runtime_counters, live_graphs);
+  FIELD(t4a_runtime_counters, out_of_memory_calls);
+  FIELD(t4a_runtime_counters, out_of_memory_failures);
   STRUCT(t4a_cache_stats);
   FIELD(t4a_cache_stats, struct_size);
   FIELD(t4a_cache_stats, reserved);
@@ -193,6 +206,8 @@ int main(void) {
   FIELD(t4a_memory_info, pool_high_water);
   FIELD(t4a_memory_info, cache_bytes);
   FIELD(t4a_memory_info, staging_bytes);
+  FIELD(t4a_memory_info, held_bytes);
+  FIELD(t4a_memory_info, limit_bytes);
   STRUCT(t4a_launch_ex_config);
   FIELD(t4a_launch_ex_config, struct_size);
   FIELD(t4a_launch_ex_config, flags);
@@ -380,6 +395,10 @@ int main(void) {
   CONST(T4A_DEVICE_MEMORY_POOLS);
   CONST(T4A_DEVICE_INTEGRATED);
   CONST(T4A_DEVICE_UNIFIED_ADDRESSING);
+  CONST(T4A_OUT_OF_MEMORY_LIMIT);
+  CONST(T4A_OUT_OF_MEMORY_DEVICE);
+  CONST(T4A_OUT_OF_MEMORY_FAIL);
+  CONST(T4A_OUT_OF_MEMORY_RETRY);
   CONST(T4A_RUNTIME_TIMING);
   CONST(T4A_HOST_WRITE_COMBINED);
   CONST(T4A_ARTIFACT_PTX);
@@ -457,5 +476,9 @@ int main(void) {
   UCONST(T4A_GRAPH_INFO_V1_1_SIZE);
   UCONST(T4A_EXTERNAL_MEMORY_V1_1_SIZE);
   UCONST(T4A_DLPACK_EXPORT_V1_1_SIZE);
+  UCONST(T4A_RUNTIME_OPTIONS_V1_2_SIZE);
+  UCONST(T4A_RUNTIME_COUNTERS_V1_2_SIZE);
+  UCONST(T4A_MEMORY_INFO_V1_2_SIZE);
+  UCONST(T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE);
   return 0;
 }
