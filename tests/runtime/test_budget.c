@@ -156,7 +156,7 @@ START_TEST(the_cache_is_trimmed_before_the_callback) {
   t4a_runtime rt = create_budget(1 * MiB, record, &s);
   t4a_buffer a, b, c;
   RT_OK(T->buffer_alloc(rt, 512 * KiB, &a));
-  RT_OK(T->buffer_free(rt, a)); /* cached: held */
+  RT_OK(T->buffer_free(rt, a));              /* cached: held */
   RT_OK(T->buffer_alloc(rt, 768 * KiB, &b)); /* fits once the cache gave its block back */
   ck_assert_int_eq(s.calls, 0);
   ck_assert_uint_eq(rt_cache(rt).bytes, 0);
