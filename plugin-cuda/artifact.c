@@ -171,6 +171,7 @@ static void mclear(void) {
 int t4a__artifact_add(t4a_artifact_kind kind, char *data, uint64_t size, char *log,
                       uint64_t log_size, int nvrtc_version, const char *name, const uint8_t *key,
                       t4a_artifact *out) {
+  t4a__fork_used(); /* an artifact is this process's, with or without init */
   pthread_mutex_lock(&alock);
   int rc = anew(kind, data, size, log, log_size, nvrtc_version, name, out);
   if (rc == T4A_OK && key)
@@ -278,6 +279,7 @@ static const char *fatbin_check(const unsigned char *b, uint64_t size) {
 
 int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
                                   const char *name, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_from_bytes");
   if (!out)
     return t4a__fail(T4A_EINVAL, "artifact_from_bytes: out is NULL; pass a pointer");
   out->bits = 0;
@@ -328,6 +330,7 @@ int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint
 }
 
 int t4a__slot_artifact_log(t4a_artifact h, const char **log, uint64_t *length) {
+  T4A__FORK_CHECK("artifact_log");
   if (!log)
     return t4a__fail(T4A_EINVAL, "artifact_log: log is NULL; pass a pointer");
   pthread_mutex_lock(&alock);
@@ -344,6 +347,7 @@ int t4a__slot_artifact_log(t4a_artifact h, const char **log, uint64_t *length) {
 
 int t4a__slot_artifact_data(t4a_artifact h, t4a_artifact_kind *kind, const void **data,
                             uint64_t *size) {
+  T4A__FORK_CHECK("artifact_data");
   if (!data || !size)
     return t4a__fail(T4A_EINVAL, "artifact_data: data and size must not be NULL");
   pthread_mutex_lock(&alock);
@@ -360,6 +364,7 @@ int t4a__slot_artifact_data(t4a_artifact h, t4a_artifact_kind *kind, const void 
 }
 
 int t4a__slot_artifact_release(t4a_artifact h) {
+  T4A__FORK_CHECK("artifact_release");
   pthread_mutex_lock(&alock);
   art *a;
   int rc = aget(h, "artifact_release", &a);

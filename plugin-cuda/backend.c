@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend-core/fork.h"
 #include "plugin-cuda/backend.h"
 
 t4a__backend t4a__be = {.lock = PTHREAD_MUTEX_INITIALIZER, .peer_lock = PTHREAD_MUTEX_INITIALIZER};
 
 int t4a__require_init(void) {
+  T4A__FORK_CHECK(NULL);
   int state = atomic_load_explicit(&t4a__be.state, memory_order_acquire);
   if (state == T4A__INIT_READY)
     return T4A_OK;

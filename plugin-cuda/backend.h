@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
+#include "backend-core/fork.h"
 #include "backend-core/structs.h"
 #include "plugin-cuda/cuda_decls.h"
 #include "t4a/gpu_backend_v1.h"

@@ -326,6 +326,7 @@ out:
 }
 
 int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_compile");
   if (!out)
     return t4a__fail(T4A_EINVAL, "artifact_compile: out is NULL; pass a pointer");
   out->bits = 0;
@@ -402,6 +403,7 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
 }
 
 int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out) {
+  T4A__FORK_CHECK("compile_cache_stats");
   int rc = t4a__check_struct(out, T4A_COMPILE_CACHE_STATS_V1_0_SIZE, "t4a_compile_cache_stats");
   if (rc)
     return rc;
@@ -418,6 +420,7 @@ int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out) {
 }
 
 int t4a__slot_compile_cache_clear(uint32_t which) {
+  T4A__FORK_CHECK("compile_cache_clear");
   if (!which || (which & ~(uint32_t)(T4A_CACHE_MEMORY | T4A_CACHE_DISK)))
     return t4a__fail(T4A_EINVAL,
                      "compile_cache_clear: which = 0x%x; use T4A_CACHE_MEMORY "

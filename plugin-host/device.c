@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend-core/fork.h"
 #include "backend-core/structs.h"
 #include "plugin-host/host.h"
 #include "backend-core/slots.h"
@@ -65,6 +66,8 @@ static void discover(void) {
 }
 
 int t4a__slot_init(void) {
+  T4A__FORK_CHECK("init");
+  t4a__fork_used(); /* from now on this process's: a fork() leaves the child none of it */
   /* buffer, host buffer and graph generations from 2^27 (the CUDA plugin's
    * copy of core starts at 1): one backend's handles are T4A_EHANDLE in the
    * other, as runtime and witness handles are (lifecycle.c, witness.c) */
@@ -74,6 +77,7 @@ int t4a__slot_init(void) {
 }
 
 int t4a__host_require_init(void) {
+  T4A__FORK_CHECK(NULL);
   return atomic_load_explicit(&ready, memory_order_acquire)
              ? T4A_OK
              : t4a__fail(T4A_ENOTINIT, "the host backend is not initialised; call init() first");
@@ -124,6 +128,7 @@ int t4a__slot_device_info(int32_t ordinal, t4a_device_info *info) {
 }
 
 int t4a__slot_compiler_info(t4a_compiler_info *info) {
+  T4A__FORK_CHECK("compiler_info");
   int rc = t4a__check_struct(info, T4A_COMPILER_INFO_V1_0_SIZE, "t4a_compiler_info");
   if (rc)
     return rc;

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "backend-core/copypool.h"
+#include "backend-core/fork.h"
 #include "backend-core/readonly.h"
 #include "backend-core/slots.h"
 #include "plugin-host/host.h"
@@ -47,6 +48,8 @@ int t4a_gpu_backend_v1_entry(uint16_t caller_major, uint16_t caller_minor,
  * code), then the witnesses left, the read-only list and the structs of
  * destroyed runtimes. */
 __attribute__((destructor)) static void t4a__host_unload(void) {
+  if (t4a__fork_child()) /* the parent's state: its workers never existed here */
+    return;
   t4a__workers_unload();
   t4a__copypool_shutdown();
   t4a__hwitnesses_unload();

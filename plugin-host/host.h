@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "backend-core/budget.h"
+#include "backend-core/fork.h"
 #include "backend-core/handle.h"
 #include "backend-core/kinds.h"
 #include "backend-core/rtable.h"

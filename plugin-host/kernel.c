@@ -5,6 +5,7 @@
  * The compile caches are empty (stats all 0; clearing them succeeds). */
 #include "config.h"
 
+#include "backend-core/fork.h"
 #include "backend-core/handle.h"
 #include "backend-core/slots.h"
 #include "backend-core/structs.h"
@@ -32,6 +33,7 @@ static int on_runtime(t4a_runtime h, const char *what) {
 }
 
 int t4a__slot_artifact_compile(const t4a_compile_options *opts, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_compile");
   int rc = t4a__check_struct(opts, T4A_COMPILE_OPTIONS_V1_0_SIZE, "t4a_compile_options");
   if (rc)
     return rc;
@@ -46,6 +48,7 @@ int t4a__slot_artifact_compile(const t4a_compile_options *opts, t4a_artifact *ou
 
 int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
                                   const char *name, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_from_bytes");
   (void)name;
   if (!out || !data || !size)
     return t4a__fail(T4A_EINVAL,
@@ -63,22 +66,26 @@ int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint
 }
 
 int t4a__slot_artifact_log(t4a_artifact a, const char **log, uint64_t *length) {
+  T4A__FORK_CHECK("artifact_log");
   (void)a, (void)log, (void)length;
   return no_handle("artifact_log", "artifact");
 }
 
 int t4a__slot_artifact_data(t4a_artifact a, t4a_artifact_kind *kind, const void **data,
                             uint64_t *size) {
+  T4A__FORK_CHECK("artifact_data");
   (void)a, (void)kind, (void)data, (void)size;
   return no_handle("artifact_data", "artifact");
 }
 
 int t4a__slot_artifact_release(t4a_artifact a) {
+  T4A__FORK_CHECK("artifact_release");
   (void)a;
   return no_handle("artifact_release", "artifact");
 }
 
 int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out) {
+  T4A__FORK_CHECK("compile_cache_stats");
   int rc = t4a__check_struct(out, T4A_COMPILE_CACHE_STATS_V1_0_SIZE, "t4a_compile_cache_stats");
   if (rc)
     return rc;
@@ -88,6 +95,7 @@ int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out) {
 }
 
 int t4a__slot_compile_cache_clear(uint32_t which) {
+  T4A__FORK_CHECK("compile_cache_clear");
   if (which & ~(T4A_CACHE_MEMORY | T4A_CACHE_DISK))
     return t4a__fail(T4A_EINVAL,
                      "compile_cache_clear: unknown bits 0x%x; use T4A_CACHE_MEMORY "

@@ -80,6 +80,7 @@ static const area areas[] = {
     {t4a__cf_code_checks, &t4a__cf_code_count},
     {t4a__cf_launch_checks, &t4a__cf_launch_count},
     {t4a__cf_threads_checks, &t4a__cf_threads_count},
+    {t4a__cf_memory_checks, &t4a__cf_memory_count},
 };
 
 typedef struct report {

@@ -2,15 +2,12 @@
  * counters, isolation, destroy), device and pinned memory, and the raw seam. */
 #include "config.h"
 
-#include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/checked.h"
 #include "tools/conform.h"
 
 #define MIB (1024ull * 1024)
-#define KIB 1024ull
 
 static t4a_runtime_counters counters(t4a__cf *c, t4a_runtime rt) {
   t4a_runtime_counters k;
@@ -378,90 +375,6 @@ static void raw_seam(t4a__cf *c) {
           (unsigned long long)(k2.raw_sections - k1.raw_sections));
 }
 
-/* ---- the memory budget (v1.2) -------------------------------------------------- */
-
-typedef struct oom {
-  const t4a_gpu_backend_v1 *t;
-  int calls;
-  t4a_out_of_memory_info info;
-  pthread_t self;
-  bool same_thread;
-  int other_rc; /* what another thread's runtime_counters returned meanwhile */
-  int other_done;
-} oom;
-
-static void *oom_other(void *arg) {
-  oom *o = arg;
-  t4a_runtime_counters k = {.struct_size = sizeof k};
-  o->other_rc = o->t->runtime_counters(o->info.runtime, &k);
-  __atomic_store_n(&o->other_done, 1, __ATOMIC_SEQ_CST);
-  return NULL;
-}
-
-/* Refuses; checks that another thread can call the runtime meanwhile (5 s:
- * a runtime lock held across the callback would block it until after). */
-static int oom_refuse(const t4a_out_of_memory_info *info, void *user) {
-  oom *o = user;
-  o->calls++;
-  o->info = *info;
-  o->same_thread = pthread_equal(pthread_self(), o->self) != 0;
-  pthread_t th;
-  if (pthread_create(&th, NULL, oom_other, o) == 0) {
-    for (int i = 0; i < 5000 && !__atomic_load_n(&o->other_done, __ATOMIC_SEQ_CST); i++) {
-      struct timespec ts = {0, 1000000};
-      nanosleep(&ts, NULL);
-    }
-    pthread_detach(th); /* done, or blocked until the callback returns */
-  }
-  return T4A_OUT_OF_MEMORY_FAIL;
-}
-
-static void budget(t4a__cf *c) {
-  const t4a_gpu_backend_v1 *t = c->t;
-  if (t->abi_minor < 2) {
-    t4a__cf_skip(c, "the backend speaks ABI 1.%u: the budget came with 1.2", t->abi_minor);
-    return;
-  }
-  static oom o; /* static: a helper thread blocked past the check still has it */
-  memset(&o, 0, sizeof o);
-  o.t = t;
-  o.self = pthread_self();
-  t4a_runtime_options opts;
-  memset(&opts, 0, sizeof opts);
-  opts.struct_size = sizeof opts;
-  opts.pool_limit_bytes = MIB;
-  opts.out_of_memory = oom_refuse;
-  opts.out_of_memory_user = &o;
-  t4a_runtime rt = t4a__cf_runtime(c, c->device, &opts);
-  t4a_buffer x = rt.bits ? t4a__cf_buffer(c, rt, 768 * KIB) : (t4a_buffer){0};
-  if (!x.bits)
-    return;
-  t4a_buffer y = {0};
-  CF_EXPECT(t->buffer_alloc(rt, 512 * KIB, &y), T4A_ENOMEM);
-  for (int i = 0; i < 5000 && o.calls && !__atomic_load_n(&o.other_done, __ATOMIC_SEQ_CST); i++) {
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  CF_TRUE(o.calls == 1, "the out-of-memory callback was called %d times, want once", o.calls);
-  CF_TRUE(!o.calls || (o.info.reason == T4A_OUT_OF_MEMORY_LIMIT && o.info.runtime.bits == rt.bits &&
-                       o.info.bytes_wanted == 512 * KIB && o.info.limit_bytes == MIB),
-          "the callback was told reason %u, %llu bytes wanted, limit %llu; want "
-          "T4A_OUT_OF_MEMORY_LIMIT, 524288, 1048576",
-          o.info.reason, (unsigned long long)o.info.bytes_wanted,
-          (unsigned long long)o.info.limit_bytes);
-  CF_TRUE(!o.calls || o.same_thread, "the callback ran on another thread than buffer_alloc's");
-  CF_TRUE(!o.calls || (o.other_done && o.other_rc == T4A_OK),
-          "another thread's runtime_counters %s while the callback ran (a lock held across it?)",
-          o.other_done ? "failed" : "blocked");
-  /* the cache is trimmed before anything is refused: a freed block makes room */
-  if (!t4a__cf_free(c, rt, x))
-    return;
-  y = t4a__cf_buffer(c, rt, 1000 * KIB);
-  if (y.bits)
-    t4a__cf_round_trip(c, rt, y, 0, 1000 * KIB);
-  CF_TRUE(o.calls == 1, "the callback was called for an allocation the cache made room for");
-}
-
 #define DEV T4A__CF_DEVICE
 #define RT "runtime_create runtime_destroy "
 #define MEM RT "buffer_alloc buffer_free buffer_size copy_h2d copy_d2h "
@@ -499,11 +412,6 @@ const t4a__cf_check t4a__cf_runtime_checks[] = {
      "cache_trim: returns cached free blocks until at most keep_bytes remain cached; touches "
      "only this runtime",
      MEM "cache_trim cache_stats", DEV, cache},
-    {"memory.budget",
-     "pool_limit_bytes (v1.2): an allocation that would pass it is T4A_ENOMEM after the "
-     "runtime's cache was trimmed and its out-of-memory callback called once, on the "
-     "allocating thread, with no lock held",
-     MEM, DEV, budget},
     {"memory.host_alloc",
      "host_alloc: page-locked host memory of `bytes` (> 0); *ptr valid until host_free; "
      "host_free: the handle is stale at once",

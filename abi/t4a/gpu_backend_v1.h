@@ -98,6 +98,24 @@
  * device-to-host copy delays other calls on the same runtime, never calls on
  * other runtimes). witness_wait does not hold its runtime while it blocks.
  * last_error is per thread.
+ *
+ * ------------------------------------------------------------------------
+ * fork() (v1.2)
+ * ------------------------------------------------------------------------
+ * A backend belongs to the process that set it up: once init was called
+ * (or an artifact was made without init), a child made by fork() cannot use
+ * it. There every slot but last_error and get_info returns T4A_EFORKED (init
+ * and runtime_create too, and every slot given a runtime, buffer, witness,
+ * artifact or other object made before the fork), touching nothing: no
+ * driver call, no lock one of the parent's threads may have held, no GPU
+ * state of the parent's. The parent is unaffected. A child that needs the
+ * device execs (or is spawned: posix_spawn, Python's "spawn" start method)
+ * and sets up a backend of its own. A backend the parent only loaded (no
+ * init) works in the child as in any process. When the child exits, the
+ * plugin's teardown releases nothing of the parent's. The check costs each
+ * slot one load of a flag the fork sets (pthread_atfork). A backend of ABI
+ * 1.1 or older does not know T4A_EFORKED: what it does in a forked child is
+ * undefined (the CUDA driver's state does not survive fork()).
  */
 #ifndef T4A_GPU_BACKEND_V1_H
 #define T4A_GPU_BACKEND_V1_H
@@ -145,7 +163,8 @@ extern "C" {
   X(ERANGE, -20, "offset or length out of bounds")                                                 \
   X(EFOREIGNDEVICE, -21, "buffer belongs to another device")                                       \
   X(ENOTINIT, -22, "backend not initialised")                                                      \
-  X(EINTERNAL, -23, "internal error")
+  X(EINTERNAL, -23, "internal error")                                                              \
+  X(EFORKED, -24, "backend used in a child after fork()")
 
 enum t4a_status {
 #define T4A__STATUS_ENUM(name, value, msg) T4A_##name = value,

@@ -49,6 +49,7 @@ STATUSES = (
     ('T4A_EFOREIGNDEVICE', -21, 'buffer belongs to another device'),
     ('T4A_ENOTINIT', -22, 'backend not initialised'),
     ('T4A_EINTERNAL', -23, 'internal error'),
+    ('T4A_EFORKED', -24, 'backend used in a child after fork()'),
 )
 T4A_OK = 0
 T4A_EINVAL = -1
@@ -74,6 +75,7 @@ T4A_ERANGE = -20
 T4A_EFOREIGNDEVICE = -21
 T4A_ENOTINIT = -22
 T4A_EINTERNAL = -23
+T4A_EFORKED = -24
 _export('STATUSES', *[s[0] for s in STATUSES])
 
 

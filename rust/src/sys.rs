@@ -114,6 +114,24 @@
 //! device-to-host copy delays other calls on the same runtime, never calls on
 //! other runtimes). witness_wait does not hold its runtime while it blocks.
 //! last_error is per thread.
+//!
+//! ------------------------------------------------------------------------
+//! fork() (v1.2)
+//! ------------------------------------------------------------------------
+//! A backend belongs to the process that set it up: once init was called
+//! (or an artifact was made without init), a child made by fork() cannot use
+//! it. There every slot but last_error and get_info returns T4A_EFORKED (init
+//! and runtime_create too, and every slot given a runtime, buffer, witness,
+//! artifact or other object made before the fork), touching nothing: no
+//! driver call, no lock one of the parent's threads may have held, no GPU
+//! state of the parent's. The parent is unaffected. A child that needs the
+//! device execs (or is spawned: posix_spawn, Python's "spawn" start method)
+//! and sets up a backend of its own. A backend the parent only loaded (no
+//! init) works in the child as in any process. When the child exits, the
+//! plugin's teardown releases nothing of the parent's. The check costs each
+//! slot one load of a flag the fork sets (pthread_atfork). A backend of ABI
+//! 1.1 or older does not know T4A_EFORKED: what it does in a forked child is
+//! undefined (the CUDA driver's state does not survive fork()).
 //! ```
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(clippy::all)]
@@ -171,6 +189,8 @@ pub const T4A_EFOREIGNDEVICE: c_int = -21;
 pub const T4A_ENOTINIT: c_int = -22;
 /// internal error
 pub const T4A_EINTERNAL: c_int = -23;
+/// backend used in a child after fork()
+pub const T4A_EFORKED: c_int = -24;
 
 /// Every status of `T4A_STATUS_MAP`: (name, value, message), in header order.
 pub const STATUSES: &[(&str, c_int, &str)] = &[
@@ -198,6 +218,7 @@ pub const STATUSES: &[(&str, c_int, &str)] = &[
     ("T4A_EFOREIGNDEVICE", -21, "buffer belongs to another device"),
     ("T4A_ENOTINIT", -22, "backend not initialised"),
     ("T4A_EINTERNAL", -23, "internal error"),
+    ("T4A_EFORKED", -24, "backend used in a child after fork()"),
 ];
 
 /// Status codes: X(NAME, value, message). 0 is success; every error is < 0.
@@ -254,6 +275,8 @@ pub enum Status {
     ENOTINIT,
     /// `T4A_EINTERNAL` (-23): internal error
     EINTERNAL,
+    /// `T4A_EFORKED` (-24): backend used in a child after fork()
+    EFORKED,
     /// A status this header does not list.
     Unknown(c_int),
 }
@@ -286,6 +309,7 @@ impl Status {
             -21 => Status::EFOREIGNDEVICE,
             -22 => Status::ENOTINIT,
             -23 => Status::EINTERNAL,
+            -24 => Status::EFORKED,
             other => Status::Unknown(other),
         }
     }
@@ -317,6 +341,7 @@ impl Status {
             Status::EFOREIGNDEVICE => -21,
             Status::ENOTINIT => -22,
             Status::EINTERNAL => -23,
+            Status::EFORKED => -24,
             Status::Unknown(code) => code,
         }
     }
@@ -348,6 +373,7 @@ impl Status {
             Status::EFOREIGNDEVICE => "T4A_EFOREIGNDEVICE",
             Status::ENOTINIT => "T4A_ENOTINIT",
             Status::EINTERNAL => "T4A_EINTERNAL",
+            Status::EFORKED => "T4A_EFORKED",
             Status::Unknown(_) => "T4A_UNKNOWN",
         }
     }
@@ -379,6 +405,7 @@ impl Status {
             Status::EFOREIGNDEVICE => "buffer belongs to another device",
             Status::ENOTINIT => "backend not initialised",
             Status::EINTERNAL => "internal error",
+            Status::EFORKED => "backend used in a child after fork()",
             Status::Unknown(_) => "unknown status",
         }
     }

@@ -205,6 +205,7 @@ _Static_assert(T4A_OK == 0 && T4A_EINVAL == -1 && T4A_EHANDLE == -2 && T4A_ENOME
                "status values");
 _Static_assert(T4A_ENOBACKEND == -18 && T4A_EDRIVER == -19 && T4A_EINTERNAL == -23,
                "status values");
+_Static_assert(T4A_EFORKED == -24, "status values: 1.2 appends EFORKED");
 
 START_TEST(status_list_is_complete_and_distinct) {
   static const int all[] = {
@@ -213,7 +214,7 @@ START_TEST(status_list_is_complete_and_distinct) {
 #undef ALL
   };
   size_t n = sizeof all / sizeof all[0];
-  ck_assert_uint_eq(n, 24);
+  ck_assert_uint_eq(n, 25);
   for (size_t i = 0; i < n; i++) {
     ck_assert_int_eq(all[i], -(int)i); /* dense: 0, -1, -2, ... */
     ck_assert_str_ne(t4a_status_name(all[i]), "T4A_UNKNOWN");
