@@ -79,7 +79,8 @@ int t4a_gpu_backend_v1_entry(uint16_t caller_major, uint16_t caller_minor,
  * runtimes are left as they are: their driver objects cannot be released
  * safely from a destructor (destroy runtimes before closing). */
 __attribute__((destructor)) static void t4a__plugin_unload(void) {
-  if (t4a__fork_child()) /* the parent's state: its threads, driver objects and locks are not ours */
+  if (t4a__fork_child()) /* the parent's state: its threads, driver objects and locks are not ours
+                          */
     return;
   t4a__copypool_shutdown();
   t4a__runtimes_unload();
