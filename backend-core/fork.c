@@ -29,9 +29,10 @@ void t4a__fork_used(void) {
 }
 
 int t4a__fork_fail(const char *what) {
-  return t4a__fail(T4A_EFORKED,
-                   "%s%sthis backend was set up before fork(), in the parent process, and a "
-                   "forked child cannot use it (GPU state does not survive fork): create runtimes in the "
-                   "child after exec, or use spawn (posix_spawn, Python's 'spawn' start method)",
-                   what ? what : "", what ? ": " : "");
+  return t4a__fail(
+      T4A_EFORKED,
+      "%s%sthis backend was set up before fork(), in the parent process, and a "
+      "forked child cannot use it (GPU state does not survive fork): create runtimes in the "
+      "child after exec, or use spawn (posix_spawn, Python's 'spawn' start method)",
+      what ? what : "", what ? ": " : "");
 }
