@@ -41,8 +41,10 @@ bool t4a__budget_can_ask(const t4a__budget *b);
 /* Calls the callback of runtime `h` (locked: s) once with `info`, s's lock
  * let go meanwhile (the calls due on it run first: the caller holds
  * nothing else), then locks the runtime again. T4A_OK with *retry set to
- * whether the callback asked for one more try, s locked; T4A_EHANDLE when
- * the runtime was destroyed meanwhile (not locked then). */
+ * whether the callback asked for one more try; T4A_EHANDLE when the runtime
+ * was destroyed meanwhile. s is locked on return either way (after
+ * T4A_EHANDLE only so that the caller's one way out unlocks it: its state
+ * is no longer the caller's runtime, touch nothing of it). */
 int t4a__budget_ask(t4a__rtslot *s, t4a_runtime h, const t4a__budget *b,
                     const t4a_out_of_memory_info *info, bool *retry);
 

@@ -9,22 +9,27 @@
 
 atomic_bool t4a__forked;
 static atomic_bool used;
+static void (*hook)(void); /* set before `used` */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* In the child, right after fork(): one store, async-signal-safe. A
  * backend unloaded since has its handler removed with it (glibc ties
  * handlers to the object that registered them). */
 static void child(void) {
-  if (atomic_load_explicit(&used, memory_order_relaxed))
-    atomic_store_explicit(&t4a__forked, true, memory_order_relaxed);
+  if (!atomic_load_explicit(&used, memory_order_acquire))
+    return;
+  atomic_store_explicit(&t4a__forked, true, memory_order_relaxed);
+  if (hook)
+    hook();
 }
 
 static void watch(void) { pthread_atfork(NULL, NULL, child); }
 
-void t4a__fork_used(void) {
+void t4a__fork_used(void (*on_child)(void)) {
   if (atomic_load_explicit(&used, memory_order_acquire))
     return;
   pthread_once(&once, watch); /* before `used`: a fork in between marks nothing yet */
+  hook = on_child;
   atomic_store_explicit(&used, true, memory_order_release);
 }
 

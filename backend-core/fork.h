@@ -6,20 +6,26 @@
  *
  * A backend is the parent's once it was used (t4a__fork_used: init, or an
  * object made without init): a pthread_atfork child handler, registered
- * then, marks the child. A backend the parent only loaded stays usable in
- * the child (it has nothing to inherit). The check is one relaxed load of a
- * flag, before any lock. */
+ * then, marks the child and calls the backend's hook, which makes its init
+ * gate fail (its "initialised" state no longer reads so). Every runtime
+ * slot passes that gate first, so the check costs the hot path nothing; the
+ * gate's slow path tells T4A_EFORKED from T4A_ENOTINIT. The slots that need
+ * no init test the flag themselves (T4A__FORK_CHECK), before any lock. A
+ * backend the parent only loaded stays usable in the child (it has nothing
+ * to inherit). */
 #ifndef T4A_CORE_FORK_H
 #define T4A_CORE_FORK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 
-extern atomic_bool t4a__forked;
+extern atomic_bool t4a__forked __attribute__((visibility("hidden")));
 
 /* The backend holds state of this process from now on: a fork() makes the
- * child's copy unusable. Idempotent, thread-safe, cheap after the first. */
-void t4a__fork_used(void);
+ * child's copy unusable. on_child (the same every call; may be NULL) runs in
+ * the child right after fork(): it must be async-signal-safe (a store).
+ * Idempotent, thread-safe, cheap after the first. */
+void t4a__fork_used(void (*on_child)(void));
 
 /* Whether this process is a child forked after the backend was used. */
 static inline bool t4a__fork_child(void) {

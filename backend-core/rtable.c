@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "common/error.h"
-#include "backend-core/fork.h"
 #include "backend-core/rtable.h"
 
 static t4a__rtslot *_Atomic slots[T4A__MAX_RUNTIMES];
@@ -54,7 +53,6 @@ t4a__rtslot *t4a__rtable_take(size_t size) {
 }
 
 int t4a__rtable_lock(t4a_runtime h, const char *what, t4a__rtslot **out) {
-  T4A__FORK_CHECK(what); /* before the lock: a thread of the parent may have held it */
   if (t4a__h_tag(h.bits) != T4A__TAG_RUNTIME)
     return t4a__handle_reject(&t4a__runtime_kind, h.bits, 0, what, true);
   t4a__rtslot *rt = t4a__rtable_slot(t4a__h_rt(h.bits));

@@ -135,6 +135,10 @@ int t4a__slot_dlpack_export(t4a_runtime rt, t4a_buffer buf, const t4a_dlpack_exp
 int t4a__slot_dlpack_import(t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
                             uint64_t *offset);
 
+/* meminfo.c (plugin-host: runtime.c) (v1.2) */
+int t4a__slot_alloc_log_read(t4a_runtime rt, uint64_t from, t4a_alloc_event *events,
+                             uint32_t capacity, uint32_t *count, uint64_t *next);
+
 /* raw.c */
 int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);
 int t4a__slot_raw_begin(t4a_runtime rt, t4a_raw_section *section);
@@ -183,6 +187,7 @@ int t4a__slot_raw_end(t4a_runtime rt, const t4a_raw_section *section);
   .graph_set_kernel_args = t4a__slot_graph_set_kernel_args, .graph_info = t4a__slot_graph_info,    \
   .graph_release = t4a__slot_graph_release,                                                        \
   .buffer_wrap_external = t4a__slot_buffer_wrap_external,                                          \
-  .dlpack_export = t4a__slot_dlpack_export, .dlpack_import = t4a__slot_dlpack_import
+  .dlpack_export = t4a__slot_dlpack_export, .dlpack_import = t4a__slot_dlpack_import,              \
+  .alloc_log_read = t4a__slot_alloc_log_read
 
 #endif

@@ -171,7 +171,7 @@ static void mclear(void) {
 int t4a__artifact_add(t4a_artifact_kind kind, char *data, uint64_t size, char *log,
                       uint64_t log_size, int nvrtc_version, const char *name, const uint8_t *key,
                       t4a_artifact *out) {
-  t4a__fork_used(); /* an artifact is this process's, with or without init */
+  t4a__fork_used(t4a__backend_forked); /* an artifact is this process's, init or not */
   pthread_mutex_lock(&alock);
   int rc = anew(kind, data, size, log, log_size, nvrtc_version, name, out);
   if (rc == T4A_OK && key)

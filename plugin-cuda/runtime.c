@@ -8,13 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend-core/fork.h"
 #include "common/log.h"
 #include "plugin-cuda/runtime.h"
 
 static int lock_handle(t4a_runtime h, const char *what, t4a__runtime **out, bool any) {
-  T4A__FORK_CHECK(what);
-  int rc = t4a__require_init(); /* the header: every runtime slot is T4A_ENOTINIT before init */
+  int rc = t4a__require_init(); /* in a forked child: T4A_EFORKED, before any lock */ /* the header: every runtime slot is T4A_ENOTINIT before init */
   if (rc)
     return rc;
   t4a__rtslot *s;

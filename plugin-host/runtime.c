@@ -1,6 +1,6 @@
 /* plugin-host/runtime.c -- what every slot that enqueues goes through
  * (enqueue, the capture refusal, draining) and the runtime's facts:
- * runtime_counters, runtime_info, runtime_memory_info. */
+ * runtime_counters, runtime_info, runtime_memory_info, alloc_log_read (v1.2). */
 #include "config.h"
 
 #include <stdio.h>
@@ -102,4 +102,16 @@ int t4a__slot_runtime_memory_info(t4a_runtime h, t4a_memory_info *out) {
   m.device_free = host_free_memory();
   t4a__fill_struct(out, &m, sizeof m);
   return T4A_OK;
+}
+
+int t4a__slot_alloc_log_read(t4a_runtime h, uint64_t from, t4a_alloc_event *events,
+                             uint32_t capacity, uint32_t *count, uint64_t *next) {
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "alloc_log_read", &rt)))
+    return rc;
+  if ((rc = t4a__alog_check(rt->mem.log, events, capacity, count, next)) == T4A_OK)
+    t4a__alog_read(rt->mem.log, from, events, capacity, count, next);
+  t4a__hrt_unlock(rt);
+  return rc;
 }

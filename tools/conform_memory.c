@@ -1,6 +1,6 @@
 /* tools/conform_memory.c -- conformance checks of what ABI 1.2 added for
  * memory and processes: the memory budget and its out-of-memory callback,
- * and fork() detection. A backend of an older minor skips them (saying so). */
+ * the allocation log, and fork() detection. A backend of an older minor skips them (saying so). */
 #include "config.h"
 
 #include <pthread.h>
@@ -108,6 +108,42 @@ static void budget(t4a__cf *c) {
   CF_TRUE(o.calls == 1, "the callback was called for an allocation the cache made room for");
 }
 
+/* ---- the allocation log --------------------------------------------------------- */
+
+static void alloc_log(t4a__cf *c) {
+  const t4a_gpu_backend_v1 *t = c->t;
+  if (!v1_2(c, "the allocation log"))
+    return;
+  t4a_runtime_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.flags = T4A_RUNTIME_ALLOC_LOG;
+  o.alloc_log_events = 16;
+  t4a_runtime rt = t4a__cf_runtime(c, c->device, &o), plain = t4a__cf_runtime(c, c->device, NULL);
+  t4a_buffer a = rt.bits ? t4a__cf_buffer(c, rt, 1000) : (t4a_buffer){0};
+  if (!a.bits || !plain.bits || !t4a__cf_free(c, rt, a))
+    return;
+  t4a_buffer b = t4a__cf_buffer(c, rt, 1000); /* the same class: from the cache */
+  if (!b.bits)
+    return;
+  t4a_alloc_event ev[8];
+  uint32_t n = 0;
+  uint64_t next = 0;
+  if (!CF_OK(t->alloc_log_read(rt, 0, ev, 8, &n, &next)))
+    return;
+  CF_TRUE(n == 3 && next == 3, "%u events read (next %llu) after alloc, free, alloc; want 3", n,
+          (unsigned long long)next);
+  if (n == 3)
+    CF_TRUE(ev[0].seq == 0 && ev[0].kind == T4A_ALLOC_EVENT_ALLOC && ev[0].buffer == a.bits &&
+                ev[0].bytes == 1000 && ev[1].kind == T4A_ALLOC_EVENT_FREE &&
+                ev[1].buffer == a.bits && ev[2].kind == T4A_ALLOC_EVENT_REUSE &&
+                ev[2].buffer == b.bits && ev[2].seq == 2 && ev[2].time_ns >= ev[0].time_ns,
+            "the events are not ALLOC, FREE, REUSE of the two buffers, numbered 0..2 in time "
+            "order (kinds %u %u %u)",
+            ev[0].kind, ev[1].kind, ev[2].kind);
+  CF_EXPECT(t->alloc_log_read(plain, 0, ev, 8, &n, &next), T4A_EUNSUPPORTED);
+}
+
 /* ---- fork() ------------------------------------------------------------------- */
 
 /* In the child: slots on the parent's runtime, witness and backend. */
@@ -180,6 +216,10 @@ const t4a__cf_check t4a__cf_memory_checks[] = {
      "runtime's cache was trimmed and its out-of-memory callback called once, on the "
      "allocating thread, with no lock held",
      "runtime_create runtime_destroy buffer_alloc buffer_free copy_h2d copy_d2h", DEV, budget},
+    {"memory.alloc_log",
+     "alloc_log_read (v1.2): the events of a T4A_RUNTIME_ALLOC_LOG runtime's allocations and "
+     "frees, numbered from 0, oldest first; a runtime without the flag: T4A_EUNSUPPORTED",
+     "runtime_create runtime_destroy buffer_alloc buffer_free alloc_log_read", DEV, alloc_log},
     {"backend.fork",
      "fork() (v1.2): in a child every slot but last_error and get_info on a backend the parent "
      "set up returns T4A_EFORKED, touching nothing; the parent is unaffected",

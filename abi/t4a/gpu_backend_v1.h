@@ -380,10 +380,41 @@ typedef struct t4a_runtime_options {
    * none, buffer_alloc returns T4A_ENOMEM after trimming the cache. */
   int (*out_of_memory)(const t4a_out_of_memory_info *info, void *user);
   void *out_of_memory_user; /* passed to out_of_memory */
+  /* Events the allocation log keeps (with T4A_RUNTIME_ALLOC_LOG): the
+   * newest this many, rounded up to a power of two; 0 = default (4096),
+   * at most 1048576 (else T4A_EINVAL). Without the flag: must be 0. */
+  uint32_t alloc_log_events;
+  uint32_t reserved_v1_2; /* must be 0 */
 } t4a_runtime_options;
 
 /* Bits of t4a_runtime_options.flags (v1.1). */
 #define T4A_RUNTIME_TIMING 0x1u /* completion events record time: witness_elapsed */
+/* v1.2: the runtime keeps an allocation log (alloc_log_read). Without it
+ * the runtime records nothing and pays nothing for it. */
+#define T4A_RUNTIME_ALLOC_LOG 0x2u
+
+/* Kinds of allocation-log events (t4a_alloc_event.kind, v1.2). */
+#define T4A_ALLOC_EVENT_ALLOC 1u         /* buffer_alloc given a new block from the pool */
+#define T4A_ALLOC_EVENT_REUSE 2u         /* buffer_alloc served from the runtime's cache */
+#define T4A_ALLOC_EVENT_FREE 3u          /* buffer_free (detail 1: the block went to the cache) */
+#define T4A_ALLOC_EVENT_TRIM 4u          /* cached blocks given back (bytes: how many) */
+#define T4A_ALLOC_EVENT_OUT_OF_MEMORY 5u /* an allocation did not fit (detail: the reason) */
+#define T4A_ALLOC_EVENT_IPC_EXPORT 6u    /* buffer_export_ipc */
+#define T4A_ALLOC_EVENT_IPC_IMPORT 7u    /* buffer_import_ipc */
+
+/* One allocation-log event (v1.2). Fixed: 64 bytes, never grows (a later
+ * minor adds kinds, not fields). */
+typedef struct t4a_alloc_event {
+  uint64_t seq;        /* the runtime's event number: 0, 1, 2, ... (a gap: events dropped) */
+  uint64_t time_ns;    /* when, on the monotonic clock (CLOCK_MONOTONIC), in ns */
+  uint64_t stream_seq; /* where in the runtime's stream order (see alloc_log_read) */
+  uint64_t buffer;     /* the buffer handle's bits; 0 for TRIM and OUT_OF_MEMORY */
+  uint64_t address;    /* the block's device address (host: host address); 0 when none */
+  uint64_t bytes;      /* the buffer's size; TRIM: bytes given back; OUT_OF_MEMORY: wanted */
+  uint64_t held_bytes; /* what the runtime holds after the event (t4a_memory_info.held_bytes) */
+  uint32_t kind;       /* T4A_ALLOC_EVENT_* */
+  uint32_t detail;     /* FREE: 1 cached, 0 not; OUT_OF_MEMORY: T4A_OUT_OF_MEMORY_*; else 0 */
+} t4a_alloc_event;
 
 /* Per-runtime counters, monotonic unless marked "current". */
 typedef struct t4a_runtime_counters {
@@ -1339,6 +1370,29 @@ struct t4a_gpu_backend_v1 {
    * rt); on failure the caller still owns it (call its deleter). */
   int (*dlpack_import)(t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
                        uint64_t *offset);
+
+  /* -- memory (v1.2) ------------------------------------------------------
+   * alloc_log_read: copies the events of rt's allocation log numbered
+   * `from` and later, oldest first, at most `capacity` of them, into
+   * events; *count = how many; *next = the number to pass next time: one
+   * past the last copied, or `from` when none was (capacity 0, events may
+   * then be NULL: the number the next event will get, whatever `from`).
+   * The log keeps the newest alloc_log_events events: older ones are gone,
+   * so the first copied may be numbered above `from` (the gap is what was
+   * dropped). Reading removes nothing (several readers may read).
+   * stream_seq places an event in rt's stream order: work enqueued after
+   * the event is covered by a witness of a later seal (CUDA: the seal
+   * epoch the work belongs to, numbered like seals; host: the queue
+   * position). The log is the runtime's and goes with it. What is
+   * recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's
+   * own buffers (not wrapped or imported memory, except IPC imports), each
+   * trim that gave cached blocks back (cache_trim, a budget's or a full
+   * device's trim, the cache's own bound), each allocation that did not
+   * fit (before its out-of-memory callback), each IPC export and import.
+   * A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED
+   * saying so; every backend of 1.2 fills this slot. */
+  int (*alloc_log_read)(t4a_runtime rt, uint64_t from, t4a_alloc_event *events, uint32_t capacity,
+                        uint32_t *count, uint64_t *next);
 };
 
 /* True when `table` is non-null and its struct_size covers `slot`. */
@@ -1392,10 +1446,11 @@ typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t calle
 #define T4A_EXTERNAL_MEMORY_V1_1_SIZE T4A_SIZE_THROUGH(t4a_external_memory, user)
 #define T4A_DLPACK_EXPORT_V1_1_SIZE T4A_SIZE_THROUGH(t4a_dlpack_export, user)
 
-/* Sizes of what ABI 1.2 added: the first published size of each struct 1.2
- * introduced, and the 1.2 size of each struct it grew (runtime options,
- * counters, memory info). Frozen likewise. */
-#define T4A_RUNTIME_OPTIONS_V1_2_SIZE T4A_SIZE_THROUGH(t4a_runtime_options, out_of_memory_user)
+/* Sizes of what ABI 1.2 added: the table as of 1.2, the first published
+ * size of each struct 1.2 introduced, and the 1.2 size of each struct it
+ * grew (runtime options, counters, memory info). Frozen likewise. */
+#define T4A_GPU_BACKEND_V1_2_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, alloc_log_read)
+#define T4A_RUNTIME_OPTIONS_V1_2_SIZE T4A_SIZE_THROUGH(t4a_runtime_options, reserved_v1_2)
 #define T4A_RUNTIME_COUNTERS_V1_2_SIZE                                                             \
   T4A_SIZE_THROUGH(t4a_runtime_counters, out_of_memory_failures)
 #define T4A_MEMORY_INFO_V1_2_SIZE T4A_SIZE_THROUGH(t4a_memory_info, limit_bytes)

@@ -424,6 +424,12 @@ class t4a_runtime_options(Structure):
         ('out_of_memory', CFUNCTYPE(c_int, POINTER(t4a_out_of_memory_info), c_void_p)),
         # passed to out_of_memory
         ('out_of_memory_user', c_void_p),
+        # Events the allocation log keeps (with T4A_RUNTIME_ALLOC_LOG): the
+        # newest this many, rounded up to a power of two; 0 = default (4096),
+        # at most 1048576 (else T4A_EINVAL). Without the flag: must be 0.
+        ('alloc_log_events', c_uint32),
+        # must be 0
+        ('reserved_v1_2', c_uint32),
     ]
 
 
@@ -435,6 +441,71 @@ _export('t4a_runtime_options')
 # completion events record time: witness_elapsed
 T4A_RUNTIME_TIMING = 1
 _export('T4A_RUNTIME_TIMING')
+
+# v1.2: the runtime keeps an allocation log (alloc_log_read). Without it
+# the runtime records nothing and pays nothing for it.
+T4A_RUNTIME_ALLOC_LOG = 2
+_export('T4A_RUNTIME_ALLOC_LOG')
+
+# Kinds of allocation-log events (t4a_alloc_event.kind, v1.2).
+#
+# buffer_alloc given a new block from the pool
+T4A_ALLOC_EVENT_ALLOC = 1
+_export('T4A_ALLOC_EVENT_ALLOC')
+
+# buffer_alloc served from the runtime's cache
+T4A_ALLOC_EVENT_REUSE = 2
+_export('T4A_ALLOC_EVENT_REUSE')
+
+# buffer_free (detail 1: the block went to the cache)
+T4A_ALLOC_EVENT_FREE = 3
+_export('T4A_ALLOC_EVENT_FREE')
+
+# cached blocks given back (bytes: how many)
+T4A_ALLOC_EVENT_TRIM = 4
+_export('T4A_ALLOC_EVENT_TRIM')
+
+# an allocation did not fit (detail: the reason)
+T4A_ALLOC_EVENT_OUT_OF_MEMORY = 5
+_export('T4A_ALLOC_EVENT_OUT_OF_MEMORY')
+
+# buffer_export_ipc
+T4A_ALLOC_EVENT_IPC_EXPORT = 6
+_export('T4A_ALLOC_EVENT_IPC_EXPORT')
+
+# buffer_import_ipc
+T4A_ALLOC_EVENT_IPC_IMPORT = 7
+_export('T4A_ALLOC_EVENT_IPC_IMPORT')
+
+
+class t4a_alloc_event(Structure):
+    """One allocation-log event (v1.2). Fixed: 64 bytes, never grows (a later
+    minor adds kinds, not fields).
+    """
+    _fields_ = [
+        # the runtime's event number: 0, 1, 2, ... (a gap: events dropped)
+        ('seq', c_uint64),
+        # when, on the monotonic clock (CLOCK_MONOTONIC), in ns
+        ('time_ns', c_uint64),
+        # where in the runtime's stream order (see alloc_log_read)
+        ('stream_seq', c_uint64),
+        # the buffer handle's bits; 0 for TRIM and OUT_OF_MEMORY
+        ('buffer', c_uint64),
+        # the block's device address (host: host address); 0 when none
+        ('address', c_uint64),
+        # the buffer's size; TRIM: bytes given back; OUT_OF_MEMORY: wanted
+        ('bytes', c_uint64),
+        # what the runtime holds after the event (t4a_memory_info.held_bytes)
+        ('held_bytes', c_uint64),
+        # T4A_ALLOC_EVENT_*
+        ('kind', c_uint32),
+        # FREE: 1 cached, 0 not; OUT_OF_MEMORY: T4A_OUT_OF_MEMORY_*; else 0
+        ('detail', c_uint32),
+    ]
+
+
+STRUCTS.append(t4a_alloc_event)
+_export('t4a_alloc_event')
 
 
 class t4a_runtime_counters(Structure):
@@ -1889,6 +1960,35 @@ class t4a_gpu_backend_v1(Structure):
             POINTER(t4a_buffer),
             POINTER(c_uint64),
         )),
+        # -- memory (v1.2)
+        # alloc_log_read: copies the events of rt's allocation log numbered
+        # `from` and later, oldest first, at most `capacity` of them, into
+        # events; *count = how many; *next = the number to pass next time: one
+        # past the last copied, or `from` when none was (capacity 0, events may
+        # then be NULL: the number the next event will get, whatever `from`).
+        # The log keeps the newest alloc_log_events events: older ones are gone,
+        # so the first copied may be numbered above `from` (the gap is what was
+        # dropped). Reading removes nothing (several readers may read).
+        # stream_seq places an event in rt's stream order: work enqueued after
+        # the event is covered by a witness of a later seal (CUDA: the seal
+        # epoch the work belongs to, numbered like seals; host: the queue
+        # position). The log is the runtime's and goes with it. What is
+        # recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's
+        # own buffers (not wrapped or imported memory, except IPC imports), each
+        # trim that gave cached blocks back (cache_trim, a budget's or a full
+        # device's trim, the cache's own bound), each allocation that did not
+        # fit (before its out-of-memory callback), each IPC export and import.
+        # A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED
+        # saying so; every backend of 1.2 fills this slot.
+        ('alloc_log_read', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            c_uint64,
+            POINTER(t4a_alloc_event),
+            c_uint32,
+            POINTER(c_uint32),
+            POINTER(c_uint64),
+        )),
     ]
 
 
@@ -1965,7 +2065,8 @@ FROZEN_SIZES = {
     't4a_graph_info': ('T4A_GRAPH_INFO_V1_1_SIZE', 'replays'),
     't4a_external_memory': ('T4A_EXTERNAL_MEMORY_V1_1_SIZE', 'user'),
     't4a_dlpack_export': ('T4A_DLPACK_EXPORT_V1_1_SIZE', 'user'),
-    't4a_runtime_options': ('T4A_RUNTIME_OPTIONS_V1_2_SIZE', 'out_of_memory_user'),
+    't4a_gpu_backend_v1': ('T4A_GPU_BACKEND_V1_2_SIZE', 'alloc_log_read'),
+    't4a_runtime_options': ('T4A_RUNTIME_OPTIONS_V1_2_SIZE', 'reserved_v1_2'),
     't4a_runtime_counters': ('T4A_RUNTIME_COUNTERS_V1_2_SIZE', 'out_of_memory_failures'),
     't4a_memory_info': ('T4A_MEMORY_INFO_V1_2_SIZE', 'limit_bytes'),
     't4a_out_of_memory_info': ('T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE', 'limit_bytes'),
@@ -2001,10 +2102,11 @@ T4A_RUNTIME_INFO_V1_1_SIZE = size_through(t4a_runtime_info, 'capturing')
 T4A_GRAPH_INFO_V1_1_SIZE = size_through(t4a_graph_info, 'replays')
 T4A_EXTERNAL_MEMORY_V1_1_SIZE = size_through(t4a_external_memory, 'user')
 T4A_DLPACK_EXPORT_V1_1_SIZE = size_through(t4a_dlpack_export, 'user')
-# Sizes of what ABI 1.2 added: the first published size of each struct 1.2
-# introduced, and the 1.2 size of each struct it grew (runtime options,
-# counters, memory info). Frozen likewise.
-T4A_RUNTIME_OPTIONS_V1_2_SIZE = size_through(t4a_runtime_options, 'out_of_memory_user')
+# Sizes of what ABI 1.2 added: the table as of 1.2, the first published
+# size of each struct 1.2 introduced, and the 1.2 size of each struct it
+# grew (runtime options, counters, memory info). Frozen likewise.
+T4A_GPU_BACKEND_V1_2_SIZE = size_through(t4a_gpu_backend_v1, 'alloc_log_read')
+T4A_RUNTIME_OPTIONS_V1_2_SIZE = size_through(t4a_runtime_options, 'reserved_v1_2')
 T4A_RUNTIME_COUNTERS_V1_2_SIZE = size_through(t4a_runtime_counters, 'out_of_memory_failures')
 T4A_MEMORY_INFO_V1_2_SIZE = size_through(t4a_memory_info, 'limit_bytes')
 T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE = size_through(t4a_out_of_memory_info, 'limit_bytes')
@@ -2624,5 +2726,25 @@ SLOT_DOCS = {
         "(once, after the buffer's last use completed, at a later natural point,\n"
         'with nothing of the backend held: it may call any slot, and destroy\n'
         'rt); on failure the caller still owns it (call its deleter).'),
+    'alloc_log_read': (
+        "alloc_log_read: copies the events of rt's allocation log numbered\n"
+        '`from` and later, oldest first, at most `capacity` of them, into\n'
+        'events; *count = how many; *next = the number to pass next time: one\n'
+        'past the last copied, or `from` when none was (capacity 0, events may\n'
+        'then be NULL: the number the next event will get, whatever `from`).\n'
+        'The log keeps the newest alloc_log_events events: older ones are gone,\n'
+        'so the first copied may be numbered above `from` (the gap is what was\n'
+        'dropped). Reading removes nothing (several readers may read).\n'
+        "stream_seq places an event in rt's stream order: work enqueued after\n"
+        'the event is covered by a witness of a later seal (CUDA: the seal\n'
+        'epoch the work belongs to, numbered like seals; host: the queue\n'
+        "position). The log is the runtime's and goes with it. What is\n"
+        "recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's\n"
+        'own buffers (not wrapped or imported memory, except IPC imports), each\n'
+        "trim that gave cached blocks back (cache_trim, a budget's or a full\n"
+        "device's trim, the cache's own bound), each allocation that did not\n"
+        'fit (before its out-of-memory callback), each IPC export and import.\n'
+        'A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED\n'
+        'saying so; every backend of 1.2 fills this slot.'),
 }
 _export('SLOT_DOCS')

@@ -777,6 +777,12 @@ pub struct t4a_runtime_options {
     pub out_of_memory: Option<unsafe extern "C" fn(info: *const t4a_out_of_memory_info, user: *mut c_void) -> c_int>,
     /// passed to out_of_memory
     pub out_of_memory_user: *mut c_void,
+    /// Events the allocation log keeps (with T4A_RUNTIME_ALLOC_LOG): the
+    /// newest this many, rounded up to a power of two; 0 = default (4096),
+    /// at most 1048576 (else T4A_EINVAL). Without the flag: must be 0.
+    pub alloc_log_events: u32,
+    /// must be 0
+    pub reserved_v1_2: u32,
 }
 
 impl Default for t4a_runtime_options {
@@ -805,6 +811,69 @@ impl t4a_runtime_options {
 ///
 /// completion events record time: witness_elapsed
 pub const T4A_RUNTIME_TIMING: u32 = 1;
+
+/// v1.2: the runtime keeps an allocation log (alloc_log_read). Without it
+/// the runtime records nothing and pays nothing for it.
+pub const T4A_RUNTIME_ALLOC_LOG: u32 = 2;
+
+/// Kinds of allocation-log events (t4a_alloc_event.kind, v1.2).
+///
+/// buffer_alloc given a new block from the pool
+pub const T4A_ALLOC_EVENT_ALLOC: u32 = 1;
+
+/// buffer_alloc served from the runtime's cache
+pub const T4A_ALLOC_EVENT_REUSE: u32 = 2;
+
+/// buffer_free (detail 1: the block went to the cache)
+pub const T4A_ALLOC_EVENT_FREE: u32 = 3;
+
+/// cached blocks given back (bytes: how many)
+pub const T4A_ALLOC_EVENT_TRIM: u32 = 4;
+
+/// an allocation did not fit (detail: the reason)
+pub const T4A_ALLOC_EVENT_OUT_OF_MEMORY: u32 = 5;
+
+/// buffer_export_ipc
+pub const T4A_ALLOC_EVENT_IPC_EXPORT: u32 = 6;
+
+/// buffer_import_ipc
+pub const T4A_ALLOC_EVENT_IPC_IMPORT: u32 = 7;
+
+/// One allocation-log event (v1.2). Fixed: 64 bytes, never grows (a later
+/// minor adds kinds, not fields).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_alloc_event {
+    /// the runtime's event number: 0, 1, 2, ... (a gap: events dropped)
+    pub seq: u64,
+    /// when, on the monotonic clock (CLOCK_MONOTONIC), in ns
+    pub time_ns: u64,
+    /// where in the runtime's stream order (see alloc_log_read)
+    pub stream_seq: u64,
+    /// the buffer handle's bits; 0 for TRIM and OUT_OF_MEMORY
+    pub buffer: u64,
+    /// the block's device address (host: host address); 0 when none
+    pub address: u64,
+    /// the buffer's size; TRIM: bytes given back; OUT_OF_MEMORY: wanted
+    pub bytes: u64,
+    /// what the runtime holds after the event (t4a_memory_info.held_bytes)
+    pub held_bytes: u64,
+    /// T4A_ALLOC_EVENT_*
+    pub kind: u32,
+    /// FREE: 1 cached, 0 not; OUT_OF_MEMORY: T4A_OUT_OF_MEMORY_*; else 0
+    pub detail: u32,
+}
+
+impl Default for t4a_alloc_event {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
 
 /// Per-runtime counters, monotonic unless marked "current".
 #[repr(C)]
@@ -2330,6 +2399,27 @@ pub struct t4a_gpu_backend_v1 {
     /// with nothing of the backend held: it may call any slot, and destroy
     /// rt); on failure the caller still owns it (call its deleter).
     pub dlpack_import: Option<unsafe extern "C" fn(rt: t4a_runtime, tensor: *mut c_void, flags: u32, out: *mut t4a_buffer, offset: *mut u64) -> c_int>,
+    // -- memory (v1.2)
+    /// alloc_log_read: copies the events of rt's allocation log numbered
+    /// `from` and later, oldest first, at most `capacity` of them, into
+    /// events; *count = how many; *next = the number to pass next time: one
+    /// past the last copied, or `from` when none was (capacity 0, events may
+    /// then be NULL: the number the next event will get, whatever `from`).
+    /// The log keeps the newest alloc_log_events events: older ones are gone,
+    /// so the first copied may be numbered above `from` (the gap is what was
+    /// dropped). Reading removes nothing (several readers may read).
+    /// stream_seq places an event in rt's stream order: work enqueued after
+    /// the event is covered by a witness of a later seal (CUDA: the seal
+    /// epoch the work belongs to, numbered like seals; host: the queue
+    /// position). The log is the runtime's and goes with it. What is
+    /// recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's
+    /// own buffers (not wrapped or imported memory, except IPC imports), each
+    /// trim that gave cached blocks back (cache_trim, a budget's or a full
+    /// device's trim, the cache's own bound), each allocation that did not
+    /// fit (before its out-of-memory callback), each IPC export and import.
+    /// A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED
+    /// saying so; every backend of 1.2 fills this slot.
+    pub alloc_log_read: Option<unsafe extern "C" fn(rt: t4a_runtime, from: u64, events: *mut t4a_alloc_event, capacity: u32, count: *mut u32, next: *mut u64) -> c_int>,
 }
 
 impl Default for t4a_gpu_backend_v1 {
@@ -2435,6 +2525,7 @@ impl t4a_gpu_backend_v1 {
         ("runtime_wait_stream", 616),
         ("dlpack_export", 624),
         ("dlpack_import", 632),
+        ("alloc_log_read", 640),
     ];
 }
 
@@ -2552,12 +2643,16 @@ pub const T4A_EXTERNAL_MEMORY_V1_1_SIZE: usize = 48;
 /// `T4A_SIZE_THROUGH(t4a_dlpack_export, user)` (LP64).
 pub const T4A_DLPACK_EXPORT_V1_1_SIZE: usize = 56;
 
-/// Sizes of what ABI 1.2 added: the first published size of each struct 1.2
-/// introduced, and the 1.2 size of each struct it grew (runtime options,
-/// counters, memory info). Frozen likewise.
+/// Sizes of what ABI 1.2 added: the table as of 1.2, the first published
+/// size of each struct 1.2 introduced, and the 1.2 size of each struct it
+/// grew (runtime options, counters, memory info). Frozen likewise.
 ///
-/// `T4A_SIZE_THROUGH(t4a_runtime_options, out_of_memory_user)` (LP64).
-pub const T4A_RUNTIME_OPTIONS_V1_2_SIZE: usize = 72;
+/// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, alloc_log_read)` (LP64).
+pub const T4A_GPU_BACKEND_V1_2_SIZE: usize = 640;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_options, reserved_v1_2)` (LP64).
+pub const T4A_RUNTIME_OPTIONS_V1_2_SIZE: usize = 80;
 
 ///
 /// `T4A_SIZE_THROUGH(t4a_runtime_counters, out_of_memory_failures)` (LP64).
@@ -2660,7 +2755,8 @@ const _: () = {
     assert!(size_of::<t4a_device_info>() == 384 && align_of::<t4a_device_info>() == 8);
     assert!(size_of::<t4a_compiler_info>() == 528 && align_of::<t4a_compiler_info>() == 4);
     assert!(size_of::<t4a_out_of_memory_info>() == 48 && align_of::<t4a_out_of_memory_info>() == 8);
-    assert!(size_of::<t4a_runtime_options>() == 72 && align_of::<t4a_runtime_options>() == 8);
+    assert!(size_of::<t4a_runtime_options>() == 80 && align_of::<t4a_runtime_options>() == 8);
+    assert!(size_of::<t4a_alloc_event>() == 64 && align_of::<t4a_alloc_event>() == 8);
     assert!(size_of::<t4a_runtime_counters>() == 272 && align_of::<t4a_runtime_counters>() == 8);
     assert!(size_of::<t4a_cache_stats>() == 64 && align_of::<t4a_cache_stats>() == 8);
     assert!(size_of::<t4a_compile_options>() == 48 && align_of::<t4a_compile_options>() == 8);
@@ -2682,7 +2778,7 @@ const _: () = {
     assert!(size_of::<t4a_dl_managed_tensor>() == 64 && align_of::<t4a_dl_managed_tensor>() == 8);
     assert!(size_of::<t4a_dl_managed_tensor_versioned>() == 80 && align_of::<t4a_dl_managed_tensor_versioned>() == 8);
     assert!(size_of::<t4a_dlpack_export>() == 56 && align_of::<t4a_dlpack_export>() == 8);
-    assert!(size_of::<t4a_gpu_backend_v1>() == 632 && align_of::<t4a_gpu_backend_v1>() == 8);
+    assert!(size_of::<t4a_gpu_backend_v1>() == 640 && align_of::<t4a_gpu_backend_v1>() == 8);
     assert!(size_of::<t4a_gpu_backend_entry>() == 4160 && align_of::<t4a_gpu_backend_entry>() == 1);
     // A slot must be exactly a nullable C function pointer.
     assert!(

@@ -114,6 +114,13 @@ V1_1_SLOTS(FOLLOWS)
 V1_1_INTEROP_SLOTS(FOLLOWS)
 _Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + (21 + 6) * sizeof(void *),
                "v1.1 table: v1.0 + 21 slots + 6 interop slots");
+/* v1.2 appends these slots after dlpack_import, in this order. */
+#define V1_2_SLOTS(X) X(alloc_log_read, dlpack_import)
+V1_2_SLOTS(FOLLOWS)
+_Static_assert(T4A_GPU_BACKEND_V1_2_SIZE == T4A_GPU_BACKEND_V1_1_SIZE + 1 * sizeof(void *),
+               "v1.2 table: v1.1 + 1 slot");
+_Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_2_SIZE,
+               "the v1.2 table is the whole struct in ABI 1.2");
 _Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 2, "this header is ABI 1.2");
 _Static_assert(sizeof(t4a_runtime) == 8 && sizeof(t4a_buffer) == 8 && sizeof(t4a_witness) == 8,
                "handles are one 64-bit value");
@@ -172,8 +179,11 @@ _Static_assert(T4A_DL_FLOAT4_E2M1FN == 17, "kDLFloat4_e2m1fn");
 _Static_assert(T4A_DL_FLAG_READ_ONLY == 1, "DLPACK_FLAG_BITMASK_READ_ONLY");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 bytes");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_1_SIZE == 48, "runtime options v1.1 appends stream_priority");
-_Static_assert(T4A_RUNTIME_OPTIONS_V1_2_SIZE == 72 && sizeof(t4a_runtime_options) == 72,
-               "runtime options v1.2 append the budget");
+_Static_assert(T4A_RUNTIME_OPTIONS_V1_2_SIZE == 80 && sizeof(t4a_runtime_options) == 80,
+               "runtime options v1.2 append the budget and the allocation log's size");
+_Static_assert(offsetof(t4a_runtime_options, alloc_log_events) == 72, "alloc_log_events");
+_Static_assert(sizeof(t4a_alloc_event) == 64 && offsetof(t4a_alloc_event, kind) == 56,
+               "allocation-log events: 64 bytes, fixed");
 _Static_assert(offsetof(t4a_runtime_options, pool_limit_bytes) == 48 &&
                    offsetof(t4a_runtime_options, out_of_memory) == 56 &&
                    offsetof(t4a_runtime_options, out_of_memory_user) == 64,

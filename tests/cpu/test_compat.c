@@ -85,8 +85,8 @@ START_TEST(a_v1_0_plugin_shows_no_v1_1_slot) {
 }
 END_TEST
 
-/* The slots ABI 1.2 appended (none yet: the budget is options and counters). */
-#define V1_2_SLOTS(X)
+/* The slots ABI 1.2 appended. */
+#define V1_2_SLOTS(X) X(alloc_log_read)
 
 START_TEST(a_v1_1_plugin_shows_no_v1_2_slot) {
   t4a_gpu_backend *b = NULL;
