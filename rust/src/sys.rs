@@ -128,8 +128,9 @@
 //! device execs (or is spawned: posix_spawn, Python's "spawn" start method)
 //! and sets up a backend of its own. A backend the parent only loaded (no
 //! init) works in the child as in any process. When the child exits, the
-//! plugin's teardown releases nothing of the parent's. The check costs each
-//! slot one load of a flag the fork sets (pthread_atfork). A backend of ABI
+//! plugin's teardown releases nothing of the parent's. The check costs the
+//! slots nothing: the fork (pthread_atfork) makes the init gate every slot
+//! passes fail. A backend of ABI
 //! 1.1 or older does not know T4A_EFORKED: what it does in a forked child is
 //! undefined (the CUDA driver's state does not survive fork()).
 //! ```
