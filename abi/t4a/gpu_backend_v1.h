@@ -114,9 +114,9 @@
  * init) works in the child as in any process. When the child exits, the
  * plugin's teardown releases nothing of the parent's. The check costs the
  * slots nothing: the fork (pthread_atfork) makes the init gate every slot
- * passes fail. A backend of ABI
- * 1.1 or older does not know T4A_EFORKED: what it does in a forked child is
- * undefined (the CUDA driver's state does not survive fork()).
+ * passes fail. A backend of ABI 1.1 or older does not know T4A_EFORKED:
+ * what it does in a forked child is undefined (the CUDA driver's state does
+ * not survive fork()).
  */
 #ifndef T4A_GPU_BACKEND_V1_H
 #define T4A_GPU_BACKEND_V1_H
