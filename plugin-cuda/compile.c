@@ -214,6 +214,7 @@ out:
 }
 
 int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_compile");
   if (!out)
     return t4a__fail(T4A_EINVAL, "artifact_compile: out is NULL; pass a pointer");
   out->bits = 0;

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend-core/fork.h"
 #include "backend-core/artifact.h"
 #include "backend-core/diskcache.h"
 #include "backend-core/slots.h"
@@ -266,6 +267,7 @@ static int failed(int status, char *log, const char *name, t4a_artifact *out) {
 }
 
 int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_compile");
   if (!out)
     return t4a__fail(T4A_EINVAL, "artifact_compile: out is NULL; pass a pointer");
   out->bits = 0;
@@ -391,6 +393,7 @@ int t4a__slot_compile_cache_clear(uint32_t which) {
 
 int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
                                   const char *name, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_from_bytes");
   if (!out)
     return t4a__fail(T4A_EINVAL, "artifact_from_bytes: out is NULL; pass a pointer");
   out->bits = 0;
