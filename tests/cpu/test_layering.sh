@@ -70,6 +70,7 @@ check t4a-gpu "$b"/tools/t4a_gpu-*.o
 
 for f in "$s"/common/*.c "$s"/backend-core/*.c "$s"/loader/*.c "$s"/plugin-*/*.c "$s"/tools/*.c; do
   [ -f "$f" ] || continue
+  case $f in */plugin-host/prelude_text.c) continue ;; esac # generated (embed.sh), in-tree builds
   n=$(wc -l < "$f")
   [ "$n" -le 600 ] || { echo "FAIL: ${f#"$s"/} has $n lines (over 600): split it by concern"; fail=1; }
 done
