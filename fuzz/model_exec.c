@@ -164,7 +164,8 @@ void fz_op_launch(void) {
       if (grid[0] > 1 && grid[0] % 2) {
         c.cluster[0] = 2;
         c.cluster[1] = c.cluster[2] = 1;
-        err |= ST(T4A_EINVAL); /* does not divide the grid */
+        /* does not divide the grid; the host refuses any cluster (after the geometry) */
+        err |= fz_on_host ? ST(T4A_EUNSUPPORTED) : ST(T4A_EINVAL);
       }
       break;
     default: break;
@@ -184,6 +185,10 @@ void fz_op_launch(void) {
  */
 
 void fz_op_raw(void) {
+  if (fz_on_host) { /* its raw slots are NULL */
+    fz_op_host_raw();
+    return;
+  }
   fz_trace("raw seam");
   fz_arg r = fz_pick_rt();
   uint32_t bad = r.ok ? 0 : ST(T4A_EHANDLE);

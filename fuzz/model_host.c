@@ -1,17 +1,18 @@
 /* fuzz/model_host.c -- the model fuzzer's operations that stand in for the
- * code, launch and raw ones on the host backend (fz_on_host, see fuzz/model.h):
- * until its kernels come, every code slot is refused as plugin-host/kernel.c
- * documents, and the slots that take or hand out CUDA objects are NULL.
+ * code, launch and raw ones on the host backend (fz_on_host, see fuzz/model.h)
+ * when it has no C++ compiler (!fz_host_kernels): every code slot is refused,
+ * and the slots that take or hand out CUDA objects are NULL (fz_op_host_raw,
+ * also used with a compiler).
  *
  *   artifact_compile        bad options: T4A_EINVAL (struct, NULL out, a device
- *                           other than -1 or 0); else T4A_EUNSUPPORTED
+ *                           other than -1 or 0); else T4A_ENOCOMPILER
  *   artifact_from_bytes     no data, size or out, an unknown kind: T4A_EINVAL;
  *                           PTX, CUBIN, fatbin: T4A_EUNSUPPORTED (GPU code)
  *   artifact_log/_data/_release, and module_load/_unload, function_get,
  *   function_attributes, function_set_max_dynamic_shared on a live runtime:
  *                           T4A_EHANDLE (the host made no artifact, module or
  *                           function)
- *   launch, launch_ex, occupancy_*: T4A_EUNSUPPORTED on a live runtime
+ *   launch, launch_ex, occupancy_*: T4A_EHANDLE (no function)
  *   compile_cache_stats     all zero; compile_cache_clear as everywhere
  * A bad runtime handle is T4A_EHANDLE first, as in every runtime slot. */
 #include "config.h"
@@ -36,7 +37,7 @@ static void compile(void) {
   t4a_compile_options o = {.struct_size = sizeof o,
                            .source = "extern \"C\" __global__ void k() {}\n",
                            .device_ordinal = fz_chance(128) ? 0 : -1};
-  uint32_t want = ST(T4A_EUNSUPPORTED);
+  uint32_t want = ST(T4A_ENOCOMPILER);
   bool null_opts = false, null_out = false;
   switch (fz_u8() % 6) {
   case 0: null_opts = true; break;
@@ -49,7 +50,7 @@ static void compile(void) {
     want = ST(T4A_EINVAL);
   t4a_artifact a = {0x5a5a};
   CALL("artifact_compile", T->artifact_compile(null_opts ? NULL : &o, null_out ? NULL : &a), want);
-  if (want == ST(T4A_EUNSUPPORTED) && a.bits) /* past the argument checks: the null handle */
+  if (want == ST(T4A_ENOCOMPILER) && a.bits) /* past the argument checks: the null handle */
     fz_finding("artifact_compile refused, but left the handle 0x%llx (not the null one)",
                (unsigned long long)a.bits);
 }
@@ -145,21 +146,21 @@ void fz_op_host_code(void) {
     fz_trace("launch");
     t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
     CALL("launch", T->launch(RT(r), (t4a_function){h}, &c, NULL),
-         live ? live : ST(T4A_EUNSUPPORTED));
+         live ? live : ST(T4A_EHANDLE));
     break;
   }
   case 10: {
     fz_trace("launch_ex");
     t4a_launch_ex_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
     CALL("launch_ex", T->launch_ex(RT(r), (t4a_function){h}, &c, NULL),
-         live ? live : ST(T4A_EUNSUPPORTED));
+         live ? live : ST(T4A_EHANDLE));
     break;
   }
   default: {
     fz_trace("occupancy_*");
     uint32_t blocks = 0, threads = 0, grid = 0, clusters = 0;
     t4a_launch_ex_config c = {.struct_size = sizeof c, .grid = {8, 1, 1}, .block = {64, 1, 1}};
-    uint32_t want = live ? live : ST(T4A_EUNSUPPORTED);
+    uint32_t want = live ? live : ST(T4A_EHANDLE);
     CALL("occupancy_max_active_blocks",
          T->occupancy_max_active_blocks(RT(r), (t4a_function){h}, 64, 0, &blocks), want);
     CALL("occupancy_suggest_block_size",

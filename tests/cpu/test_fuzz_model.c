@@ -53,6 +53,7 @@ int main(void) {
 #ifdef T4A_TEST_HOST
   unsetenv("T4A_CUDA_LIBRARY");
   setenv("T4A_FUZZ_PLUGIN", t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), 1);
+  setenv("T4A_CACHE_DIR", "", 1); /* no disk cache: the memory cache alone, as the model knows */
 #else
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);
