@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 fz_world W;
 const t4a_gpu_backend_v1 *T;
 uint64_t fz_calls;
+uint64_t fz_launches;
 bool fz_on_host;
 bool fz_host_kernels;
 bool fz_host_warm;
@@ -791,9 +792,11 @@ static void report(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   double s = (double)(now.tv_sec - started.tv_sec) + (double)(now.tv_nsec - started.tv_nsec) / 1e9;
-  fprintf(stderr, "fuzz_model: %llu table calls in %llu inputs, %.1f s: %.0f calls/s\n",
+  fprintf(stderr,
+          "fuzz_model: %llu table calls in %llu inputs, %.1f s: %.0f calls/s; %llu kernels "
+          "launched\n",
           (unsigned long long)fz_calls, (unsigned long long)inputs, s,
-          s > 0 ? (double)fz_calls / s : 0.0);
+          s > 0 ? (double)fz_calls / s : 0.0, (unsigned long long)fz_launches);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

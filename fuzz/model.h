@@ -115,6 +115,7 @@ typedef struct fz_world {
 extern fz_world W;
 extern const t4a_gpu_backend_v1 *T;
 extern uint64_t fz_calls;
+extern uint64_t fz_launches; /* kernels the backend took (launches, and graph replays' kernels) */
 
 /* The backend under test, chosen by T4A_FUZZ_PLUGIN: the CUDA plugin over
  * the fake driver (two devices), or the host backend (fz_on_host: one device,

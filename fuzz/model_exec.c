@@ -178,6 +178,8 @@ void fz_op_launch(void) {
     return;
   memcpy(e.grid, grid, sizeof e.grid);
   memcpy(e.block, block, sizeof e.block);
+  if (!W.capturing[r.slot]) /* else recorded: counted at the replays */
+    fz_launches++;
   fz_enqueue(r.slot, &e, true);
 }
 
@@ -294,6 +296,7 @@ void fz_op_graph_launch(void) {
   for (unsigned i = 0; i < m->neff; i++)
     fz_apply(&m->eff[i]);
   m->replays++;
+  fz_launches += m->kernels;
 }
 
 void fz_op_graph_args(void) {

@@ -13,7 +13,8 @@
  *                           T4A_EHANDLE (the host made no artifact, module or
  *                           function)
  *   launch, launch_ex, occupancy_*: T4A_EHANDLE (no function)
- *   compile_cache_stats     all zero; compile_cache_clear as everywhere
+ *   compile_cache_stats     every count zero (disk_limit_bytes is the setting);
+ *                           compile_cache_clear as everywhere (0: T4A_EINVAL)
  * A bad runtime handle is T4A_EHANDLE first, as in every runtime slot. */
 #include "config.h"
 
@@ -24,12 +25,16 @@
 /* A handle that names no artifact, module or function the host made: there
  * are none (stale, forged, null or a buffer's). */
 static uint64_t code_handle(void) {
+  uint64_t h;
   switch (fz_u8() % 4) {
-  case 0: return 0;
-  case 1: return fz_forged();
-  case 2: return W.buf[fz_below(FZ_BUFS)].o.bits;
-  default: return fz_u64();
+  case 0: h = 0; break;
+  case 1: h = fz_forged(); break;
+  case 2: h = W.buf[fz_below(FZ_BUFS)].o.bits; break; /* 0 for a free slot */
+  default: h = fz_u64(); break;
   }
+  if (!h)
+    fz_null_arg = true; /* EINVAL joins EHANDLE */
+  return h;
 }
 
 static void compile(void) {
@@ -103,15 +108,21 @@ void fz_op_host_code(void) {
     if (CALL("compile_cache_stats", T->compile_cache_stats(&s),
              s.struct_size == 4 ? ST(T4A_EINVAL) : ST_OK) == T4A_OK &&
         (s.memory_entries || s.memory_hits || s.disk_entries || s.disk_bytes || s.disk_hits ||
-         s.disk_rejected || s.misses || s.disk_limit_bytes))
-      fz_finding("compile_cache_stats of a backend that compiles nothing is not all zero");
+         s.disk_rejected || s.misses))
+      fz_finding("compile_cache_stats of a backend that compiles nothing counts something: "
+                 "%llu memory entries, %llu hits, %llu disk entries (%llu bytes), %llu disk hits, "
+                 "%llu rejected, %llu misses",
+                 (unsigned long long)s.memory_entries, (unsigned long long)s.memory_hits,
+                 (unsigned long long)s.disk_entries, (unsigned long long)s.disk_bytes,
+                 (unsigned long long)s.disk_hits, (unsigned long long)s.disk_rejected,
+                 (unsigned long long)s.misses);
     break;
   }
   case 4: {
     fz_trace("compile_cache_clear");
     uint32_t which = fz_chance(32) ? fz_u32() | 4u : fz_u8() % 4;
     CALL("compile_cache_clear", T->compile_cache_clear(which),
-         which & ~3u ? ST(T4A_EINVAL) : ST_OK);
+         which & ~3u || !which ? ST(T4A_EINVAL) : ST_OK); /* 0: neither */
     break;
   }
   case 5: {
