@@ -80,8 +80,10 @@ const void *fz_seed_code(uint64_t *size, t4a_artifact_kind *kind) {
 /* Compiles fz_good_source through the caches (a compiler run when they are
  * cold); the artifact's reference is released (the memory cache keeps one). */
 static void host_compile_good(bool keep_bytes) {
-  t4a_compile_options o = {.struct_size = sizeof o, .source = fz_good_source,
-                           .name = "fuzz_model.cu", .device_ordinal = -1};
+  t4a_compile_options o = {.struct_size = sizeof o,
+                           .source = fz_good_source,
+                           .name = "fuzz_model.cu",
+                           .device_ordinal = -1};
   t4a_artifact a = {0};
   fz_calls++;
   int rc = T->artifact_compile(&o, &a);
@@ -720,7 +722,8 @@ static void teardown(void) {
    * may have put a copy there), else released with the others */
   uint64_t code_size;
   t4a_artifact_kind code_kind;
-  bool keep_art = W.art[0].live && W.art_bytes[0] && W.art_bytes[0] == fz_seed_code(&code_size, &code_kind);
+  bool keep_art =
+      W.art[0].live && W.art_bytes[0] && W.art_bytes[0] == fz_seed_code(&code_size, &code_kind);
   for (int i = keep_art ? 1 : 0; i < FZ_ARTS; i++)
     if (W.art[i].live) {
       fz_calls++;
@@ -828,8 +831,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (fz_host_kernels)
       host_compile_good(true);
     else
-      fprintf(stderr, "fuzz_model: the host backend has no compiler (%s): its code slots are "
-                      "modelled as refused, no kernel runs\n", ci.reason);
+      fprintf(stderr,
+              "fuzz_model: the host backend has no compiler (%s): its code slots are "
+              "modelled as refused, no kernel runs\n",
+              ci.reason);
   } else {
     void *fake = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : NULL;
     if (fake) {

@@ -156,8 +156,7 @@ void fz_op_host_code(void) {
   case 9: {
     fz_trace("launch");
     t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
-    CALL("launch", T->launch(RT(r), (t4a_function){h}, &c, NULL),
-         live ? live : ST(T4A_EHANDLE));
+    CALL("launch", T->launch(RT(r), (t4a_function){h}, &c, NULL), live ? live : ST(T4A_EHANDLE));
     break;
   }
   case 10: {
