@@ -87,7 +87,7 @@ has() { grep -F -q -e "$1" "$out"; }
 # regular expression; the GPU lane allows a host without two peer devices).
 suite_ok() {
   [ "$rc" -eq 0 ] || fail "$1: the unittest suite failed"
-  grep -q "^ *Ran 65 tests" "$out" || fail "$1: not all 65 tests ran"
+  grep -q "^ *Ran 72 tests" "$out" || fail "$1: not all 72 tests ran"
   allowed="numpy is not installed${2:+|$2}"
   if grep "\.\.\. skipped '" "$out" | grep -Ev "skipped '($allowed)'" | grep -q .; then
     fail "$1: a test skipped for a reason not allowed here (allowed: $allowed)"
