@@ -655,8 +655,8 @@ static void seed(void) {
   for (int i = 0; i < FZ_HOSTS; i++)
     W.host[i].region = -1;
   /* a clear emptied the memory cache: compiles are skipped (model_code.c)
-   * until this compiler run, one in 64 inputs */
-  if (fz_host_kernels && !fz_host_warm && ++cold_inputs >= 64)
+   * until this compiler run, 16 inputs later */
+  if (fz_host_kernels && !fz_host_warm && ++cold_inputs >= 16)
     host_compile_good(false);
   uint64_t code_size;
   t4a_artifact_kind code_kind;
