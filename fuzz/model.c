@@ -33,7 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 fz_world W;
 const t4a_gpu_backend_v1 *T;
 uint64_t fz_calls;
+uint64_t fz_launches;
 bool fz_on_host;
+bool fz_host_kernels;
+bool fz_host_warm;
 int fz_devices = 2;
 
 int fz_seeded_device(int r) { return fz_on_host || r < 2 ? 0 : 1; }
@@ -55,6 +58,61 @@ static const char *const kernel_names[FZ_KERNELS] = {"t4a_empty", "t4a_fill_u32"
 const char *fz_ptx(uint64_t *size) {
   *size = sizeof ptx - 1;
   return ptx;
+}
+
+/* The host's compile of fz_good_source (artifact_data's bytes, kept for the
+ * process): every input's seeded artifact is made from them, which costs a
+ * copy instead of a compiler run. */
+static void *host_code;
+static uint64_t host_code_size;
+static unsigned cold_inputs; /* inputs since a clear emptied the memory cache */
+
+const void *fz_seed_code(uint64_t *size, t4a_artifact_kind *kind) {
+  if (fz_on_host) {
+    *size = host_code_size;
+    *kind = T4A_ARTIFACT_HOST;
+    return host_code;
+  }
+  *kind = T4A_ARTIFACT_PTX;
+  return fz_ptx(size);
+}
+
+/* Compiles fz_good_source through the caches (a compiler run when they are
+ * cold); the artifact's reference is released (the memory cache keeps one). */
+static void host_compile_good(bool keep_bytes) {
+  t4a_compile_options o = {.struct_size = sizeof o,
+                           .source = fz_good_source,
+                           .name = "fuzz_model.cu",
+                           .device_ordinal = -1};
+  t4a_artifact a = {0};
+  fz_calls++;
+  int rc = T->artifact_compile(&o, &a);
+  if (rc != T4A_OK) {
+    const char *log = "";
+    uint64_t n = 0;
+    if (a.bits)
+      T->artifact_log(a, &log, &n);
+    fprintf(stderr, "fuzz_model: the host could not compile the model's kernels (%s):\n%s\n",
+            t4a_gpu_last_error(), log);
+    abort();
+  }
+  if (keep_bytes) {
+    t4a_artifact_kind kind;
+    const void *data = NULL;
+    uint64_t n = 0;
+    if (T->artifact_data(a, &kind, &data, &n) != T4A_OK || kind != T4A_ARTIFACT_HOST || !n ||
+        !(host_code = malloc(n))) {
+      fprintf(stderr, "fuzz_model: artifact_data of the host compile failed (%s)\n",
+              t4a_gpu_last_error());
+      abort();
+    }
+    memcpy(host_code, data, n);
+    host_code_size = n;
+  }
+  fz_calls++;
+  fz_expect("seed: artifact_release", T->artifact_release(a), ST_OK);
+  fz_host_warm = true;
+  cold_inputs = 0;
 }
 
 /* ---- input ------------------------------------------------------------------ */
@@ -596,20 +654,27 @@ static void seed(void) {
     W.rt[r].rt = r;
   for (int i = 0; i < FZ_HOSTS; i++)
     W.host[i].region = -1;
-  if (fz_on_host) { /* no code to seed */
+  /* a clear emptied the memory cache: compiles are skipped (model_code.c)
+   * until this compiler run, 16 inputs later */
+  if (fz_host_kernels && !fz_host_warm && ++cold_inputs >= 16)
+    host_compile_good(false);
+  uint64_t code_size;
+  t4a_artifact_kind code_kind;
+  const void *code = fz_seed_code(&code_size, &code_kind);
+  if (fz_on_host && !fz_host_kernels) { /* no code to seed */
   } else if (kept.art.live) {
     W.art[0] = kept.art;
   } else {
     t4a_artifact a;
     fz_calls++;
     fz_expect("seed: artifact_from_bytes",
-              T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, sizeof ptx - 1, "fuzz_model.ptx", &a),
-              ST_OK);
+              T->artifact_from_bytes(code_kind, code, code_size, "fuzz_model.code", &a), ST_OK);
     W.art[0] = (fz_obj){a.bits, -1, true};
   }
-  W.art_code[0] = !fz_on_host;
-  W.art_bytes[0] = fz_on_host ? NULL : ptx;
-  W.art_size[0] = fz_on_host ? 0 : sizeof ptx - 1;
+  bool has_code = !fz_on_host || fz_host_kernels;
+  W.art_code[0] = has_code;
+  W.art_bytes[0] = has_code ? code : NULL;
+  W.art_size[0] = has_code ? code_size : 0;
   for (int r = 0; r < 3; r++) {
     if (seed_runtime(r, fz_seeded_device(r), r == 0)) { /* new: none of its objects live */
       kept.buf[(size_t)r * 2].live = kept.buf[(size_t)r * 2 + 1].live = false;
@@ -619,7 +684,7 @@ static void seed(void) {
     seed_buffer(2 * r, r);
     seed_buffer(2 * r + 1, r);
     seed_host(r, r);
-    if (!fz_on_host)
+    if (has_code)
       seed_module(r);
   }
 }
@@ -653,9 +718,12 @@ static void teardown(void) {
     fz_calls++;
     fz_expect("teardown: witness_release", T->witness_release((t4a_witness){W.wit[i]}), ST_OK);
   }
-  /* slot 0 is kept when it still holds the seeded PTX (artifact_from_bytes
+  /* slot 0 is kept when it still holds the seeded code (artifact_from_bytes
    * may have put a copy there), else released with the others */
-  bool keep_art = W.art[0].live && W.art_bytes[0] == (const void *)ptx;
+  uint64_t code_size;
+  t4a_artifact_kind code_kind;
+  bool keep_art =
+      W.art[0].live && W.art_bytes[0] && W.art_bytes[0] == fz_seed_code(&code_size, &code_kind);
   for (int i = keep_art ? 1 : 0; i < FZ_ARTS; i++)
     if (W.art[i].live) {
       fz_calls++;
@@ -727,9 +795,11 @@ static void report(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   double s = (double)(now.tv_sec - started.tv_sec) + (double)(now.tv_nsec - started.tv_nsec) / 1e9;
-  fprintf(stderr, "fuzz_model: %llu table calls in %llu inputs, %.1f s: %.0f calls/s\n",
+  fprintf(stderr,
+          "fuzz_model: %llu table calls in %llu inputs, %.1f s: %.0f calls/s; %llu kernels "
+          "launched\n",
           (unsigned long long)fz_calls, (unsigned long long)inputs, s,
-          s > 0 ? (double)fz_calls / s : 0.0);
+          s > 0 ? (double)fz_calls / s : 0.0, (unsigned long long)fz_launches);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -751,7 +821,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   }
   fz_on_host = strcmp(T->name, "host") == 0;
   fz_devices = fz_on_host ? 1 : 2;
-  if (!fz_on_host) {
+  if (fz_on_host) {
+    t4a_compiler_info ci = {.struct_size = sizeof ci};
+    if (T->compiler_info(&ci) != T4A_OK) {
+      fprintf(stderr, "fuzz_model: compiler_info failed (%s)\n", t4a_gpu_last_error());
+      abort();
+    }
+    fz_host_kernels = ci.status == T4A_OK;
+    if (fz_host_kernels)
+      host_compile_good(true);
+    else
+      fprintf(stderr,
+              "fuzz_model: the host backend has no compiler (%s): its code slots are "
+              "modelled as refused, no kernel runs\n",
+              ci.reason);
+  } else {
     void *fake = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : NULL;
     if (fake) {
       *(void **)&fake_violations = dlsym(fake, "fake_cuda_violations");

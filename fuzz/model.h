@@ -115,16 +115,30 @@ typedef struct fz_world {
 extern fz_world W;
 extern const t4a_gpu_backend_v1 *T;
 extern uint64_t fz_calls;
+extern uint64_t fz_launches; /* kernels the backend took (launches, and graph replays' kernels) */
 
 /* The backend under test, chosen by T4A_FUZZ_PLUGIN: the CUDA plugin over
  * the fake driver (two devices), or the host backend (fz_on_host: one device,
- * kernels compiled from CUDA C by the host C++ compiler, the raw seam and
- * CUstream slots NULL, no peer and no staging). The seeded world then has
- * its three runtimes on device 0 and no module; fz_op_host_code (compiles,
- * and the other code slots with handles the host never made) and
- * fz_op_host_raw (model_host.c) take the place of the code, launch and raw
- * operations. */
+ * the raw seam and CUstream slots NULL, no peer and no staging; the seeded
+ * world has its three runtimes on device 0). With a C++ compiler
+ * (fz_host_kernels) the host runs the model's kernels for real: they are
+ * compiled once at initialisation (fz_good_source, into T4A_ARTIFACT_HOST
+ * bytes that seed every input's artifact through artifact_from_bytes), and
+ * the code, launch and graph operations are the CUDA lane's with the host's
+ * refusals (model_code.c, model_exec.c: PTX, CUBIN and fatbin,
+ * T4A_COMPILE_PTX, clusters, cooperative launches). A compile costs a compiler
+ * run (about 0.2 s), so the host lane compiles only what its memory cache
+ * holds (fz_host_warm; a clear of it makes the next inputs skip compiles until
+ * the seed compiles again) or what is refused before any compiler runs.
+ * Without a compiler, every code slot is refused as plugin-host/kernel.c says
+ * and fz_op_host_code and fz_op_host_raw (model_host.c) take the place of
+ * the code, launch and raw operations. */
 extern bool fz_on_host;
+extern bool fz_host_kernels;
+extern bool fz_host_warm; /* the memory cache holds fz_good_source's compile */
+extern const char fz_good_source[];
+/* The seeded module's code: the PTX text (CUDA lane) or the host's compile of fz_good_source. */
+const void *fz_seed_code(uint64_t *size, t4a_artifact_kind *kind);
 extern int fz_devices;
 /* The device the seeded runtime r (0..2) is on. */
 int fz_seeded_device(int r);

@@ -6,7 +6,7 @@
 
 #include "fuzz/model_ops.h"
 
-static const char good_source[] =
+const char fz_good_source[] =
     "extern \"C\" __global__ void t4a_empty() {}\n"
     "extern \"C\" __global__ void t4a_fill_u32(unsigned *p, unsigned v, unsigned long long n) {\n"
     "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
@@ -120,12 +120,20 @@ void fz_op_artifact_compile(void) {
   fz_trace("artifact_compile");
   int slot = art_slot_for_new();
   static const char *const arch[] = {"-arch=compute_90"};
-  t4a_compile_options o = {.struct_size = sizeof o, .source = good_source, .device_ordinal = 0};
+  t4a_compile_options o = {.struct_size = sizeof o, .source = fz_good_source, .device_ordinal = 0};
+  static const char *const rdc[] = {"-rdc=true"};
   uint32_t want = ST_OK;
-  bool code = true;
+  bool code = true, compiles = false; /* compiles: reaches the compiler (on the host, a run) */
+  if (fz_on_host)
+    o.name = "fuzz_model.cu"; /* the seed's compile: the same cache key */
   switch (fz_u8() % 10) {
   case 0:
-    o.source = bad_source;
+    if (fz_on_host) { /* refused by the option mapping, before any compiler runs */
+      o.options = rdc;
+      o.option_count = 1;
+    } else {
+      o.source = bad_source;
+    }
     want = ST(T4A_ECOMPILE);
     code = false;
     break;
@@ -145,16 +153,28 @@ void fz_op_artifact_compile(void) {
     o.device_ordinal = 7;
     want = ST(T4A_EINVAL) | ST(T4A_ERANGE);
     break;
-  case 5: o.flags = T4A_COMPILE_NO_CACHE; break;
-  case 6: o.flags = T4A_COMPILE_PTX; break;
+  case 5:
+    if (!fz_on_host) /* the host: a compiler run every time; the suites test it */
+      o.flags = T4A_COMPILE_NO_CACHE;
+    compiles = true;
+    break;
+  case 6:
+    o.flags = T4A_COMPILE_PTX;
+    want = fz_on_host ? ST(T4A_EUNSUPPORTED) : ST_OK;
+    compiles = !fz_on_host;
+    break;
   case 7:
     o.device_ordinal = -1;
     o.options = arch;
     o.option_count = 1;
     o.flags = T4A_COMPILE_PTX;
+    want = fz_on_host ? ST(T4A_EUNSUPPORTED) : ST_OK;
+    compiles = !fz_on_host;
     break;
-  default: break;
+  default: compiles = true; break;
   }
+  if (fz_on_host && compiles && !fz_host_warm)
+    return; /* a cache miss: a compiler run (about 0.2 s) */
   t4a_artifact a = {0};
   int rc = CALL("artifact_compile", T->artifact_compile(&o, &a), want);
   if (rc != T4A_OK && rc != T4A_ECOMPILE)
@@ -173,14 +193,15 @@ void fz_op_artifact_from_bytes(void) {
   for (size_t i = 0; i < sizeof junks[0]; i++)
     junk[i] = fz_u8();
   uint8_t k = fz_u8() % 8;
-  t4a_artifact_kind kind = k < 3    ? T4A_ARTIFACT_PTX
+  uint64_t code_size;
+  t4a_artifact_kind code_kind;
+  const void *code = fz_seed_code(&code_size, &code_kind);
+  t4a_artifact_kind kind = k < 3    ? code_kind
                            : k == 3 ? T4A_ARTIFACT_CUBIN
                            : k == 4 ? T4A_ARTIFACT_FATBIN
                                     : (t4a_artifact_kind)(k == 5 ? 0 : 9);
-  uint64_t ptx_size;
-  const char *ptx_text = fz_ptx(&ptx_size);
-  const void *bytes = k < 3 ? (const void *)ptx_text : junk;
-  uint64_t n = k < 3 ? ptx_size : sizeof junks[0];
+  const void *bytes = k < 3 ? code : junk;
+  uint64_t n = k < 3 ? code_size : sizeof junks[0];
   uint32_t want = ST_OK;
   if (k == 1) {
     bytes = NULL;
@@ -188,10 +209,16 @@ void fz_op_artifact_from_bytes(void) {
   } else if (k == 2) {
     n = 0;
     want = ST(T4A_EINVAL);
+  } else if (fz_on_host && k == 5) { /* junk host code: taken, refused at module_load */
+    kind = T4A_ARTIFACT_HOST;
+  } else if (fz_on_host && k == 6) { /* the PTX text: GPU code */
+    kind = T4A_ARTIFACT_PTX;
+    bytes = fz_ptx(&n);
+    want = ST(T4A_EUNSUPPORTED);
   } else if (k >= 5) {
     want = ST(T4A_EINVAL);
-  } else if (k >= 3) {
-    want = ST_OK | ST(T4A_EINVAL); /* junk: refused here or at module_load */
+  } else if (k >= 3) { /* junk: refused here or at module_load; the host takes no GPU code */
+    want = fz_on_host ? ST(T4A_EUNSUPPORTED) : ST_OK | ST(T4A_EINVAL);
   }
   t4a_artifact a;
   if (CALL("artifact_from_bytes", T->artifact_from_bytes(kind, bytes, n, "fuzz", &a), want) !=
@@ -254,10 +281,14 @@ void fz_op_artifact_queries(void) {
   default: {
     fz_trace("compile_cache_clear");
     uint32_t which = fz_chance(32) ? fz_u32() | 4u : fz_u8() % 4;
-    CALL("compile_cache_clear", T->compile_cache_clear(which),
-         which & ~3u ? ST(T4A_EINVAL)
-         : which     ? ST_OK
-                     : ST_OK | ST(T4A_EINVAL)); /* 0: neither */
+    if (fz_on_host && fz_host_warm && !fz_chance(32))
+      which &= ~T4A_CACHE_MEMORY; /* rarely: the host's next compiles wait for the seed's */
+    if (CALL("compile_cache_clear", T->compile_cache_clear(which),
+             which & ~3u ? ST(T4A_EINVAL)
+             : which     ? ST_OK
+                         : ST_OK | ST(T4A_EINVAL)) == T4A_OK && /* 0: neither */
+        (which & T4A_CACHE_MEMORY))
+      fz_host_warm = false;
     break;
   }
   }
@@ -369,6 +400,10 @@ void fz_op_function_queries(void) {
   }
   case 2: {
     fz_trace("raw_function");
+    if (fz_on_host) { /* NULL there */
+      fz_op_host_raw();
+      break;
+    }
     void *cu = NULL;
     if (CALL("raw_function", T->raw_function(RT(r), fh, &cu), bad ? bad : ST_OK) == 0 && !cu)
       fz_finding("raw_function returned a NULL CUfunction");

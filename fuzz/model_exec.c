@@ -164,7 +164,8 @@ void fz_op_launch(void) {
       if (grid[0] > 1 && grid[0] % 2) {
         c.cluster[0] = 2;
         c.cluster[1] = c.cluster[2] = 1;
-        err |= ST(T4A_EINVAL); /* does not divide the grid */
+        /* does not divide the grid; the host refuses any cluster (after the geometry) */
+        err |= fz_on_host ? ST(T4A_EUNSUPPORTED) : ST(T4A_EINVAL);
       }
       break;
     default: break;
@@ -177,6 +178,8 @@ void fz_op_launch(void) {
     return;
   memcpy(e.grid, grid, sizeof e.grid);
   memcpy(e.block, block, sizeof e.block);
+  if (!W.capturing[r.slot]) /* else recorded: counted at the replays */
+    fz_launches++;
   fz_enqueue(r.slot, &e, true);
 }
 
@@ -184,6 +187,10 @@ void fz_op_launch(void) {
  */
 
 void fz_op_raw(void) {
+  if (fz_on_host) { /* its raw slots are NULL */
+    fz_op_host_raw();
+    return;
+  }
   fz_trace("raw seam");
   fz_arg r = fz_pick_rt();
   uint32_t bad = r.ok ? 0 : ST(T4A_EHANDLE);
@@ -289,6 +296,7 @@ void fz_op_graph_launch(void) {
   for (unsigned i = 0; i < m->neff; i++)
     fz_apply(&m->eff[i]);
   m->replays++;
+  fz_launches += m->kernels;
 }
 
 void fz_op_graph_args(void) {

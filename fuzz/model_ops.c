@@ -179,8 +179,9 @@ static const op_fn ops[] = {
     fz_op_graph_info,
 };
 
-/* The host backend's (fz_on_host): its code slots and the NULL ones instead of
- * the code, launch and raw operations, in the same proportions. */
+/* The host backend's without a compiler (fz_on_host, !fz_host_kernels): its
+ * code slots and the NULL ones instead of the code, launch and raw
+ * operations, in the same proportions. */
 static const op_fn host_ops[] = {
     fz_op_last_error,      fz_op_backend_queries, fz_op_runtime_create,  fz_op_runtime_destroy,
     fz_op_runtime_queries, fz_op_buffer_alloc,    fz_op_buffer_free,     fz_op_buffer_queries,
@@ -206,5 +207,5 @@ void fz_step(void) {
     limits = true;
   }
   fz_null_arg = false;
-  (fz_on_host ? host_ops : ops)[fz_u8() % (sizeof ops / sizeof ops[0])]();
+  (fz_on_host && !fz_host_kernels ? host_ops : ops)[fz_u8() % (sizeof ops / sizeof ops[0])]();
 }

@@ -59,7 +59,7 @@ typedef struct t4a__hfunc {
   t4a__hslot h;
   const t4a_hk_kernel *k;
   uint32_t module;      /* index of its module */
-  uint32_t max_dynamic; /* dynamic shared memory allowed now */
+  uint32_t max_dynamic; /* dynamic shared memory allowed now (the same in every handle of k) */
   uint32_t args_bytes;  /* a launch record's parameter bytes (each parameter aligned) */
   char name[64];
 } t4a__hfunc;

@@ -17,13 +17,13 @@
  * occupancy comments say the same): max_threads_per_block =
  * __launch_bounds__'s value or 1024; max_dynamic_shared_bytes = the current
  * limit (48 KiB, raised by function_set_max_dynamic_shared up to the
- * device's opt-in limit); registers, static shared and local bytes and the
- * PTX and binary versions are 0 (a CPU has no registers to count, and a
- * module does not report its static shared memory). A "multiprocessor" is
- * one CPU: it runs one block at a time, so occupancy_max_active_blocks is 1
- * (its checks are the CUDA plugin's, backend-core/geometry.c); the suggested
- * block size is 256 threads (or the limits below it), and the smallest grid
- * that fills the device is one block per CPU. There are no clusters. */
+ * device's opt-in limit; the module's kernel's, which every handle function_get
+ * gave for it shares, as a CUfunction's attribute); registers, static shared and local bytes and
+ * the PTX and binary versions are 0 (a CPU has no registers to count, and a module does not report
+ * its static shared memory). A "multiprocessor" is one CPU: it runs one block at a time, so
+ * occupancy_max_active_blocks is 1 (its checks are the CUDA plugin's, backend-core/geometry.c); the
+ * suggested block size is 256 threads (or the limits below it), and the smallest grid that fills
+ * the device is one block per CPU. There are no clusters. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -331,7 +331,16 @@ int t4a__slot_function_get(t4a_runtime h, t4a_module mh, const char *name, t4a_f
   t4a__hfunc *f = t4a__htable_at(&rt->funcs, i);
   f->k = k;
   f->module = t4a__h_index(mh.bits);
+  /* the limit is the module's kernel's, as a CUfunction's attribute (every
+   * handle of it sees one set through another): a sibling's, else 48 KiB */
   f->max_dynamic = (uint32_t)t4a__host_device.max_shared_per_block;
+  for (uint32_t j = 0; j < rt->funcs.count; j++) {
+    const t4a__hfunc *g = t4a__htable_at(&rt->funcs, j);
+    if (j != i && g->h.live && g->module == f->module && g->k == k) {
+      f->max_dynamic = g->max_dynamic;
+      break;
+    }
+  }
   uint64_t bytes = 0;
   for (uint32_t p = 0; p < k->param_count; p++) {
     uint32_t a = k->param_aligns[p] < 8 ? 8 : k->param_aligns[p];
@@ -375,8 +384,12 @@ int t4a__slot_function_set_max_dynamic_shared(t4a_runtime h, t4a_function fh, ui
                      "function_set_max_dynamic_shared: %u bytes exceeds the device's opt-in "
                      "limit of %u for '%s'; ask for less",
                      bytes, limit, f->name);
-    else
-      f->max_dynamic = bytes;
+    else /* every handle of the module's kernel (see function_get) */
+      for (uint32_t j = 0; j < rt->funcs.count; j++) {
+        t4a__hfunc *g = t4a__htable_at(&rt->funcs, j);
+        if (g->h.live && g->module == f->module && g->k == f->k)
+          g->max_dynamic = bytes;
+      }
   }
   t4a__hrt_unlock(rt);
   return rc;

@@ -1,6 +1,8 @@
 /* tests/cpu/test_fuzz_model.c -- runs the model fuzzer (fuzz/model.c)
  * without libFuzzer against the fake driver (test_fuzz_model) or, built with
- * -DT4A_TEST_HOST, against the host backend (test_fuzz_model_host): its
+ * -DT4A_TEST_HOST, against the host backend (test_fuzz_model_host: its kernels
+ * compiled with the host C++ compiler and run; with -DT4A_TEST_HOST_NOCXX too,
+ * test_fuzz_model_host_nocxx, without a compiler: every code slot refused): its
  * committed corpus (fuzz/corpus-model), then inputs drawn from a fixed
  * seed, so that every make check drives each table slot with asserted
  * statuses and data. A finding aborts the test with the model's message.
@@ -17,7 +19,7 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-extern uint64_t fz_calls;
+extern uint64_t fz_calls, fz_launches;
 
 #ifdef T4A_TEST_HOST
 #define DEFAULT_INPUTS 200
@@ -43,9 +45,14 @@ START_TEST(corpus_and_generated_programs_match_the_model) {
     }
     LLVMFuzzerTestOneInput(buf, len);
   }
-  printf("%d corpus and %ld generated programs, %llu table calls\n", n, count,
-         (unsigned long long)fz_calls);
+  printf("%d corpus and %ld generated programs, %llu table calls, %llu kernels launched\n", n,
+         count, (unsigned long long)fz_calls, (unsigned long long)fz_launches);
   ck_assert_uint_gt(fz_calls, (uint64_t)count * 50); /* the seeded world made them long */
+#ifdef T4A_TEST_HOST_NOCXX
+  ck_assert_uint_eq(fz_launches, 0);
+#else
+  ck_assert_uint_gt(fz_launches, (uint64_t)count); /* the kernels ran (on the host: compiled) */
+#endif
 }
 END_TEST
 
@@ -53,6 +60,10 @@ int main(void) {
 #ifdef T4A_TEST_HOST
   unsetenv("T4A_CUDA_LIBRARY");
   setenv("T4A_FUZZ_PLUGIN", t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), 1);
+  setenv("T4A_CACHE_DIR", "", 1); /* no disk cache: the memory cache alone, as the model knows */
+#ifdef T4A_TEST_HOST_NOCXX
+  setenv("T4A_HOST_CXX", "/nonexistent/t4a-no-compiler", 1); /* T4A_ENOCOMPILER */
+#endif
 #else
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   setenv("T4A_NVRTC_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_NVRTC), 1);

@@ -247,6 +247,56 @@ START_TEST(thread_limits_per_axis_and_per_function) {
 }
 END_TEST
 
+/* The dynamic shared-memory limit belongs to the kernel of a loaded module,
+ * not to one handle of it: CUDA's cuModuleGetFunction hands out the same
+ * CUfunction for a name, whose attribute every handle sees. The host backend
+ * reset it for each function_get (the host's model fuzzer found it). */
+START_TEST(the_shared_memory_limit_is_the_modules_kernels) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = test_ptx();
+  t4a_module m, m2;
+  t4a_function f1 = load(rt, a, &m, "t4a_fill_u32"), f2, f3, other;
+  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &f2));
+  t4a_function_attributes at = {.struct_size = sizeof at};
+  RT_OK(T->function_attributes(rt, f1, &at));
+  int32_t initial = at.max_dynamic_shared_bytes;
+  uint32_t raised = 64u << 10;
+  ck_assert_int_le((int32_t)raised, DEV.max_shared_per_block_optin);
+  RT_OK(T->function_set_max_dynamic_shared(rt, f1, raised));
+  RT_OK(T->function_attributes(rt, f2, &at)); /* the handle got before */
+  ck_assert_int_eq(at.max_dynamic_shared_bytes, (int32_t)raised);
+  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &f3)); /* and one got after */
+  RT_OK(T->function_attributes(rt, f3, &at));
+  ck_assert_int_eq(at.max_dynamic_shared_bytes, (int32_t)raised);
+  /* launches through the other handles take the raised limit */
+  uint64_t n = 1000;
+  uint32_t v = 0x5eed1234u, got[1000];
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, n * 4, &d));
+  uint64_t p;
+  RT_OK(T->buffer_device_address(rt, d, &p));
+  void *args[] = {&p, &v, &n};
+  t4a_launch_config c = geometry(4, 64, raised);
+  RT_OK(T->launch(rt, f3, &c, args));
+  memset(got, 0, sizeof got);
+  RT_OK(T->copy_d2h(rt, got, d, 0, n * 4));
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(got[i], v);
+  RT_OK(T->function_set_max_dynamic_shared(rt, f2, 50000)); /* lowered through another */
+  RT_OK(T->function_attributes(rt, f1, &at));
+  ck_assert_int_eq(at.max_dynamic_shared_bytes, 50000);
+  RT_EXPECT(T->launch(rt, f1, &c, args), T4A_EINVAL); /* the plugin's check or the driver's */
+  /* another load of the code is another kernel: the default limit */
+  RT_OK(T->module_load(rt, a, &m2));
+  RT_OK(T->function_get(rt, m2, "t4a_fill_u32", &other));
+  RT_OK(T->function_attributes(rt, other, &at));
+  ck_assert_int_eq(at.max_dynamic_shared_bytes, initial);
+  RT_OK(T->buffer_free(rt, d));
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 START_TEST(function_attributes_are_the_drivers) {
   t4a_runtime rt = rt_create();
   t4a_artifact a = test_ptx();
@@ -1146,6 +1196,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, three_d_launches_are_bit_exact);
   tcase_add_test(tc, thread_limits_per_axis_and_per_function);
   tcase_add_test(tc, function_attributes_are_the_drivers);
+  tcase_add_test(tc, the_shared_memory_limit_is_the_modules_kernels);
   RT_CUDA_ONLY(tc, raw_function_launches_through_the_driver, "the raw seam (NULL slots on host)");
   tcase_add_test(tc, module_unload_is_deferred_behind_queued_kernels);
   tcase_add_test(tc, module_unload_works_from_any_context);
