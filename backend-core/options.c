@@ -10,7 +10,7 @@
 #include "backend-core/options.h"
 #include "backend-core/structs.h"
 
-#define KNOWN_FLAGS (T4A_RUNTIME_TIMING | T4A_RUNTIME_ALLOC_LOG)
+#define KNOWN_FLAGS (T4A_RUNTIME_TIMING | T4A_RUNTIME_ALLOC_LOG | T4A_RUNTIME_IPC)
 
 int t4a__options_normalise(const t4a_runtime_options *in, t4a_runtime_options *o) {
   memset(o, 0, sizeof *o);
@@ -22,7 +22,7 @@ int t4a__options_normalise(const t4a_runtime_options *in, t4a_runtime_options *o
     if ((in->flags & ~KNOWN_FLAGS) || in->reserved)
       return t4a__fail(T4A_EINVAL,
                        "t4a_runtime_options: unknown flags 0x%x or reserved 0x%x; use "
-                       "T4A_RUNTIME_TIMING, T4A_RUNTIME_ALLOC_LOG or 0, and clear reserved",
+                       "T4A_RUNTIME_TIMING, _ALLOC_LOG, _IPC or 0, and clear reserved",
                        in->flags & ~KNOWN_FLAGS, in->reserved);
     o->flags = in->flags;
     o->staging_bytes = in->staging_bytes;

@@ -139,6 +139,13 @@ int t4a__slot_dlpack_import(t4a_runtime rt, void *tensor, uint32_t flags, t4a_bu
 int t4a__slot_alloc_log_read(t4a_runtime rt, uint64_t from, t4a_alloc_event *events,
                              uint32_t capacity, uint32_t *count, uint64_t *next);
 
+/* ipc.c (v1.2): a backend with processes (CUDA) fills these */
+int t4a__slot_buffer_export_ipc(t4a_runtime rt, t4a_buffer buf, t4a_ipc_buffer *out, int *pool_fd);
+int t4a__slot_buffer_import_ipc(t4a_runtime rt, const t4a_ipc_buffer *in, int pool_fd,
+                                t4a_buffer *out);
+int t4a__slot_witness_export_ipc(t4a_witness w, t4a_ipc_witness *out);
+int t4a__slot_runtime_wait_ipc_witness(t4a_runtime rt, const t4a_ipc_witness *w);
+
 /* raw.c */
 int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);
 int t4a__slot_raw_begin(t4a_runtime rt, t4a_raw_section *section);

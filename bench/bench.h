@@ -61,6 +61,14 @@ extern const bench_case bench_v11_cases[];
 extern const bench_case bench_graph_cases[];
 extern const bench_case bench_interop_cases[];
 extern const bench_case bench_v12_cases[]; /* bench/v12_cases.c: ABI 1.2 */
+extern const bench_case bench_ipc_cases[]; /* bench/ipc_cases.c: ABI 1.2's processes */
+/* The importing side of bench_ipc_cases: `t4a_bench --child-ipc`, its
+ * socket on fd 3. */
+int bench_ipc_child(void);
+/* bench/t4a_bench.c: the plugin's backend and runtime (E.t, E.rt), and the
+ * raw side's driver table (E.cu, cuInit done). */
+void bench_setup_ours(void);
+void bench_open_raw(void);
 /* The host backend's rows (bench/host_cases.c), run with E naming the host
  * backend and a runtime of bench_host_threads copy threads, the number the
  * raw side's reference threads match. */

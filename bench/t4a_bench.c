@@ -145,6 +145,9 @@ static void setup_ours_only(void) {
   bench_check(E.t->runtime_create(0, &o, &E.rt), "runtime_create");
 }
 
+void bench_setup_ours(void) { setup_ours_only(); }
+void bench_open_raw(void) { open_raw(); }
+
 /* The raw side's stream and pool, in the current context. */
 static void raw_stream_and_pool(void) {
   bench_cu(E.cu.cuStreamCreate(&E.stream, T4A__CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -385,6 +388,8 @@ static bool host_rows(const char *only, result *res, int *n, char *why, size_t w
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child-init") == 0)
     return child_init(argv[2]);
+  if (argc == 2 && strcmp(argv[1], "--child-ipc") == 0)
+    return bench_ipc_child();
   const char *json = NULL, *only = NULL, *reports = NULL, *backend = "all", *machine = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
@@ -472,9 +477,9 @@ int main(int argc, char **argv) {
          (int)E.device_count, E.dev.name, E.driver_version / 1000, E.driver_version % 1000 / 10,
          cpus, date);
   result res[96];
-  static const bench_case *const tables[] = {bench_cases,         bench_v11_cases,
-                                             bench_graph_cases,   bench_lifecycle_cases,
-                                             bench_interop_cases, bench_v12_cases};
+  static const bench_case *const tables[] = {
+      bench_cases,         bench_v11_cases, bench_graph_cases, bench_lifecycle_cases,
+      bench_interop_cases, bench_v12_cases, bench_ipc_cases};
   int n = run_rows(tables, sizeof tables / sizeof tables[0], only, res, 96);
   fprintf(f, ",\n\"gpu\":\"%s\",\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cases\":", E.dev.name,
           (int)E.device_count, E.driver_version / 1000, E.driver_version % 1000 / 10);

@@ -788,7 +788,8 @@ def rs_type(h, t):
     if t.kind == "named":
         return t.name
     if t.kind == "array":
-        return "[%s; %s]" % (rs_type(h, t.inner), t.n)
+        # a #define'd length is a c_int constant in Rust: cast it
+        return "[%s; %s]" % (rs_type(h, t.inner), t.n if t.n.isdigit() else t.n + " as usize")
     if t.kind == "fn":
         return "Option<%s>" % rs_fn(h, t)
     return ("*const " if t.const else "*mut ") + rs_type(h, t.inner)

@@ -36,6 +36,7 @@ typedef struct CUgraphExec_st *t4a__CUgraphExec;
 typedef struct CUgraphNode_st *t4a__CUgraphNode;
 typedef size_t (*t4a__CUoccupancyB2DSize)(int block_size);
 typedef unsigned int t4a__CUpointer_attribute;
+typedef unsigned int t4a__CUmemAllocationHandleType;
 
 /* Structs the driver API takes. Their fields are spelled once, in macros, so
  * that tests/cpu/test_decls.c can lay them out beside cuda.h's. The tags are
@@ -91,6 +92,9 @@ typedef unsigned int t4a__CUpointer_attribute;
   t4a__CUstream hStream;                                                                           \
   struct CUlaunchAttribute_st *attrs;                                                              \
   unsigned int numAttrs;
+/* ABI 1.2 IPC: an interprocess event's handle, a pool pointer's export. */
+#define T4A__CUIPCEVENTHANDLE_FIELDS char reserved[64];
+#define T4A__CUMEMPOOLPTREXPORTDATA_FIELDS unsigned char reserved[64];
 /* CUDA_KERNEL_NODE_PARAMS as of CUDA 12.0 (_v2: kern and ctx appended). */
 #define T4A__CUDA_KERNEL_NODE_PARAMS_FIELDS                                                        \
   t4a__CUfunction func;                                                                            \
@@ -130,6 +134,12 @@ struct CUlaunchConfig_st {
 struct CUDA_KERNEL_NODE_PARAMS_v2_st {
   T4A__CUDA_KERNEL_NODE_PARAMS_FIELDS
 };
+struct CUipcEventHandle_st {
+  T4A__CUIPCEVENTHANDLE_FIELDS
+};
+struct CUmemPoolPtrExportData_st {
+  T4A__CUMEMPOOLPTREXPORTDATA_FIELDS
+};
 #endif
 typedef struct CUuuid_st t4a__CUuuid;
 typedef struct CUmemLocation_st t4a__CUmemLocation;
@@ -139,6 +149,8 @@ typedef struct CUDA_MEMCPY2D_st t4a__CUDA_MEMCPY2D;
 typedef struct CUlaunchAttribute_st t4a__CUlaunchAttribute;
 typedef struct CUlaunchConfig_st t4a__CUlaunchConfig;
 typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st t4a__CUDA_KERNEL_NODE_PARAMS;
+typedef struct CUipcEventHandle_st t4a__CUipcEventHandle;
+typedef struct CUmemPoolPtrExportData_st t4a__CUmemPoolPtrExportData;
 
 /* ---- constants (checked against cuda.h by tests/cpu/test_decls.c) ------ */
 #define T4A__CUDA_DECL_CONSTANTS(X)                                                                \
@@ -249,7 +261,10 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st t4a__CUDA_KERNEL_NODE_PARAMS;
   X(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, 3)                                                        \
   X(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 9)                                                        \
   X(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, 11)                                                     \
-  X(CU_POINTER_ATTRIBUTE_RANGE_SIZE, 12)
+  X(CU_POINTER_ATTRIBUTE_RANGE_SIZE, 12)                                                           \
+  X(CU_EVENT_INTERPROCESS, 4)                                                                      \
+  X(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1)                                                   \
+  X(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, 119)
 
 enum {
 #define T4A__DECL_CONST(name, value) T4A__##name = value,
@@ -375,7 +390,20 @@ enum {
   /* ABI 1.1 interop: optional, buffer_wrap_external and dlpack_import say */                      \
   /* T4A_EUNSUPPORTED without it */                                                                \
   X(cuPointerGetAttributes, "cuPointerGetAttributes", 0,                                           \
-    (unsigned int n, t4a__CUpointer_attribute *attributes, void **data, t4a__CUdeviceptr ptr))
+    (unsigned int n, t4a__CUpointer_attribute *attributes, void **data, t4a__CUdeviceptr ptr))     \
+  /* ABI 1.2 processes: optional, T4A_RUNTIME_IPC is T4A_EUNSUPPORTED without them */              \
+  X(cuMemPoolExportToShareableHandle, "cuMemPoolExportToShareableHandle", 0,                       \
+    (void *handle, t4a__CUmemoryPool pool, t4a__CUmemAllocationHandleType type,                    \
+     unsigned long long flags))                                                                    \
+  X(cuMemPoolImportFromShareableHandle, "cuMemPoolImportFromShareableHandle", 0,                   \
+    (t4a__CUmemoryPool * pool, void *handle, t4a__CUmemAllocationHandleType type,                  \
+     unsigned long long flags))                                                                    \
+  X(cuMemPoolExportPointer, "cuMemPoolExportPointer", 0,                                           \
+    (t4a__CUmemPoolPtrExportData * out, t4a__CUdeviceptr ptr))                                     \
+  X(cuMemPoolImportPointer, "cuMemPoolImportPointer", 0,                                           \
+    (t4a__CUdeviceptr * ptr, t4a__CUmemoryPool pool, t4a__CUmemPoolPtrExportData * data))          \
+  X(cuIpcGetEventHandle, "cuIpcGetEventHandle", 0, (t4a__CUipcEventHandle * h, t4a__CUevent e))    \
+  X(cuIpcOpenEventHandle, "cuIpcOpenEventHandle", 0, (t4a__CUevent * e, t4a__CUipcEventHandle h))
 
 /* Resolved before the others, by dlsym, to bootstrap. */
 typedef t4a__CUresult (*t4a__pfn_cuInit)(unsigned int flags);

@@ -51,6 +51,10 @@ static const t4a_gpu_backend_v1 table = {
     .stream_wait_witness = t4a__slot_stream_wait_witness,
     .runtime_wait_event = t4a__slot_runtime_wait_event,
     .runtime_wait_stream = t4a__slot_runtime_wait_stream,
+    .buffer_export_ipc = t4a__slot_buffer_export_ipc,
+    .buffer_import_ipc = t4a__slot_buffer_import_ipc,
+    .witness_export_ipc = t4a__slot_witness_export_ipc,
+    .runtime_wait_ipc_witness = t4a__slot_runtime_wait_ipc_witness,
 };
 
 __attribute__((visibility("default"))) int t4a_gpu_backend_v1_entry(uint16_t caller_major,

@@ -84,7 +84,9 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   t4a__CUresult r;
   t4a__CUcontext saved = NULL;
   t4a__spare sp;
-  bool warm = t4a__spare_take(ordinal, o.staging_bytes, o.stream_priority, &sp);
+  /* an IPC runtime's pool is shareable: it neither takes nor leaves spares */
+  bool warm = !(o.flags & T4A_RUNTIME_IPC) &&
+              t4a__spare_take(ordinal, o.staging_bytes, o.stream_priority, &sp);
   if (warm) { /* a destroyed runtime's parts: context reference, stream, pool, staging */
     rt->ctx = sp.ctx;
     rt->stream = sp.stream;
@@ -95,7 +97,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
                       (int)ordinal);
     goto fail_slot;
   }
-  if ((rc = t4a__ctx_enter(rt, &saved))) {
+  if ((rc = t4a__ipc_init(rt)) || (rc = t4a__ctx_enter(rt, &saved))) {
     if (warm) {
       t4a__staging_release(&sp.stage);
       t4a__release_or_keep(cu->cuMemPoolDestroy(sp.pool), sp.pool);
@@ -222,7 +224,9 @@ int t4a__slot_runtime_destroy(t4a_runtime h, uint64_t timeout_ns) {
   if (rt->cap.active) /* faulted: the driver's capture is left, our record freed */
     t4a__recorded_free(&rt->cap.rec);
   uint64_t pool_access = rt->mem.pool_access;
-  t4a__CUmemoryPool pool = t4a__memory_fini(rt, idle, idle);
+  bool ipc = rt->ipc.on;
+  t4a__CUmemoryPool pool = t4a__memory_fini(rt, idle, idle && !ipc);
+  t4a__ipc_fini(rt, idle);    /* after the imports went and the stream drained */
   t4a__graphs_fini(rt, idle); /* before the modules their kernels are in */
   t4a__modules_fini(rt, idle);
   bool events_kept = t4a__completion_fini(rt, idle);

@@ -77,7 +77,11 @@ int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_acc
     t4a__CUmemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = T4A__CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleTypes = T4A__CU_MEM_HANDLE_TYPE_NONE;
+    /* T4A_RUNTIME_IPC: other processes import the pool through a POSIX
+     * file descriptor (ipc.c) */
+    props.handleTypes = rt->opts.flags & T4A_RUNTIME_IPC
+                            ? T4A__CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+                            : T4A__CU_MEM_HANDLE_TYPE_NONE;
     props.location.type = T4A__CU_MEM_LOCATION_TYPE_DEVICE;
     props.location.id = rt->ordinal;
     if ((r = cu->cuMemPoolCreate(&m->pool, &props)) != T4A__CUDA_SUCCESS)
@@ -425,7 +429,9 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   } else if (b->ext_release) {
     if ((rc = release_external(rt, b, had_reader)))
       goto out;
-  } else if (b->cap && !cache_put(rt, b->ptr, b->cap)) {
+  } else if (b->cap && !b->exported && cache_put(rt, b->ptr, b->cap)) {
+    /* cached: an exported block never is (it goes back to the pool) */
+  } else if (b->cap || b->imported) { /* an import is unmapped (cap 0: nothing held) */
     t4a__CUcontext saved;
     if ((rc = t4a__ctx_enter(rt, &saved)))
       goto out;
@@ -532,7 +538,7 @@ t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) 
       t4a__keep((const void *)(uintptr_t)b->ptr);
     else if (b->h.live && b->ext_release) /* the stream drained: let it go now */
       b->ext_release(rt, &(t4a__retire){0, b->ext_release, b->ext, b->size, 0}, true);
-    else if (b->h.live && b->cap)
+    else if (b->h.live && (b->cap || b->imported)) /* own blocks; imports are unmapped */
       t4a__released(rt, cu->cuMemFreeAsync(b->ptr, rt->stream), (void *)(uintptr_t)b->ptr,
                     "cuMemFreeAsync");
   }

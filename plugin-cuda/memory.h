@@ -32,6 +32,10 @@ typedef struct t4a__buffer {
    * the runtime's own blocks. */
   t4a__retire_fn ext_release;
   void *ext;
+  /* v1.2, processes (ipc.c): exported to another process (its free goes to
+   * the pool, never the cache), or another process's memory mapped here
+   * (cap 0: not the pool's, not cached or counted; its free unmaps it). */
+  bool exported, imported;
 } t4a__buffer;
 
 /* Marks b (of rt) unproven: kept for good, counted in `quarantined` from

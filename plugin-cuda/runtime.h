@@ -25,6 +25,7 @@
 #include "plugin-cuda/capture.h"
 #include "plugin-cuda/completion.h"
 #include "backend-core/handle.h"
+#include "plugin-cuda/ipc.h"
 #include "plugin-cuda/memory.h"
 #include "plugin-cuda/module.h"
 #include "plugin-cuda/pinned.h"
@@ -58,6 +59,7 @@ struct t4a__runtime {
   t4a__modules code;    /* module.h */
   t4a__capture cap;     /* capture.h: the capture in progress */
   t4a__htable graphs;   /* capture.h: of t4a__graph */
+  t4a__ipc ipc;         /* ipc.h: what it shares with other processes (v1.2) */
 };
 
 /* Looks up and locks the runtime of a handle; T4A_EHANDLE (stale, foreign,

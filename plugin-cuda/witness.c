@@ -24,6 +24,7 @@ typedef struct wslot {
   uint32_t rt_index, rt_gen;
   uint64_t seq;
   int final;              /* status once the runtime is gone; 1 = runtime alive */
+  int32_t ordinal;        /* the runtime's device */
   bool timed, time_known; /* of a T4A_RUNTIME_TIMING runtime; its time is known */
   uint64_t time_ns;       /* when its seal completed, since the runtime's creation */
 } wslot;
@@ -54,6 +55,7 @@ static int wnew(t4a__runtime *rt, uint64_t seq, t4a_witness *out) {
     s->rt_gen = rt->slot.gen;
     s->seq = seq;
     s->final = 1;
+    s->ordinal = rt->ordinal;
     s->timed = rt->done.timing;
     /* a seal with nothing new covers the previous point, whose time may be
      * known already (seq 0, before any work, is the creation: time 0) */
@@ -96,6 +98,7 @@ typedef struct wref {
   uint32_t rt_index, rt_gen;
   uint64_t seq;
   int final;
+  int32_t ordinal;
 } wref;
 
 static int wread(t4a_witness w, const char *what, wref *out) {
@@ -105,7 +108,7 @@ static int wread(t4a_witness w, const char *what, wref *out) {
   if (rc == T4A_OK && !s)
     rc = T4A_EINTERNAL; /* never: wget sets s on success (clang's analyzer cannot see it) */
   if (rc == T4A_OK)
-    *out = (wref){s->rt_index, s->rt_gen, s->seq, s->final};
+    *out = (wref){s->rt_index, s->rt_gen, s->seq, s->final, s->ordinal};
   pthread_mutex_unlock(&wlock);
   return rc;
 }
@@ -129,6 +132,27 @@ static int wlock_runtime(t4a_witness w, const char *what, wref *ref, t4a__runtim
   /* destroyed after wread: destroy stored the final status first */
   rc = wread(w, what, ref);
   return rc ? rc : ref->final;
+}
+
+int t4a__witness_locate(t4a_witness w, const char *what, uint64_t *seq, int32_t *ordinal,
+                        t4a__runtime **rt) {
+  wref ref = {0}; /* (read on failure too: zeros) */
+  int rc = wlock_runtime(w, what, &ref, rt);
+  *seq = ref.seq;
+  *ordinal = ref.ordinal;
+  return rc;
+}
+
+bool t4a__witness_live(t4a_witness w) {
+  uint32_t i = t4a__h_index(w.bits);
+  bool live = false;
+  pthread_mutex_lock(&wlock); /* a lookup that records no failure (the caller's is its own) */
+  if (t4a__h_tag(w.bits) == T4A__TAG_WITNESS && t4a__h_rt(w.bits) == 0 && i < wtable.count) {
+    const t4a__hslot *h = t4a__htable_at(&wtable, i);
+    live = h->live && h->gen == t4a__h_gen(w.bits);
+  }
+  pthread_mutex_unlock(&wlock);
+  return live;
 }
 
 /* ---- seal --------------------------------------------------------------------- */

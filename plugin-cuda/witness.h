@@ -2,6 +2,7 @@
 #ifndef T4A_PLUGIN_CUDA_WITNESS_H
 #define T4A_PLUGIN_CUDA_WITNESS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "plugin-cuda/cuda_decls.h"
@@ -41,6 +42,17 @@ int t4a__witness_pin_check(const t4a__wpin *p, const char *what);
 
 /* Lets the pinned event go (takes the witness's runtime's lock). */
 void t4a__witness_unpin(t4a__wpin *p);
+
+/* Locks w's runtime when it is alive: T4A_OK with *rt (locked), *seq (the
+ * epoch) and *ordinal (its device). Else *rt is NULL and the status is the
+ * witness's final one (T4A_OK: its work completed before its runtime went;
+ * *seq and *ordinal set), or T4A_EHANDLE for a bad witness. */
+int t4a__witness_locate(t4a_witness w, const char *what, uint64_t *seq, int32_t *ordinal,
+                        t4a__runtime **rt);
+
+/* Whether w names a witness not yet released (no lock of a runtime taken;
+ * callable under one). */
+bool t4a__witness_live(t4a_witness w);
 
 /* Plugin teardown: witnesses the consumer did not release go. */
 void t4a__witnesses_unload(void);

@@ -24,6 +24,11 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   t4a_runtime_options o;
   if ((rc = t4a__options_normalise(opts, &o)))
     return rc;
+  if (o.flags & T4A_RUNTIME_IPC)
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "runtime_create: the host backend shares nothing between processes "
+                     "(T4A_RUNTIME_IPC): its buffers are host memory; share it with memfd or "
+                     "shm_open and buffer_wrap_external, and order with witness_wait");
   if (o.stream_priority)
     return t4a__fail(T4A_ERANGE,
                      "runtime_create: stream_priority %d is outside the host's range [0, 0] "

@@ -60,7 +60,9 @@ static size_t slots_of(const t4a_gpu_backend_v1 *t, slot *out, size_t cap) {
       T4A__CF_SLOT(stream_wait_witness), T4A__CF_SLOT(runtime_wait_event),
       T4A__CF_SLOT(runtime_wait_stream), T4A__CF_SLOT(dlpack_export), T4A__CF_SLOT(dlpack_import),
       /* v1.2 */
-      T4A__CF_SLOT(alloc_log_read)};
+      T4A__CF_SLOT(alloc_log_read), T4A__CF_SLOT(buffer_export_ipc),
+      T4A__CF_SLOT(buffer_import_ipc), T4A__CF_SLOT(witness_export_ipc),
+      T4A__CF_SLOT(runtime_wait_ipc_witness)};
   size_t n = sizeof all / sizeof all[0];
   if (n > cap)
     n = cap;

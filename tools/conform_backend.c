@@ -240,6 +240,15 @@ static void sweep_handles(sweep *s) {
   t4a_alloc_event ev;
   uint32_t count = 0;
   NI(alloc_log_read, rt, 0, &ev, 1, &count, &u);
+  t4a_ipc_buffer ib;
+  t4a_ipc_witness iw;
+  int fd = -1;
+  memset(&ib, 0, sizeof ib);
+  memset(&iw, 0, sizeof iw);
+  NI(buffer_export_ipc, rt, b, &ib, &fd);
+  NI(buffer_import_ipc, rt, &ib, -1, &bo);
+  NI(witness_export_ipc, w, &iw);
+  NI(runtime_wait_ipc_witness, rt, &iw);
 }
 
 /* The artifact slots. The header names artifact_from_bytes and the compile

@@ -305,6 +305,14 @@ static void handles(t4a__cf *c) {
     uint32_t count;
     EACH(rts, "alloc_log_read", t->alloc_log_read((t4a_runtime){H}, 0, &ev, 1, &count, &u));
   }
+  if (t->buffer_export_ipc) { /* v1.2 processes */
+    t4a_ipc_buffer ib;
+    t4a_ipc_witness iw;
+    int fd;
+    EACH(rts, "buffer_export_ipc", t->buffer_export_ipc((t4a_runtime){H}, xa, &ib, &fd));
+    EACH(bufs, "buffer_export_ipc", t->buffer_export_ipc(a, (t4a_buffer){H}, &ib, &fd));
+    EACH(wits, "witness_export_ipc", t->witness_export_ipc((t4a_witness){H}, &iw));
+  }
   if (t->dlpack_export) {
     int64_t extent = 1;
     t4a_dlpack_export ex = {

@@ -1,6 +1,7 @@
 /* tools/conform_memory.c -- conformance checks of what ABI 1.2 added for
  * memory and processes: the memory budget and its out-of-memory callback,
- * the allocation log, and fork() detection. A backend of an older minor skips them (saying so). */
+ * the allocation log, the process slots' promises, and fork() detection. A backend of an older
+ * minor skips them (saying so). */
 #include "config.h"
 
 #include <pthread.h>
@@ -144,6 +145,64 @@ static void alloc_log(t4a__cf *c) {
   CF_EXPECT(t->alloc_log_read(plain, 0, ev, 8, &n, &next), T4A_EUNSUPPORTED);
 }
 
+/* ---- processes ------------------------------------------------------------------ */
+
+static void processes(t4a__cf *c) {
+  const t4a_gpu_backend_v1 *t = c->t;
+  if (!v1_2(c, "processes"))
+    return;
+  t4a_runtime_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.flags = T4A_RUNTIME_IPC;
+  t4a_runtime ipc = {0};
+  int rc = t->runtime_create(c->device, &o, &ipc);
+  if (rc == T4A_OK)
+    t4a__cf_track(c, T4A__CF_RUNTIME, 0, ipc.bits, NULL);
+  if (!t->buffer_export_ipc || !t->buffer_import_ipc || !t->witness_export_ipc ||
+      !t->runtime_wait_ipc_witness) { /* "leaves the four slots NULL and refuses" the flag */
+    CF_TRUE(!t->buffer_export_ipc && !t->buffer_import_ipc && !t->witness_export_ipc &&
+                !t->runtime_wait_ipc_witness,
+            "the backend fills some process slots and leaves others NULL");
+    CF_EXPECT(rc, T4A_EUNSUPPORTED);
+    return;
+  }
+  t4a_runtime plain = t4a__cf_runtime(c, c->device, NULL);
+  t4a_buffer b = plain.bits ? t4a__cf_buffer(c, plain, 4096) : (t4a_buffer){0};
+  if (!b.bits)
+    return;
+  t4a_ipc_buffer x;
+  t4a_ipc_witness xw;
+  int fd = 7;
+  CF_EXPECT(t->buffer_export_ipc(plain, b, &x, &fd), T4A_EUNSUPPORTED);
+  CF_TRUE(fd == -1, "a refused buffer_export_ipc left *pool_fd %d, want -1", fd);
+  memset(&x, 0x5a, sizeof x);
+  memset(&xw, 0x5a, sizeof xw);
+  t4a_buffer out;
+  CF_EXPECT(t->buffer_import_ipc(plain, &x, -1, &out), T4A_EINVAL);
+  CF_EXPECT(t->runtime_wait_ipc_witness(plain, &xw), T4A_EINVAL);
+  if (rc == T4A_EUNSUPPORTED) {
+    t4a__cf_skip(c, "runtime_create refuses T4A_RUNTIME_IPC here (the device or driver cannot "
+                    "share pools); the refusals were checked");
+    return;
+  }
+  if (!CF_OK(rc))
+    return;
+  t4a_buffer a = t4a__cf_buffer(c, ipc, 4096);
+  if (!a.bits || !CF_OK(t->buffer_export_ipc(ipc, a, &x, &fd)))
+    return;
+  CF_TRUE(fd >= 0, "buffer_export_ipc gave no pool descriptor (%d)", fd);
+  if (fd >= 0)
+    close(fd);
+  t4a__cf_round_trip(c, ipc, a, 0, 4096);
+  t4a_witness w = t4a__cf_seal(c, ipc);
+  if (!w.bits || !t4a__cf_wait(c, w) || !CF_OK(t->witness_export_ipc(w, &xw)))
+    return;
+  /* a completed witness's export: nothing to wait for, in any runtime */
+  CF_OK(t->runtime_wait_ipc_witness(plain, &xw));
+  t4a__cf_round_trip(c, plain, b, 0, 4096);
+}
+
 /* ---- fork() ------------------------------------------------------------------- */
 
 /* In the child: slots on the parent's runtime, witness and backend. */
@@ -220,6 +279,15 @@ const t4a__cf_check t4a__cf_memory_checks[] = {
      "alloc_log_read (v1.2): the events of a T4A_RUNTIME_ALLOC_LOG runtime's allocations and "
      "frees, numbered from 0, oldest first; a runtime without the flag: T4A_EUNSUPPORTED",
      "runtime_create runtime_destroy buffer_alloc buffer_free alloc_log_read", DEV, alloc_log},
+    {"processes.refusals",
+     "processes (v1.2): buffer_export_ipc of a runtime without T4A_RUNTIME_IPC is "
+     "T4A_EUNSUPPORTED (*pool_fd -1); bytes that are no export are T4A_EINVAL; an IPC runtime "
+     "exports a buffer with its pool's descriptor and a completed witness, which any runtime "
+     "waits on at once; a backend without processes leaves the four slots NULL and refuses "
+     "the flag",
+     "runtime_create runtime_destroy buffer_alloc buffer_free copy_h2d copy_d2h seal "
+     "witness_wait witness_release",
+     DEV, processes},
     {"backend.fork",
      "fork() (v1.2): in a child every slot but last_error and get_info on a backend the parent "
      "set up returns T4A_EFORKED, touching nothing; the parent is unaffected",

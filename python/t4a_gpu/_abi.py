@@ -447,6 +447,15 @@ _export('T4A_RUNTIME_TIMING')
 T4A_RUNTIME_ALLOC_LOG = 2
 _export('T4A_RUNTIME_ALLOC_LOG')
 
+# v1.2: the runtime shares memory and completion with other processes
+# (buffer_export_ipc, witness_export_ipc; see "processes" in the table):
+# its pool is created shareable (it takes and leaves no spare parts, so
+# its creation is a cold one). A device or driver without shareable
+# pools, or a backend without processes (host): runtime_create returns
+# T4A_EUNSUPPORTED.
+T4A_RUNTIME_IPC = 4
+_export('T4A_RUNTIME_IPC')
+
 # Kinds of allocation-log events (t4a_alloc_event.kind, v1.2).
 #
 # buffer_alloc given a new block from the pool
@@ -1231,6 +1240,41 @@ _export('T4A_DLPACK_BYTE_OFFSET')
 # import: accept a read-only tensor (you promise not to write it)
 T4A_DLPACK_ALLOW_READ_ONLY = 8
 _export('T4A_DLPACK_ALLOW_READ_ONLY')
+
+# Processes (v1.2): what one process hands another to share a buffer or a
+# witness (buffer_export_ipc, witness_export_ipc). Plain bytes: send them
+# by any channel (a pipe, a socket, shared memory). The pool's file
+# descriptor, which a buffer's importer needs once per exporting runtime,
+# goes over a Unix socket (SCM_RIGHTS: t4a/gpu_ipc.h has a helper).
+T4A_IPC_BUFFER_BYTES = 128
+_export('T4A_IPC_BUFFER_BYTES')
+
+T4A_IPC_WITNESS_BYTES = 128
+_export('T4A_IPC_WITNESS_BYTES')
+
+
+class t4a_ipc_buffer(Structure):
+    """One exported buffer (v1.2): opaque; names the exporting runtime's pool,
+    the device (by UUID) and the buffer's size. Fixed: never grows.
+    """
+    _fields_ = [
+        ('bytes', c_uint8 * T4A_IPC_BUFFER_BYTES),
+    ]
+
+
+STRUCTS.append(t4a_ipc_buffer)
+_export('t4a_ipc_buffer')
+
+
+class t4a_ipc_witness(Structure):
+    """One exported witness (v1.2): opaque, fixed."""
+    _fields_ = [
+        ('bytes', c_uint8 * T4A_IPC_WITNESS_BYTES),
+    ]
+
+
+STRUCTS.append(t4a_ipc_witness)
+_export('t4a_ipc_witness')
 
 
 class t4a_gpu_backend_v1(Structure):
@@ -2046,6 +2090,94 @@ class t4a_gpu_backend_v1(Structure):
             POINTER(c_uint32),
             POINTER(c_uint64),
         )),
+        # -- processes (v1.2)
+        # Buffers and witnesses shared with another process on the same device:
+        # CUDA IPC over stream-ordered pools (a pool made shareable with POSIX
+        # file descriptors, cuMemPoolExportPointer / ImportPointer: legacy
+        # cuIpcGetMemHandle does not work on pool memory) and interprocess events.
+        # The exporting runtime is one created with T4A_RUNTIME_IPC; any runtime
+        # of this backend on the same device (by UUID) imports. Start the other
+        # process with exec or spawn: in a child of fork() alone every runtime
+        # made before the fork refuses (T4A_EFORKED, see fork() above).
+        #
+        # Who frees what, when:
+        # - An exported buffer stays the exporter's: it must stay allocated (no
+        # buffer_free, no runtime_destroy of its runtime) until every importer
+        # freed its import and that free completed; an importer says so with a
+        # witness it exports after its buffer_free (the exporter waits for it,
+        # runtime_wait_ipc_witness, before its own free), or with a message
+        # sent after its witness_wait. Freeing it earlier lets the pool hand
+        # the memory to another allocation the importer still sees.
+        # - An import is the importer's buffer: buffer_free unmaps it after the
+        # work enqueued on it (stream-ordered), runtime_destroy unmaps what is
+        # left. It is not counted in the importer's budget or cache.
+        # - An exported witness can be waited on while the exporter holds a
+        # reference to it and its runtime lives: release it only after every
+        # importer's wait completed (again: a witness it sends back after).
+        # - The pool's file descriptor (buffer_export_ipc's *pool_fd): a new one
+        # each time it is asked for, the caller's to send and to close; an
+        # importer needs it once per exporting runtime (buffer_import_ipc does
+        # not keep it: close it after).
+        #
+        # When a process dies (SIGKILL) the other keeps working: its runtimes,
+        # buffers and witnesses are its own. An importer's buffers of a dead
+        # exporter stay mapped and keep what they held until it frees them (the
+        # memory lives while any process maps it); its copies, memsets and
+        # kernels on them go on. A dead exporter's witness that had completed
+        # stays complete (a wait enqueues nothing). One whose work had not
+        # completed is the driver's to signal or not, and CUDA does not say (the
+        # fake driver never does): a runtime waiting on it may stall for good (its
+        # destroy then times out: T4A_ETIMEOUT), so wait for a witness of a
+        # process that may die only once a message says its work is done, or in
+        # a runtime you can abandon. An exporter whose importer died frees its
+        # buffers as usual.
+        #
+        # A backend without processes (host: its buffers are host memory, which
+        # processes share with memfd or shm_open and buffer_wrap_external, and
+        # order with their own means and witness_wait) leaves the four slots NULL
+        # and refuses T4A_RUNTIME_IPC with T4A_EUNSUPPORTED.
+        #
+        # buffer_export_ipc: fills *out for buf, a buffer rt allocated (not an
+        # empty, wrapped or imported one: T4A_EINVAL), rt created with
+        # T4A_RUNTIME_IPC (else T4A_EUNSUPPORTED saying so); pool_fd may be NULL,
+        # else *pool_fd = a new file descriptor of rt's pool (close-on-exec), or
+        # -1 on failure. The importer may use the memory only after the exporter's
+        # allocation and writes completed: send a witness sealed after them. The
+        # buffer is not cached by rt again (its free returns it to the pool).
+        ('buffer_export_ipc', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            t4a_buffer,
+            POINTER(t4a_ipc_buffer),
+            POINTER(c_int),
+        )),
+        # buffer_import_ipc: maps the buffer `in` names as a buffer of rt (rt's
+        # device must be the exporter's: T4A_EFOREIGNDEVICE) that every copy,
+        # memset, launch (buffer_device_address) and DLPack export accepts, of
+        # the exported size. pool_fd: the exporter's pool descriptor the first
+        # time rt imports from that pool (rt keeps the pool until it is
+        # destroyed), -1 after (T4A_EINVAL "pass the pool's descriptor" when rt
+        # does not know the pool yet). Bytes that are no export: T4A_EINVAL.
+        ('buffer_import_ipc', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            POINTER(t4a_ipc_buffer),
+            c_int,
+            POINTER(t4a_buffer),
+        )),
+        # witness_export_ipc: fills *out for w, a witness of a T4A_RUNTIME_IPC
+        # runtime (else T4A_EUNSUPPORTED saying so), covering exactly w's work (no
+        # later work of its runtime). A witness whose work completed exports as
+        # complete; one whose work failed: T4A_EDEVICEFAULT. Exporting a witness
+        # again gives the same bytes.
+        ('witness_export_ipc', CFUNCTYPE(c_int, t4a_witness, POINTER(t4a_ipc_witness))),
+        # runtime_wait_ipc_witness: work rt enqueues after this call runs after
+        # the work the exported witness covers, GPU-side (the host does not
+        # block), as runtime_wait_witness; w may come from any process on rt's
+        # device (another device: T4A_EFOREIGNDEVICE), rt need not be an IPC
+        # runtime. A witness exported complete enqueues nothing. During a capture:
+        # T4A_EBUSY. Bytes that are no export: T4A_EINVAL.
+        ('runtime_wait_ipc_witness', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_ipc_witness))),
     ]
 
 
@@ -2122,7 +2254,7 @@ FROZEN_SIZES = {
     't4a_graph_info': ('T4A_GRAPH_INFO_V1_1_SIZE', 'replays'),
     't4a_external_memory': ('T4A_EXTERNAL_MEMORY_V1_1_SIZE', 'user'),
     't4a_dlpack_export': ('T4A_DLPACK_EXPORT_V1_1_SIZE', 'user'),
-    't4a_gpu_backend_v1': ('T4A_GPU_BACKEND_V1_2_SIZE', 'alloc_log_read'),
+    't4a_gpu_backend_v1': ('T4A_GPU_BACKEND_V1_2_SIZE', 'runtime_wait_ipc_witness'),
     't4a_runtime_options': ('T4A_RUNTIME_OPTIONS_V1_2_SIZE', 'reserved_v1_2'),
     't4a_runtime_counters': ('T4A_RUNTIME_COUNTERS_V1_2_SIZE', 'out_of_memory_failures'),
     't4a_memory_info': ('T4A_MEMORY_INFO_V1_2_SIZE', 'limit_bytes'),
@@ -2162,7 +2294,7 @@ T4A_DLPACK_EXPORT_V1_1_SIZE = size_through(t4a_dlpack_export, 'user')
 # Sizes of what ABI 1.2 added: the table as of 1.2, the first published
 # size of each struct 1.2 introduced, and the 1.2 size of each struct it
 # grew (runtime options, counters, memory info). Frozen likewise.
-T4A_GPU_BACKEND_V1_2_SIZE = size_through(t4a_gpu_backend_v1, 'alloc_log_read')
+T4A_GPU_BACKEND_V1_2_SIZE = size_through(t4a_gpu_backend_v1, 'runtime_wait_ipc_witness')
 T4A_RUNTIME_OPTIONS_V1_2_SIZE = size_through(t4a_runtime_options, 'reserved_v1_2')
 T4A_RUNTIME_COUNTERS_V1_2_SIZE = size_through(t4a_runtime_counters, 'out_of_memory_failures')
 T4A_MEMORY_INFO_V1_2_SIZE = size_through(t4a_memory_info, 'limit_bytes')
@@ -2852,5 +2984,80 @@ SLOT_DOCS = {
         'fit (before its out-of-memory callback), each IPC export and import.\n'
         'A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED\n'
         'saying so; every backend of 1.2 fills this slot.'),
+    'buffer_export_ipc': (
+        'Buffers and witnesses shared with another process on the same device:\n'
+        'CUDA IPC over stream-ordered pools (a pool made shareable with POSIX\n'
+        'file descriptors, cuMemPoolExportPointer / ImportPointer: legacy\n'
+        'cuIpcGetMemHandle does not work on pool memory) and interprocess events.\n'
+        'The exporting runtime is one created with T4A_RUNTIME_IPC; any runtime\n'
+        'of this backend on the same device (by UUID) imports. Start the other\n'
+        'process with exec or spawn: in a child of fork() alone every runtime\n'
+        'made before the fork refuses (T4A_EFORKED, see fork() above).\n'
+        '\n'
+        'Who frees what, when:\n'
+        "- An exported buffer stays the exporter's: it must stay allocated (no\n"
+        'buffer_free, no runtime_destroy of its runtime) until every importer\n'
+        'freed its import and that free completed; an importer says so with a\n'
+        'witness it exports after its buffer_free (the exporter waits for it,\n'
+        'runtime_wait_ipc_witness, before its own free), or with a message\n'
+        'sent after its witness_wait. Freeing it earlier lets the pool hand\n'
+        'the memory to another allocation the importer still sees.\n'
+        "- An import is the importer's buffer: buffer_free unmaps it after the\n"
+        'work enqueued on it (stream-ordered), runtime_destroy unmaps what is\n'
+        "left. It is not counted in the importer's budget or cache.\n"
+        '- An exported witness can be waited on while the exporter holds a\n'
+        'reference to it and its runtime lives: release it only after every\n'
+        "importer's wait completed (again: a witness it sends back after).\n"
+        "- The pool's file descriptor (buffer_export_ipc's *pool_fd): a new one\n"
+        "each time it is asked for, the caller's to send and to close; an\n"
+        'importer needs it once per exporting runtime (buffer_import_ipc does\n'
+        'not keep it: close it after).\n'
+        '\n'
+        'When a process dies (SIGKILL) the other keeps working: its runtimes,\n'
+        "buffers and witnesses are its own. An importer's buffers of a dead\n"
+        'exporter stay mapped and keep what they held until it frees them (the\n'
+        'memory lives while any process maps it); its copies, memsets and\n'
+        "kernels on them go on. A dead exporter's witness that had completed\n"
+        'stays complete (a wait enqueues nothing). One whose work had not\n'
+        "completed is the driver's to signal or not, and CUDA does not say (the\n"
+        'fake driver never does): a runtime waiting on it may stall for good (its\n'
+        'destroy then times out: T4A_ETIMEOUT), so wait for a witness of a\n'
+        'process that may die only once a message says its work is done, or in\n'
+        'a runtime you can abandon. An exporter whose importer died frees its\n'
+        'buffers as usual.\n'
+        '\n'
+        'A backend without processes (host: its buffers are host memory, which\n'
+        'processes share with memfd or shm_open and buffer_wrap_external, and\n'
+        'order with their own means and witness_wait) leaves the four slots NULL\n'
+        'and refuses T4A_RUNTIME_IPC with T4A_EUNSUPPORTED.\n'
+        '\n'
+        'buffer_export_ipc: fills *out for buf, a buffer rt allocated (not an\n'
+        'empty, wrapped or imported one: T4A_EINVAL), rt created with\n'
+        'T4A_RUNTIME_IPC (else T4A_EUNSUPPORTED saying so); pool_fd may be NULL,\n'
+        "else *pool_fd = a new file descriptor of rt's pool (close-on-exec), or\n"
+        "-1 on failure. The importer may use the memory only after the exporter's\n"
+        'allocation and writes completed: send a witness sealed after them. The\n'
+        'buffer is not cached by rt again (its free returns it to the pool).'),
+    'buffer_import_ipc': (
+        "buffer_import_ipc: maps the buffer `in` names as a buffer of rt (rt's\n"
+        "device must be the exporter's: T4A_EFOREIGNDEVICE) that every copy,\n"
+        'memset, launch (buffer_device_address) and DLPack export accepts, of\n'
+        "the exported size. pool_fd: the exporter's pool descriptor the first\n"
+        'time rt imports from that pool (rt keeps the pool until it is\n'
+        'destroyed), -1 after (T4A_EINVAL "pass the pool\'s descriptor" when rt\n'
+        'does not know the pool yet). Bytes that are no export: T4A_EINVAL.'),
+    'witness_export_ipc': (
+        'witness_export_ipc: fills *out for w, a witness of a T4A_RUNTIME_IPC\n'
+        "runtime (else T4A_EUNSUPPORTED saying so), covering exactly w's work (no\n"
+        'later work of its runtime). A witness whose work completed exports as\n'
+        'complete; one whose work failed: T4A_EDEVICEFAULT. Exporting a witness\n'
+        'again gives the same bytes.'),
+    'runtime_wait_ipc_witness': (
+        'runtime_wait_ipc_witness: work rt enqueues after this call runs after\n'
+        'the work the exported witness covers, GPU-side (the host does not\n'
+        "block), as runtime_wait_witness; w may come from any process on rt's\n"
+        'device (another device: T4A_EFOREIGNDEVICE), rt need not be an IPC\n'
+        'runtime. A witness exported complete enqueues nothing. During a capture:\n'
+        'T4A_EBUSY. Bytes that are no export: T4A_EINVAL.'),
 }
 _export('SLOT_DOCS')

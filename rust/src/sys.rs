@@ -817,6 +817,14 @@ pub const T4A_RUNTIME_TIMING: u32 = 1;
 /// the runtime records nothing and pays nothing for it.
 pub const T4A_RUNTIME_ALLOC_LOG: u32 = 2;
 
+/// v1.2: the runtime shares memory and completion with other processes
+/// (buffer_export_ipc, witness_export_ipc; see "processes" in the table):
+/// its pool is created shareable (it takes and leaves no spare parts, so
+/// its creation is a cold one). A device or driver without shareable
+/// pools, or a backend without processes (host): runtime_create returns
+/// T4A_EUNSUPPORTED.
+pub const T4A_RUNTIME_IPC: u32 = 4;
+
 /// Kinds of allocation-log events (t4a_alloc_event.kind, v1.2).
 ///
 /// buffer_alloc given a new block from the pool
@@ -1853,6 +1861,52 @@ pub const T4A_DLPACK_BYTE_OFFSET: u32 = 4;
 /// import: accept a read-only tensor (you promise not to write it)
 pub const T4A_DLPACK_ALLOW_READ_ONLY: u32 = 8;
 
+/// Processes (v1.2): what one process hands another to share a buffer or a
+/// witness (buffer_export_ipc, witness_export_ipc). Plain bytes: send them
+/// by any channel (a pipe, a socket, shared memory). The pool's file
+/// descriptor, which a buffer's importer needs once per exporting runtime,
+/// goes over a Unix socket (SCM_RIGHTS: t4a/gpu_ipc.h has a helper).
+pub const T4A_IPC_BUFFER_BYTES: c_int = 128;
+
+pub const T4A_IPC_WITNESS_BYTES: c_int = 128;
+
+/// One exported buffer (v1.2): opaque; names the exporting runtime's pool,
+/// the device (by UUID) and the buffer's size. Fixed: never grows.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_ipc_buffer {
+    pub bytes: [u8; T4A_IPC_BUFFER_BYTES as usize],
+}
+
+impl Default for t4a_ipc_buffer {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// One exported witness (v1.2): opaque, fixed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_ipc_witness {
+    pub bytes: [u8; T4A_IPC_WITNESS_BYTES as usize],
+}
+
+impl Default for t4a_ipc_witness {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct t4a_gpu_backend_v1 {
@@ -2478,6 +2532,82 @@ pub struct t4a_gpu_backend_v1 {
     /// A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED
     /// saying so; every backend of 1.2 fills this slot.
     pub alloc_log_read: Option<unsafe extern "C" fn(rt: t4a_runtime, from: u64, events: *mut t4a_alloc_event, capacity: u32, count: *mut u32, next: *mut u64) -> c_int>,
+    // -- processes (v1.2)
+    /// Buffers and witnesses shared with another process on the same device:
+    /// CUDA IPC over stream-ordered pools (a pool made shareable with POSIX
+    /// file descriptors, cuMemPoolExportPointer / ImportPointer: legacy
+    /// cuIpcGetMemHandle does not work on pool memory) and interprocess events.
+    /// The exporting runtime is one created with T4A_RUNTIME_IPC; any runtime
+    /// of this backend on the same device (by UUID) imports. Start the other
+    /// process with exec or spawn: in a child of fork() alone every runtime
+    /// made before the fork refuses (T4A_EFORKED, see fork() above).
+    ///
+    /// Who frees what, when:
+    /// - An exported buffer stays the exporter's: it must stay allocated (no
+    /// buffer_free, no runtime_destroy of its runtime) until every importer
+    /// freed its import and that free completed; an importer says so with a
+    /// witness it exports after its buffer_free (the exporter waits for it,
+    /// runtime_wait_ipc_witness, before its own free), or with a message
+    /// sent after its witness_wait. Freeing it earlier lets the pool hand
+    /// the memory to another allocation the importer still sees.
+    /// - An import is the importer's buffer: buffer_free unmaps it after the
+    /// work enqueued on it (stream-ordered), runtime_destroy unmaps what is
+    /// left. It is not counted in the importer's budget or cache.
+    /// - An exported witness can be waited on while the exporter holds a
+    /// reference to it and its runtime lives: release it only after every
+    /// importer's wait completed (again: a witness it sends back after).
+    /// - The pool's file descriptor (buffer_export_ipc's *pool_fd): a new one
+    /// each time it is asked for, the caller's to send and to close; an
+    /// importer needs it once per exporting runtime (buffer_import_ipc does
+    /// not keep it: close it after).
+    ///
+    /// When a process dies (SIGKILL) the other keeps working: its runtimes,
+    /// buffers and witnesses are its own. An importer's buffers of a dead
+    /// exporter stay mapped and keep what they held until it frees them (the
+    /// memory lives while any process maps it); its copies, memsets and
+    /// kernels on them go on. A dead exporter's witness that had completed
+    /// stays complete (a wait enqueues nothing). One whose work had not
+    /// completed is the driver's to signal or not, and CUDA does not say (the
+    /// fake driver never does): a runtime waiting on it may stall for good (its
+    /// destroy then times out: T4A_ETIMEOUT), so wait for a witness of a
+    /// process that may die only once a message says its work is done, or in
+    /// a runtime you can abandon. An exporter whose importer died frees its
+    /// buffers as usual.
+    ///
+    /// A backend without processes (host: its buffers are host memory, which
+    /// processes share with memfd or shm_open and buffer_wrap_external, and
+    /// order with their own means and witness_wait) leaves the four slots NULL
+    /// and refuses T4A_RUNTIME_IPC with T4A_EUNSUPPORTED.
+    ///
+    /// buffer_export_ipc: fills *out for buf, a buffer rt allocated (not an
+    /// empty, wrapped or imported one: T4A_EINVAL), rt created with
+    /// T4A_RUNTIME_IPC (else T4A_EUNSUPPORTED saying so); pool_fd may be NULL,
+    /// else *pool_fd = a new file descriptor of rt's pool (close-on-exec), or
+    /// -1 on failure. The importer may use the memory only after the exporter's
+    /// allocation and writes completed: send a witness sealed after them. The
+    /// buffer is not cached by rt again (its free returns it to the pool).
+    pub buffer_export_ipc: Option<unsafe extern "C" fn(rt: t4a_runtime, buf: t4a_buffer, out: *mut t4a_ipc_buffer, pool_fd: *mut c_int) -> c_int>,
+    /// buffer_import_ipc: maps the buffer `in` names as a buffer of rt (rt's
+    /// device must be the exporter's: T4A_EFOREIGNDEVICE) that every copy,
+    /// memset, launch (buffer_device_address) and DLPack export accepts, of
+    /// the exported size. pool_fd: the exporter's pool descriptor the first
+    /// time rt imports from that pool (rt keeps the pool until it is
+    /// destroyed), -1 after (T4A_EINVAL "pass the pool's descriptor" when rt
+    /// does not know the pool yet). Bytes that are no export: T4A_EINVAL.
+    pub buffer_import_ipc: Option<unsafe extern "C" fn(rt: t4a_runtime, r#in: *const t4a_ipc_buffer, pool_fd: c_int, out: *mut t4a_buffer) -> c_int>,
+    /// witness_export_ipc: fills *out for w, a witness of a T4A_RUNTIME_IPC
+    /// runtime (else T4A_EUNSUPPORTED saying so), covering exactly w's work (no
+    /// later work of its runtime). A witness whose work completed exports as
+    /// complete; one whose work failed: T4A_EDEVICEFAULT. Exporting a witness
+    /// again gives the same bytes.
+    pub witness_export_ipc: Option<unsafe extern "C" fn(w: t4a_witness, out: *mut t4a_ipc_witness) -> c_int>,
+    /// runtime_wait_ipc_witness: work rt enqueues after this call runs after
+    /// the work the exported witness covers, GPU-side (the host does not
+    /// block), as runtime_wait_witness; w may come from any process on rt's
+    /// device (another device: T4A_EFOREIGNDEVICE), rt need not be an IPC
+    /// runtime. A witness exported complete enqueues nothing. During a capture:
+    /// T4A_EBUSY. Bytes that are no export: T4A_EINVAL.
+    pub runtime_wait_ipc_witness: Option<unsafe extern "C" fn(rt: t4a_runtime, w: *const t4a_ipc_witness) -> c_int>,
 }
 
 impl Default for t4a_gpu_backend_v1 {
@@ -2584,6 +2714,10 @@ impl t4a_gpu_backend_v1 {
         ("dlpack_export", 624),
         ("dlpack_import", 632),
         ("alloc_log_read", 640),
+        ("buffer_export_ipc", 648),
+        ("buffer_import_ipc", 656),
+        ("witness_export_ipc", 664),
+        ("runtime_wait_ipc_witness", 672),
     ];
 }
 
@@ -2705,8 +2839,8 @@ pub const T4A_DLPACK_EXPORT_V1_1_SIZE: usize = 56;
 /// size of each struct 1.2 introduced, and the 1.2 size of each struct it
 /// grew (runtime options, counters, memory info). Frozen likewise.
 ///
-/// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, alloc_log_read)` (LP64).
-pub const T4A_GPU_BACKEND_V1_2_SIZE: usize = 640;
+/// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, runtime_wait_ipc_witness)` (LP64).
+pub const T4A_GPU_BACKEND_V1_2_SIZE: usize = 672;
 
 ///
 /// `T4A_SIZE_THROUGH(t4a_runtime_options, reserved_v1_2)` (LP64).
@@ -2836,7 +2970,9 @@ const _: () = {
     assert!(size_of::<t4a_dl_managed_tensor>() == 64 && align_of::<t4a_dl_managed_tensor>() == 8);
     assert!(size_of::<t4a_dl_managed_tensor_versioned>() == 80 && align_of::<t4a_dl_managed_tensor_versioned>() == 8);
     assert!(size_of::<t4a_dlpack_export>() == 56 && align_of::<t4a_dlpack_export>() == 8);
-    assert!(size_of::<t4a_gpu_backend_v1>() == 640 && align_of::<t4a_gpu_backend_v1>() == 8);
+    assert!(size_of::<t4a_ipc_buffer>() == 128 && align_of::<t4a_ipc_buffer>() == 1);
+    assert!(size_of::<t4a_ipc_witness>() == 128 && align_of::<t4a_ipc_witness>() == 1);
+    assert!(size_of::<t4a_gpu_backend_v1>() == 672 && align_of::<t4a_gpu_backend_v1>() == 8);
     assert!(size_of::<t4a_gpu_backend_entry>() == 4160 && align_of::<t4a_gpu_backend_entry>() == 1);
     // A slot must be exactly a nullable C function pointer.
     assert!(

@@ -337,6 +337,10 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_dlpack_export, strides);
     field!(got, t4a_dlpack_export, on_delete);
     field!(got, t4a_dlpack_export, user);
+    got.push(("struct t4a_ipc_buffer".into(), format!("{} {}", size_of::<t4a_ipc_buffer>(), std::mem::align_of::<t4a_ipc_buffer>())));
+    field!(got, t4a_ipc_buffer, bytes);
+    got.push(("struct t4a_ipc_witness".into(), format!("{} {}", size_of::<t4a_ipc_witness>(), std::mem::align_of::<t4a_ipc_witness>())));
+    field!(got, t4a_ipc_witness, bytes);
     got.push(("struct t4a_gpu_backend_v1".into(), format!("{} {}", size_of::<t4a_gpu_backend_v1>(), std::mem::align_of::<t4a_gpu_backend_v1>())));
     field!(got, t4a_gpu_backend_v1, struct_size);
     field!(got, t4a_gpu_backend_v1, abi_major);
@@ -420,6 +424,10 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_gpu_backend_v1, dlpack_export);
     field!(got, t4a_gpu_backend_v1, dlpack_import);
     field!(got, t4a_gpu_backend_v1, alloc_log_read);
+    field!(got, t4a_gpu_backend_v1, buffer_export_ipc);
+    field!(got, t4a_gpu_backend_v1, buffer_import_ipc);
+    field!(got, t4a_gpu_backend_v1, witness_export_ipc);
+    field!(got, t4a_gpu_backend_v1, runtime_wait_ipc_witness);
     got.push(("struct t4a_gpu_backend_entry".into(), format!("{} {}", size_of::<t4a_gpu_backend_entry>(), std::mem::align_of::<t4a_gpu_backend_entry>())));
     field!(got, t4a_gpu_backend_entry, name);
     field!(got, t4a_gpu_backend_entry, path);
@@ -438,7 +446,7 @@ fn every_struct_and_field_matches_c() {
         }
     }
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
-    assert_eq!(got.len(), 359, "structs and fields checked");
+    assert_eq!(got.len(), 367, "structs and fields checked");
 }
 
 #[test]
@@ -485,6 +493,7 @@ fn every_constant_matches_c() {
         ("T4A_OUT_OF_MEMORY_RETRY", T4A_OUT_OF_MEMORY_RETRY as i128),
         ("T4A_RUNTIME_TIMING", T4A_RUNTIME_TIMING as i128),
         ("T4A_RUNTIME_ALLOC_LOG", T4A_RUNTIME_ALLOC_LOG as i128),
+        ("T4A_RUNTIME_IPC", T4A_RUNTIME_IPC as i128),
         ("T4A_ALLOC_EVENT_ALLOC", T4A_ALLOC_EVENT_ALLOC as i128),
         ("T4A_ALLOC_EVENT_REUSE", T4A_ALLOC_EVENT_REUSE as i128),
         ("T4A_ALLOC_EVENT_FREE", T4A_ALLOC_EVENT_FREE as i128),
@@ -544,6 +553,8 @@ fn every_constant_matches_c() {
         ("T4A_DLPACK_READ_ONLY", T4A_DLPACK_READ_ONLY as i128),
         ("T4A_DLPACK_BYTE_OFFSET", T4A_DLPACK_BYTE_OFFSET as i128),
         ("T4A_DLPACK_ALLOW_READ_ONLY", T4A_DLPACK_ALLOW_READ_ONLY as i128),
+        ("T4A_IPC_BUFFER_BYTES", T4A_IPC_BUFFER_BYTES as i128),
+        ("T4A_IPC_WITNESS_BYTES", T4A_IPC_WITNESS_BYTES as i128),
         ("T4A_GPU_BACKEND_V1_0_SIZE", T4A_GPU_BACKEND_V1_0_SIZE as i128),
         ("T4A_ERROR_INFO_V1_0_SIZE", T4A_ERROR_INFO_V1_0_SIZE as i128),
         ("T4A_BACKEND_INFO_V1_0_SIZE", T4A_BACKEND_INFO_V1_0_SIZE as i128),

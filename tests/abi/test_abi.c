@@ -115,10 +115,17 @@ V1_1_INTEROP_SLOTS(FOLLOWS)
 _Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + (21 + 6) * sizeof(void *),
                "v1.1 table: v1.0 + 21 slots + 6 interop slots");
 /* v1.2 appends these slots after dlpack_import, in this order. */
-#define V1_2_SLOTS(X) X(alloc_log_read, dlpack_import)
+#define V1_2_SLOTS(X)                                                                              \
+  X(alloc_log_read, dlpack_import)                                                                 \
+  X(buffer_export_ipc, alloc_log_read)                                                             \
+  X(buffer_import_ipc, buffer_export_ipc)                                                          \
+  X(witness_export_ipc, buffer_import_ipc)                                                         \
+  X(runtime_wait_ipc_witness, witness_export_ipc)
 V1_2_SLOTS(FOLLOWS)
-_Static_assert(T4A_GPU_BACKEND_V1_2_SIZE == T4A_GPU_BACKEND_V1_1_SIZE + 1 * sizeof(void *),
-               "v1.2 table: v1.1 + 1 slot");
+_Static_assert(T4A_GPU_BACKEND_V1_2_SIZE == T4A_GPU_BACKEND_V1_1_SIZE + 5 * sizeof(void *),
+               "v1.2 table: v1.1 + 5 slots");
+_Static_assert(sizeof(t4a_ipc_buffer) == 128 && sizeof(t4a_ipc_witness) == 128,
+               "IPC exports: 128 bytes, fixed");
 _Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_2_SIZE,
                "the v1.2 table is the whole struct in ABI 1.2");
 _Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 2, "this header is ABI 1.2");

@@ -2,6 +2,7 @@
  * (-std=c99 -pedantic -Werror) and need nothing but the C library. */
 #include <t4a/gpu_backend_v1.h>
 #include <t4a/gpu_loader.h>
+#include <t4a/gpu_ipc.h> /* the POSIX helper compiles here too */
 
 #include <stdio.h>
 #include <string.h>

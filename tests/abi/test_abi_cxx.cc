@@ -2,6 +2,7 @@
 // -Wall -Wextra -Werror -pedantic, and their C linkage and layout hold there.
 #include <t4a/gpu_backend_v1.h>
 #include <t4a/gpu_loader.h>
+#include <t4a/gpu_ipc.h> /* the POSIX helper compiles here too */
 
 #include <cstdio>
 #include <cstring>

@@ -292,6 +292,10 @@ int main(void) {
   FIELD(t4a_dlpack_export, strides);
   FIELD(t4a_dlpack_export, on_delete);
   FIELD(t4a_dlpack_export, user);
+  STRUCT(t4a_ipc_buffer);
+  FIELD(t4a_ipc_buffer, bytes);
+  STRUCT(t4a_ipc_witness);
+  FIELD(t4a_ipc_witness, bytes);
   STRUCT(t4a_gpu_backend_v1);
   FIELD(t4a_gpu_backend_v1, struct_size);
   FIELD(t4a_gpu_backend_v1, abi_major);
@@ -375,6 +379,10 @@ int main(void) {
   FIELD(t4a_gpu_backend_v1, dlpack_export);
   FIELD(t4a_gpu_backend_v1, dlpack_import);
   FIELD(t4a_gpu_backend_v1, alloc_log_read);
+  FIELD(t4a_gpu_backend_v1, buffer_export_ipc);
+  FIELD(t4a_gpu_backend_v1, buffer_import_ipc);
+  FIELD(t4a_gpu_backend_v1, witness_export_ipc);
+  FIELD(t4a_gpu_backend_v1, runtime_wait_ipc_witness);
   STRUCT(t4a_gpu_backend_entry);
   FIELD(t4a_gpu_backend_entry, name);
   FIELD(t4a_gpu_backend_entry, path);
@@ -415,6 +423,7 @@ int main(void) {
   CONST(T4A_OUT_OF_MEMORY_RETRY);
   CONST(T4A_RUNTIME_TIMING);
   CONST(T4A_RUNTIME_ALLOC_LOG);
+  CONST(T4A_RUNTIME_IPC);
   CONST(T4A_ALLOC_EVENT_ALLOC);
   CONST(T4A_ALLOC_EVENT_REUSE);
   CONST(T4A_ALLOC_EVENT_FREE);
@@ -474,6 +483,8 @@ int main(void) {
   CONST(T4A_DLPACK_READ_ONLY);
   CONST(T4A_DLPACK_BYTE_OFFSET);
   CONST(T4A_DLPACK_ALLOW_READ_ONLY);
+  CONST(T4A_IPC_BUFFER_BYTES);
+  CONST(T4A_IPC_WITNESS_BYTES);
   UCONST(T4A_GPU_BACKEND_V1_0_SIZE);
   UCONST(T4A_ERROR_INFO_V1_0_SIZE);
   UCONST(T4A_BACKEND_INFO_V1_0_SIZE);

@@ -86,7 +86,12 @@ START_TEST(a_v1_0_plugin_shows_no_v1_1_slot) {
 END_TEST
 
 /* The slots ABI 1.2 appended. */
-#define V1_2_SLOTS(X) X(alloc_log_read)
+#define V1_2_SLOTS(X)                                                                              \
+  X(alloc_log_read)                                                                                \
+  X(buffer_export_ipc)                                                                             \
+  X(buffer_import_ipc)                                                                             \
+  X(witness_export_ipc)                                                                            \
+  X(runtime_wait_ipc_witness)
 
 START_TEST(a_v1_1_plugin_shows_no_v1_2_slot) {
   t4a_gpu_backend *b = NULL;
@@ -102,6 +107,7 @@ START_TEST(a_v1_1_plugin_shows_no_v1_2_slot) {
   ck_assert_uint_eq(t->struct_size, T4A_GPU_BACKEND_V1_1_SIZE);
 #define SLOT_NULL(slot)                                                                            \
   ck_assert_msg(!T4A_GPU_BACKEND_V1_HAS(t, slot) && t->slot == NULL, #slot " is not NULL");
+  // cppcheck-suppress nullPointerRedundantCheck ; HAS checks t, which is non-NULL here
   V1_2_SLOTS(SLOT_NULL)
 #undef SLOT_NULL
   /* every v1.1 slot works: memset and a 2D copy through a runtime */

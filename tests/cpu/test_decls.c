@@ -47,6 +47,12 @@ struct ours_launch_config {
 struct ours_kernel_node_params {
   T4A__CUDA_KERNEL_NODE_PARAMS_FIELDS
 };
+struct ours_ipc_event_handle {
+  T4A__CUIPCEVENTHANDLE_FIELDS
+};
+struct ours_pool_ptr_export {
+  T4A__CUMEMPOOLPTREXPORTDATA_FIELDS
+};
 #define SAME_LAYOUT(ours, theirs, field)                                                           \
   _Static_assert(offsetof(ours, field) == offsetof(theirs, field), #field " offset");
 _Static_assert(sizeof(struct ours_pool_props) == sizeof(CUmemPoolProps), "CUmemPoolProps size");
@@ -119,6 +125,12 @@ SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, kernelPa
 SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, extra)
 SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, kern)
 SAME_LAYOUT(struct ours_kernel_node_params, CUDA_KERNEL_NODE_PARAMS_v2, ctx)
+_Static_assert(sizeof(struct ours_ipc_event_handle) == sizeof(CUipcEventHandle),
+               "CUipcEventHandle size");
+SAME_LAYOUT(struct ours_ipc_event_handle, CUipcEventHandle, reserved)
+_Static_assert(sizeof(struct ours_pool_ptr_export) == sizeof(CUmemPoolPtrExportData),
+               "CUmemPoolPtrExportData size");
+SAME_LAYOUT(struct ours_pool_ptr_export, CUmemPoolPtrExportData, reserved)
 _Static_assert(sizeof(struct ours_uuid) == sizeof(CUuuid), "CUuuid size");
 SAME_LAYOUT(struct ours_uuid, CUuuid, bytes)
 _Static_assert(sizeof(t4a__CUdeviceptr) == sizeof(CUdeviceptr), "CUdeviceptr size");

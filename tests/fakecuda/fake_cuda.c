@@ -197,6 +197,9 @@ R fake_sym_cuDeviceGetAttribute(int *v, t4a__CUdevice_attribute a, t4a__CUdevice
   case T4A__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
   case T4A__CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 1; break;
   case T4A__CU_DEVICE_ATTRIBUTE_MAX_PITCH: *v = 2147483647; break;
+  case T4A__CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: /* fake_ipc.c; off for tests */
+    *v = getenv("FAKE_CUDA_NO_IPC") ? 0 : (int)T4A__CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    break;
   default: return fake_ext_device_attribute(a, v); /* hook: fake_launch_ex.c */
   }
   return T4A__CUDA_SUCCESS;

@@ -51,6 +51,7 @@ typedef CUresult R;
 #define t4a__CUmemPool_attribute CUmemPool_attribute
 #define t4a__CUdriverProcAddressQueryResult CUdriverProcAddressQueryResult
 #define t4a__CUpointer_attribute CUpointer_attribute
+#define t4a__CUmemAllocationHandleType CUmemAllocationHandleType
 typedef CUstreamCaptureMode fake_capture_mode;     /* fake_graph.c */
 typedef CUstreamCaptureStatus fake_capture_status; /* ... */
 #else
@@ -207,12 +208,21 @@ typedef struct alloc {
   unsigned busy;                   /* operations using it right now */
   bool released;                   /* freed (host) or released to the OS (device) */
   bool registered;                 /* host: the caller's memory (cuMemHostRegister), not ours */
+  bool imported;                   /* device: another process's block (fake_ipc.c), not ours */
+  struct fake_region *region;      /* device: carved from a shareable pool's region (fake_ipc.c) */
+  size_t region_off, region_len;   /* ... where, how much */
   struct alloc *next;              /* in the live list (or the graveyard) */
   struct alloc *pool_next;         /* in its pool's list */
 } alloc;
 
 /* All G held. */
 alloc *fake_alloc_new(size_t bytes, int kind, int device);
+/* A device block at base (guard zones included: bytes + 2 * FAKE_GUARD),
+ * memory the caller provides (a shareable pool's region). */
+alloc *fake_alloc_new_at(char *base, size_t bytes, int device);
+/* Another process's device block, mapped at p (its guard zones around it):
+ * not this process's memory, never counted, freed or poisoned here. */
+alloc *fake_alloc_imported(char *p, size_t bytes, int device);
 /* The live allocation holding [p, p + n) (any state), NULL if none or if
  * the range runs past its end. */
 alloc *fake_alloc_find(const void *p, size_t n, int kind);
@@ -239,12 +249,20 @@ size_t fake_device_limit(void);
 
 /* ---- fake_stream.c: streams and events ----------------------------------- */
 
+struct fake_ipc_page;
+
 struct CUevent_st {
   fake_obj o;
   unsigned flags; /* cuEventCreate's */
   double ms;      /* host clock when its last record completed (timing events) */
   uint64_t recorded, completed;
   R failed; /* the work it follows faulted */
+  /* Interprocess events (fake_ipc.c): their state is also in a shared page,
+   * which an importing process maps; `imported`: opened from a handle, its
+   * state is only the page. */
+  struct fake_ipc_page *ipc;
+  int ipc_fd; /* the exporter's descriptor of the page */
+  bool imported;
 };
 
 typedef struct kdesc kdesc;
@@ -328,6 +346,11 @@ R fake_stream_default(t4a__CUstream *s, const char *what);
 struct CUmemPoolHandle_st {
   fake_obj o;
   int device;
+  /* Shareable (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) pools carve their
+   * blocks from a region of shared memory; an imported pool maps another
+   * process's region (fake_ipc.c). NULL for the others. */
+  struct fake_region *region;
+  bool imported;
   unsigned access;    /* bit d: device d may access the pool's memory */
   uint64_t threshold; /* bytes kept reserved across synchronisations */
   alloc *blocks;      /* its blocks, in use or cached */
@@ -342,6 +365,29 @@ void fake_pool_freed(alloc *a);
 /* After a synchronisation (G held): each pool releases cached memory above
  * its release threshold, as CUDA does on stream/event synchronisation. */
 void fake_pools_synchronised(void);
+
+/* ---- fake_ipc.c: processes (ABI 1.2) --------------------------------------- */
+
+/* A shareable pool's region of shared memory (G held): created for a pool,
+ * or mapped from another process's descriptor. */
+struct fake_region *fake_region_new(void);
+/* A block of `bytes` from a shareable pool (G held), NULL when full. */
+alloc *fake_region_alloc(struct CUmemPoolHandle_st *p, size_t bytes, int device);
+/* The block's region goes back (G held): a region outlives its pool. */
+void fake_region_free(alloc *a);
+/* An interprocess event's record completed (G held), or failed. */
+void fake_ipc_event_done(t4a__CUevent e, uint64_t gen, R failed);
+/* An interprocess event's record was enqueued (G held). */
+void fake_ipc_event_recorded(t4a__CUevent e);
+/* A wait on an imported event (G held at entry and exit; let go while it
+ * polls the shared page: another process completes it). */
+void fake_ipc_event_wait(t4a__CUevent e, uint64_t gen);
+/* The record a wait on an imported event waits for, now (G held). */
+uint64_t fake_ipc_event_recorded_now(t4a__CUevent e);
+/* cuEventCreate with CU_EVENT_INTERPROCESS: the shared page (G held). */
+R fake_ipc_event_init(t4a__CUevent e);
+/* cuMemPoolCreate with a POSIX file descriptor handle type (G held). */
+R fake_ipc_pool_init(struct CUmemPoolHandle_st *p);
 
 /* ---- fake_module.c and fake_kernels.c: code ------------------------------- */
 

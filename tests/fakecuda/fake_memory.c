@@ -38,14 +38,7 @@ uint64_t fake_allocs_on(int kind, int device, bool pooled) {
   return n;
 }
 
-alloc *fake_alloc_new(size_t bytes, int kind, int device) {
-  alloc *a = calloc(1, sizeof *a);
-  if (!a)
-    return NULL;
-  if (posix_memalign((void **)&a->base, 4096, bytes + 2 * GUARD) != 0) {
-    free(a);
-    return NULL;
-  }
+static alloc *alloc_init(alloc *a, size_t bytes, int kind, int device) {
   memset(a->base, GUARD_BYTE, GUARD);
   memset(a->base + GUARD + bytes, GUARD_BYTE, GUARD);
   memset(a->base + GUARD, 0xa5, bytes); /* never zero: tests must write what they read */
@@ -57,6 +50,40 @@ alloc *fake_alloc_new(size_t bytes, int kind, int device) {
   fake_live[kind == MEM_DEVICE ? LIVE_DEVICE : LIVE_HOST]++;
   if (kind == MEM_DEVICE)
     device_used[device] += bytes;
+  return a;
+}
+
+alloc *fake_alloc_new(size_t bytes, int kind, int device) {
+  alloc *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  if (posix_memalign((void **)&a->base, 4096, bytes + 2 * GUARD) != 0) {
+    free(a);
+    return NULL;
+  }
+  return alloc_init(a, bytes, kind, device);
+}
+
+alloc *fake_alloc_new_at(char *base, size_t bytes, int device) {
+  alloc *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->base = base;
+  return alloc_init(a, bytes, MEM_DEVICE, device);
+}
+
+alloc *fake_alloc_imported(char *p, size_t bytes, int device) {
+  alloc *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->base = p - GUARD; /* the exporter's guard zones */
+  a->bytes = bytes;
+  a->kind = MEM_DEVICE;
+  a->device = device;
+  a->imported = true;
+  a->next = allocs;
+  allocs = a;
+  fake_live[LIVE_DEVICE]++;
   return a;
 }
 
@@ -104,6 +131,8 @@ bool fake_alloc_was_freed(const void *p) {
 }
 
 bool fake_alloc_accessible(const alloc *a, int dev) {
+  if (a->kind == MEM_DEVICE && a->imported) /* only where the importer granted access */
+    return a->pool && (a->pool->access & (1u << dev)) != 0;
   return a->kind != MEM_DEVICE || a->device == dev ||
          (a->pool && (a->pool->access & (1u << dev)) != 0);
 }
@@ -117,7 +146,9 @@ static void unlink_from(alloc **list, alloc *a) {
 }
 
 static void destroy(alloc *a) {
-  if (!a->registered)
+  if (a->region)
+    fake_region_free(a); /* a shareable pool's block: its region takes it back */
+  else if (!a->registered && !a->imported)
     free(a->base);
   free(a);
 }
@@ -131,11 +162,11 @@ void fake_alloc_release(alloc *a) {
     }
   unlink_from(&allocs, a);
   fake_live[a->kind == MEM_DEVICE ? LIVE_DEVICE : LIVE_HOST]--;
-  if (a->kind == MEM_DEVICE)
+  if (a->kind == MEM_DEVICE && !a->imported)
     device_used[a->device] -= a->bytes;
   a->released = true;
-  if (a->queued || a->busy) { /* still used: poisoned, freed when unused */
-    if (!a->registered)       /* (the caller's memory stays the caller's) */
+  if (a->queued || a->busy) {           /* still used: poisoned, freed when unused */
+    if (!a->registered && !a->imported) /* (the caller's or exporter's memory stays theirs) */
       memset(a->base + GUARD, POISON_BYTE, a->bytes);
     a->next = graveyard;
     graveyard = a;

@@ -61,7 +61,7 @@ void fake_pool_freed(alloc *a) {
                    (void *)(a->base + FAKE_GUARD), a->queued);
   a->state = A_CACHED;
   a->free_stream = NULL;
-  if (a->pool->o.dead) /* the pool is gone: the block goes with it */
+  if (a->pool->o.dead || a->pool->imported) /* the pool is gone, or the block is an import */
     release(a->pool, a);
   pthread_cond_broadcast(&fake_changed);
 }
@@ -80,13 +80,20 @@ R fake_sym_cuMemPoolCreate(t4a__CUmemoryPool *p, const t4a__CUmemPoolProps *prop
   FAKE_ENTER("cuMemPoolCreate");
   if (!p || !props || props->allocType != T4A__CU_MEM_ALLOCATION_TYPE_PINNED ||
       props->location.type != T4A__CU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
-      props->location.id >= fake_device_count())
+      props->location.id >= fake_device_count() ||
+      (props->handleTypes != T4A__CU_MEM_HANDLE_TYPE_NONE &&
+       props->handleTypes != T4A__CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
     return T4A__CUDA_ERROR_INVALID_VALUE;
   t4a__CUmemoryPool n = calloc(1, sizeof *n);
   if (!n)
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
   n->device = props->location.id;
   n->access = 1u << n->device;
+  if (props->handleTypes == T4A__CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
+      fake_ipc_pool_init(n) != OK) { /* shareable: blocks from shared memory (fake_ipc.c) */
+    free(n);
+    return T4A__CUDA_ERROR_OUT_OF_MEMORY;
+  }
   LOCK();
   fake_obj_register(&n->o, OBJ_POOL, NULL);
   n->next = pools;
@@ -143,6 +150,10 @@ R fake_sym_cuMemPoolSetAccess(t4a__CUmemoryPool p, const t4a__CUmemAccessDesc *m
     if (map[i].location.type != T4A__CU_MEM_LOCATION_TYPE_DEVICE || d < 0 ||
         d >= fake_device_count() || (map[i].flags != 0 && map[i].flags != 3))
       r = T4A__CUDA_ERROR_INVALID_VALUE;
+    else if (p->imported && map[i].flags) /* an importer grants its own devices access */
+      p->access |= 1u << d;
+    else if (p->imported)
+      p->access &= ~(1u << d);
     else if (d != p->device && !fake_can_access_peer(d, p->device))
       r = T4A__CUDA_ERROR_INVALID_DEVICE; /* no peer path */
     else if (d != p->device && map[i].flags)
@@ -193,6 +204,9 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
     return T4A__CUDA_ERROR_INVALID_VALUE;
   LOCK();
   R r = pool_get(p, "cuMemAllocFromPoolAsync");
+  if (!r && p->imported)
+    r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE,
+                    "cuMemAllocFromPoolAsync: the pool is imported (another process's)");
   if (!r)
     r = fake_stream_get(&s, "cuMemAllocFromPoolAsync");
   if (!r && s->capture) /* hook: the fake has no allocation nodes (fake_graph.c) */
@@ -226,7 +240,8 @@ R fake_sym_cuMemAllocFromPoolAsync(t4a__CUdeviceptr *ptr, size_t bytes, t4a__CUm
     }
     if (fake_device_used(p->device) + bytes > fake_device_limit())
       r = T4A__CUDA_ERROR_OUT_OF_MEMORY;
-    else if (!(a = fake_alloc_new(bytes, MEM_DEVICE, p->device)))
+    else if (!(a = p->region ? fake_region_alloc(p, bytes, p->device)
+                             : fake_alloc_new(bytes, MEM_DEVICE, p->device)))
       r = T4A__CUDA_ERROR_OUT_OF_MEMORY;
     else {
       a->pool = p;

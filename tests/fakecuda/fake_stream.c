@@ -70,7 +70,9 @@ static void run(op *o) {
   case OP_KERNEL: fake_run_kernel(o); break;
   case OP_WAIT:
     LOCK();
-    while (o->event->completed < o->gen && !o->event->failed)
+    if (o->event->imported) /* another process completes it (fake_ipc.c) */
+      fake_ipc_event_wait(o->event, o->gen);
+    while (!o->event->imported && o->event->completed < o->gen && !o->event->failed)
       pthread_cond_wait(&fake_changed, &fake_G);
     UNLOCK();
     break;
@@ -107,6 +109,8 @@ static void *worker(void *arg) {
         o->event->completed = o->gen;
         o->event->ms = fake_now_ms();
       }
+      if (o->event->ipc) /* interprocess: its page says so too */
+        fake_ipc_event_done(o->event, o->gen, s->failed);
     }
     if (o->kind == OP_FREE && o->target->gen == o->gen && o->target->state == A_FREEING)
       fake_pool_freed(o->target);
@@ -287,7 +291,9 @@ R fake_sym_cuStreamWaitEvent(t4a__CUstream s, t4a__CUevent e, unsigned flags) {
   if (!r)
     r = fake_obj_check(e, OBJ_EVENT, "cuStreamWaitEvent");
   if (!r) {
-    op o = {.kind = OP_WAIT, .event = e, .gen = e->recorded}; /* the record at call time */
+    op o = {.kind = OP_WAIT,
+            .event = e,
+            .gen = e->imported ? fake_ipc_event_recorded_now(e) : e->recorded}; /* at call time */
     r = fake_enqueue(s, &o);
   }
   UNLOCK();
@@ -301,11 +307,16 @@ R fake_sym_cuEventCreate(t4a__CUevent *e, unsigned flags) {
   R r = fake_need_ctx();
   if (r)
     return r;
-  if (!e || (flags & ~3u))
-    return T4A__CUDA_ERROR_INVALID_VALUE;
+  if (!e || (flags & ~7u) ||
+      ((flags & T4A__CU_EVENT_INTERPROCESS) && !(flags & T4A__CU_EVENT_DISABLE_TIMING)))
+    return T4A__CUDA_ERROR_INVALID_VALUE; /* interprocess events record no time, in CUDA */
   t4a__CUevent n = calloc(1, sizeof *n);
   if (!n)
     return T4A__CUDA_ERROR_OUT_OF_MEMORY;
+  if ((flags & T4A__CU_EVENT_INTERPROCESS) && fake_ipc_event_init(n) != OK) {
+    free(n);
+    return T4A__CUDA_ERROR_OUT_OF_MEMORY;
+  }
   LOCK();
   fake_obj_register(&n->o, OBJ_EVENT, fake_current());
   n->flags = flags;
@@ -338,9 +349,14 @@ R fake_sym_cuEventRecord(t4a__CUevent e, t4a__CUstream s) {
                     "cuEventRecord: the event is of device %d's context, the stream of device "
                     "%d's (CUDA wants one context)",
                     e->o.ctx->device, s->o.ctx->device);
+  if (!r && e->imported)
+    r = fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
+                    "cuEventRecord: the fake does not model records of an opened IPC event");
   if (!r) {
     op o = {.kind = OP_RECORD, .event = e, .gen = ++e->recorded};
     e->failed = 0;
+    if (e->ipc)
+      fake_ipc_event_recorded(e);
     r = fake_enqueue(s, &o);
   }
   UNLOCK();

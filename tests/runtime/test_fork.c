@@ -270,6 +270,18 @@ static int sweep_all(void *arg, FILE *out) {
   SWEEP(runtime_wait_stream, rt, stream);
   SWEEP(dlpack_export, rt, b, &dx, &p);
   SWEEP(dlpack_import, rt, &tensor, 0, &nb, &u);
+  t4a_alloc_event ev;
+  uint32_t evn = 0;
+  SWEEP(alloc_log_read, rt, 0, &ev, 1, &evn, &u);
+  t4a_ipc_buffer ib;
+  t4a_ipc_witness iw;
+  int fd = -1;
+  memset(&ib, 0, sizeof ib);
+  memset(&iw, 0, sizeof iw);
+  SWEEP(buffer_export_ipc, rt, b, &ib, &fd);
+  SWEEP(buffer_import_ipc, rt, &ib, -1, &nb);
+  SWEEP(witness_export_ipc, w, &iw);
+  SWEEP(runtime_wait_ipc_witness, rt, &iw);
   /* the releasing slots last: the parent's objects are not ours to free */
   SWEEP(graph_release, rt, g);
   SWEEP(host_unregister, rt, hb);

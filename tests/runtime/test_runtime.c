@@ -170,6 +170,17 @@ START_TEST(every_slot_needs_init_but_the_driver_free_ones) {
   t4a_alloc_event ev;
   uint32_t count;
   NOT_INIT(T->alloc_log_read(rt, 0, &ev, 1, &count, &u)); /* v1.2 */
+  if (T->buffer_export_ipc) {                             /* v1.2 processes; NULL on the host */
+    t4a_ipc_buffer ib;
+    t4a_ipc_witness iw;
+    int fd;
+    memset(&ib, 0, sizeof ib);
+    memset(&iw, 0, sizeof iw);
+    NOT_INIT(T->buffer_export_ipc(rt, b, &ib, &fd));
+    NOT_INIT(T->buffer_import_ipc(rt, &ib, -1, &b_out));
+    NOT_INIT(T->witness_export_ipc(w, &iw));
+    NOT_INIT(T->runtime_wait_ipc_witness(rt, &iw));
+  }
 #undef NOT_INIT
   /* the ones that need no driver work (the header lists them) */
   t4a_error_info e = {.struct_size = sizeof e};
