@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/checked.h"
 #include "common/env.h"
@@ -30,6 +31,7 @@
 
 #define CHUNK (64ull << 20)
 #define ALIGN 256u
+#define QUARANTINE 1024u /* freed guarded buffers whose addresses stay reserved */
 
 int t4a__hbuf_get(t4a__hrt *rt, t4a_buffer h, const char *what, t4a__hbuf **out) {
   int rc;
@@ -61,6 +63,8 @@ void t4a__hmem_init(t4a__hrt *rt) {
 static void unmap(t4a__hrt *rt, t4a__chunk **link) {
   t4a__chunk *c = *link;
   *link = c->next;
+  if (c->guarded)
+    t4a__hcheck_unwatch(c);
   rt->mem.reserved -= c->size;
   munmap(c->base, c->size);
   free(c);
@@ -114,6 +118,83 @@ static bool carve(t4a__hrt *rt, uint64_t cap, t4a__block *out) {
   if (rt->mem.used > rt->mem.high_water)
     rt->mem.high_water = rt->mem.used;
   return true;
+}
+
+/* Checked mode: a buffer of `bytes` in a mapping of its own, a PROT_NONE
+ * guard page at each end, the data against the upper guard as far as the
+ * 256-byte alignment allows, the rest of its pages canaries (check.c). Used
+ * up at once (nothing is carved from it); unmapped at buffer_free. */
+static bool guarded(t4a__hrt *rt, uint64_t bytes, t4a__block *out) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t span = (bytes + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+  uint64_t data_pages = (span + page - 1) / page * page, size = data_pages + 2 * page;
+  if (size > rt->mem.limit || rt->mem.reserved > rt->mem.limit - size)
+    return false;
+  t4a__chunk *c = calloc(1, sizeof *c);
+  char *p = c ? mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+  if (p == MAP_FAILED || mprotect(p + page, data_pages, PROT_READ | PROT_WRITE) != 0) {
+    if (p != MAP_FAILED)
+      munmap(p, size);
+    free(c);
+    return false;
+  }
+  c->base = p;
+  c->size = c->used = c->live = size;
+  c->guarded = true;
+  c->page = (uint32_t)page;
+  c->data = p + page + data_pages - span;
+  c->bytes = bytes;
+  t4a__hcheck_fill(p + page, c->data);
+  t4a__hcheck_fill(c->data + bytes, p + page + data_pages);
+  t4a__hcheck_watch(c);
+  c->next = rt->mem.chunks;
+  rt->mem.chunks = c;
+  rt->mem.reserved += size;
+  rt->mem.used += bytes;
+  if (rt->mem.used > rt->mem.high_water)
+    rt->mem.high_water = rt->mem.used;
+  rt->c.driver_allocations++;
+  out->ptr = c->data;
+  out->chunk = c;
+  return true;
+}
+
+/* A guarded buffer's end: behind every queued use (a kernel still queued
+ * may touch it), its pages replaced by PROT_NONE ones (the memory goes
+ * back, the addresses stay reserved: a later access faults, where an
+ * unmapped range would soon hold the next mapping) in a quarantine of the
+ * last QUARANTINE freed buffers; the oldest is unmapped. */
+static void unguard(t4a__hrt *rt, const t4a__block *b) {
+  t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
+  t4a__chunk *c = b->chunk;
+  rt->mem.used -= c->bytes;
+  for (t4a__chunk **l = &rt->mem.chunks; *l; l = &(*l)->next)
+    if (*l == c) {
+      *l = c->next;
+      break;
+    }
+  t4a__hcheck_unwatch(c);
+  rt->mem.reserved -= c->size;
+  rt->c.driver_frees++;
+  if (mmap(c->base, c->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+           0) == MAP_FAILED) {
+    munmap(c->base, c->size);
+    free(c);
+    return;
+  }
+  c->next = NULL;
+  if (rt->mem.dead_tail)
+    rt->mem.dead_tail->next = c;
+  else
+    rt->mem.dead = c;
+  rt->mem.dead_tail = c;
+  if (++rt->mem.dead_count > QUARANTINE) {
+    t4a__chunk *old = rt->mem.dead;
+    rt->mem.dead = old->next;
+    rt->mem.dead_count--;
+    munmap(old->base, old->size);
+    free(old);
+  }
 }
 
 /* Gives a block back to the pool: its chunk is carved again from the start
@@ -236,7 +317,18 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
     goto out;
   t4a__hbuf *b = t4a__htable_at(&rt->mem.bufs, i);
   b->size = bytes;
-  if (bytes) {
+  if (bytes && rt->checked) { /* no cache: each buffer its own guarded mapping */
+    rt->c.cache_misses++;
+    if (!guarded(rt, bytes, &b->blk)) {
+      t4a__htable_untake(&rt->mem.bufs, i);
+      rc = t4a__fail(T4A_ENOMEM,
+                     "buffer_alloc: %llu bytes: no memory for a guarded mapping (checked mode, "
+                     "T4A_HOST_CHECK=1; %llu of at most %llu bytes mapped); free buffers",
+                     (unsigned long long)bytes, (unsigned long long)rt->mem.reserved,
+                     (unsigned long long)rt->mem.limit);
+      goto out;
+    }
+  } else if (bytes) {
     unsigned cls = t4a__size_class(bytes, &b->cap);
     t4a__hbin *bin = &rt->mem.bins[cls];
     if (bin->count) {
@@ -298,6 +390,8 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     ext_retire(rt, b);
   else if (b->cap)
     cache_put(rt, &b->blk, b->cap);
+  else if (b->blk.chunk && b->blk.chunk->guarded)
+    unguard(rt, &b->blk);
   t4a__htable_release(&rt->mem.bufs, (uint32_t)(b - (t4a__hbuf *)t4a__htable_at(&rt->mem.bufs, 0)));
   rt->c.live_buffers--;
   if (rt->retire_count) /* the common case, nothing waiting, costs no call */
@@ -402,5 +496,10 @@ void t4a__hmem_fini(t4a__hrt *rt) {
       free(rt->mem.bins[cls].blocks);
   while (rt->mem.chunks)
     unmap(rt, &rt->mem.chunks);
+  for (t4a__chunk *c = rt->mem.dead, *next; c; c = next) { /* checked mode's quarantine */
+    next = c->next;
+    munmap(c->base, c->size);
+    free(c);
+  }
   t4a__htable_fini(&rt->mem.bufs);
 }
