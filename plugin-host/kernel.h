@@ -11,6 +11,8 @@
  *               launch record), captured launches and their arguments
  *   pool.c      running a launch: its blocks over the pool's threads
  *   fault.c     the device's sticky fault
+ *   check.c     checked mode (T4A_HOST_CHECK=1): the memory-fault handler,
+ *               the guarded buffers' canaries (their mappings: memory.c)
  *
  * The kernel_abi.h types are the plugin's side of the fixed interface. */
 #ifndef T4A_PLUGIN_HOST_KERNEL_H
