@@ -5,7 +5,7 @@
  * kernel: the message names the kernel, block, thread and address), a
  * write into the slack between the end and the guard (the canary: the
  * kernel named), a read before the start and one 1 GiB past the end, a
- * write to a freed buffer, a trap; each faults the runtime with
+ * write to a freed buffer, a fiber's stack overflow, a trap; each faults the runtime with
  * T4A_EDEVICEFAULT, tells the sibling, and destroy completes with the
  * process alive. A correct kernel gives the right answers, with its
  * buffers 256-byte aligned against their upper guard; a fault outside a
@@ -64,6 +64,18 @@ static const char source[] =
     "extern \"C\" __global__ void k_trap(int b, int t) {\n"
     "  if ((int)blockIdx.x == b && (int)threadIdx.x == t)\n"
     "    __trap();\n"
+    "}\n"
+    "__device__ int deep(int n) {\n"
+    "  volatile char pad[256];\n"
+    "  pad[0] = (char)n;\n"
+    "  return n ? deep(n - 1) + pad[0] : 0;\n"
+    "}\n"
+    "extern \"C\" __global__ void k_deep(int b, int t, int *out) {\n"
+    "  __syncthreads();\n"
+    "  int v = 0;\n"
+    "  if ((int)blockIdx.x == b && (int)threadIdx.x == t)\n"
+    "    v = deep(1 << 20);\n"
+    "  out[blockIdx.x * blockDim.x + threadIdx.x] = v;\n"
     "}\n"
     "extern \"C\" __global__ void k_saxpy(int n, float a, const float *x, float *y) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -270,6 +282,20 @@ START_TEST(a_write_to_a_freed_buffer_faults) {
 }
 END_TEST
 
+START_TEST(a_fiber_stack_overflow_faults) {
+  /* a recursion far deeper than a fiber's 64 KiB: its guard page, caught on
+   * the thread's own signal stack */
+  kset k = open_set();
+  t4a_buffer outb;
+  uint64_t out = alloc(&k, 4 * 64 * 4, &outb);
+  int b = 3, t = 21;
+  void *args[] = {&b, &t, &out};
+  go(&k, "k_deep", 4, 64, args);
+  expect_faulted(&k, "kernel 'k_deep' faulted (an access outside the live buffers) in block (3, "
+                     "0, 0), thread (21, 0, 0): SIGSEGV at address 0x");
+}
+END_TEST
+
 START_TEST(a_trap_faults_likewise) {
   kset k = open_set();
   int b = 6, t = 12;
@@ -347,6 +373,7 @@ int main(void) {
   tcase_add_test(tc, a_write_into_the_slack_breaks_the_canary);
   tcase_add_test(tc, reads_before_the_start_and_far_past_the_end_fault);
   tcase_add_test(tc, a_write_to_a_freed_buffer_faults);
+  tcase_add_test(tc, a_fiber_stack_overflow_faults);
   tcase_add_test(tc, a_trap_faults_likewise);
   tcase_add_test(tc, a_fault_outside_a_kernel_is_the_processs_own);
   tcase_add_test(tc, a_fault_outside_a_kernel_kills_as_without_t4a);
