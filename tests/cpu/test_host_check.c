@@ -151,28 +151,35 @@ static uint64_t alloc(const kset *k, uint64_t bytes, t4a_buffer *b) {
   return addr;
 }
 
+/* Uniform in [-1, 1). */
+static void random_floats(float *v, uint64_t n, uint64_t seed) {
+  uint32_t *bits = malloc(n * 4);
+  ck_assert_ptr_nonnull(bits);
+  t4a_test_fill_random(bits, n * 4, seed);
+  for (uint64_t i = 0; i < n; i++)
+    v[i] = (float)(bits[i] >> 8) / (float)(1u << 23) - 1.0f;
+  free(bits);
+}
+
 START_TEST(a_correct_kernel_gives_the_right_answers) {
   kset k = open_set();
   int n = 100003; /* not a multiple of 256 bytes: slack behind the data */
-  float a = 1.75f, *x = malloc(n * 4u), *y = malloc(n * 4u), *got = malloc(n * 4u);
-  t4a_test_fill_random(x, n * 4u, 11);
-  t4a_test_fill_random(y, n * 4u, 12);
-  for (int i = 0; i < n; i++) { /* finite values in [-1, 1) */
-    x[i] = (float)(((uint32_t *)x)[i] >> 8) / (float)(1u << 23) - 1.0f;
-    y[i] = (float)(((uint32_t *)y)[i] >> 8) / (float)(1u << 23) - 1.0f;
-  }
+  size_t bytes = (size_t)n * 4;
+  float a = 1.75f, *x = malloc(bytes), *y = malloc(bytes), *got = malloc(bytes);
+  random_floats(x, (uint64_t)n, 11);
+  random_floats(y, (uint64_t)n, 12);
   t4a_buffer bx, by;
-  uint64_t ax = alloc(&k, n * 4u, &bx), ay = alloc(&k, n * 4u, &by);
+  uint64_t ax = alloc(&k, bytes, &bx), ay = alloc(&k, bytes, &by);
   long page = sysconf(_SC_PAGESIZE);
   ck_assert_uint_eq(ax % 256, 0);
   /* against the upper guard: the data's 256-byte span ends at a page */
-  ck_assert_uint_eq((ay + ((n * 4u + 255) & ~255u)) % (uint64_t)page, 0);
-  OK(T->copy_h2d(k.rt, bx, 0, x, n * 4u));
-  OK(T->copy_h2d(k.rt, by, 0, y, n * 4u));
+  ck_assert_uint_eq((ay + ((bytes + 255) & ~(size_t)255)) % (uint64_t)page, 0);
+  OK(T->copy_h2d(k.rt, bx, 0, x, bytes));
+  OK(T->copy_h2d(k.rt, by, 0, y, bytes));
   void *args[] = {&n, &a, &ax, &ay};
   go(&k, "k_saxpy", (uint32_t)(n + 255) / 256, 256, args);
-  memset(got, 0x5a, n * 4u);
-  OK(T->copy_d2h(k.rt, got, by, 0, n * 4u));
+  memset(got, 0x5a, bytes);
+  OK(T->copy_d2h(k.rt, got, by, 0, bytes));
   for (int i = 0; i < n; i++) {
     float want = a * x[i] + y[i];
     ck_assert_msg(got[i] == want, "y[%d] = %a, want %a", i, (double)got[i], (double)want);
@@ -203,7 +210,7 @@ static void write_past_the_end(const char *kernel, int b, int t) {
   snprintf(want, sizeof want,
            "kernel '%s' faulted (an access outside the live buffers) in block (%d, 0, 0), thread "
            "(%d, 0, 0): SIGSEGV at address 0x%llx",
-           kernel, b, t, (unsigned long long)(p + 4096));
+           kernel, b, t, (unsigned long long)p + 4096);
   expect_faulted(&k, want);
 }
 
@@ -240,7 +247,7 @@ START_TEST(reads_before_the_start_and_far_past_the_end_fault) {
     if (pid == 0) { /* the plugin is open; nothing launched yet (no pool thread to lose) */
       kset k = open_set();
       t4a_buffer buf, outb;
-      uint64_t p = alloc(&k, 4096, &buf), out = alloc(&k, 4 * 4 * 32, &outb);
+      uint64_t p = alloc(&k, 4096, &buf), out = alloc(&k, 512, &outb);
       int b = 1, t = 31;
       long long where = at[r];
       void *args[] = {&p, &where, &b, &t, &out};
@@ -249,7 +256,7 @@ START_TEST(reads_before_the_start_and_far_past_the_end_fault) {
       snprintf(want, sizeof want,
                "kernel 'k_read' faulted (an access outside the live buffers) in block (1, 0, 0), "
                "thread (31, 0, 0): SIGSEGV at address 0x%llx",
-               (unsigned long long)(p + (uint64_t)where * 4));
+               (unsigned long long)p + (unsigned long long)where * 4);
       expect_faulted(&k, want);
       _exit(0);
     }
@@ -287,7 +294,7 @@ START_TEST(a_fiber_stack_overflow_faults) {
    * the thread's own signal stack */
   kset k = open_set();
   t4a_buffer outb;
-  uint64_t out = alloc(&k, 4 * 64 * 4, &outb);
+  uint64_t out = alloc(&k, 1024, &outb);
   int b = 3, t = 21;
   void *args[] = {&b, &t, &out};
   go(&k, "k_deep", 4, 64, args);

@@ -1274,7 +1274,7 @@ START_TEST(wild_write_faults_and_the_process_lives) {
     snprintf(want, sizeof want,
              "kernel 'k_wild' faulted (an access outside the live buffers) in block (5, 0, 0), "
              "thread (7, 0, 0): SIGSEGV at address 0x%llx",
-             (unsigned long long)(d.addr + (1ull << 30)));
+             (unsigned long long)d.addr + (1ull << 30));
     RT_DETAIL(want);
   }
   t4a_buffer x;
