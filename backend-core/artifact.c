@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend-core/fork.h"
 #include "backend-core/artifact.h"
+#include "backend-core/diskcache.h"
 #include "backend-core/handle.h"
 #include "backend-core/slots.h"
+#include "backend-core/structs.h"
 #include "common/checked.h"
 #include "common/error.h"
 #include "common/str.h"
@@ -174,6 +177,7 @@ static void mclear(void) {
 int t4a__artifact_add(t4a_artifact_kind kind, char *data, uint64_t size, char *log,
                       uint64_t log_size, int compiler_version, const char *name, const uint8_t *key,
                       t4a_artifact *out) {
+  t4a__fork_used(NULL); /* an artifact is this process's, init or not */
   pthread_mutex_lock(&alock);
   int rc = anew(kind, data, size, log, log_size, compiler_version, name, out);
   if (rc == T4A_OK && key)
@@ -226,6 +230,7 @@ int t4a__artifact_from_copy(t4a_artifact_kind kind, const void *data, uint64_t s
 }
 
 int t4a__slot_artifact_log(t4a_artifact h, const char **log, uint64_t *length) {
+  T4A__FORK_CHECK("artifact_log");
   if (!log)
     return t4a__fail(T4A_EINVAL, "artifact_log: log is NULL; pass a pointer");
   pthread_mutex_lock(&alock);
@@ -242,6 +247,7 @@ int t4a__slot_artifact_log(t4a_artifact h, const char **log, uint64_t *length) {
 
 int t4a__slot_artifact_data(t4a_artifact h, t4a_artifact_kind *kind, const void **data,
                             uint64_t *size) {
+  T4A__FORK_CHECK("artifact_data");
   if (!data || !size)
     return t4a__fail(T4A_EINVAL, "artifact_data: data and size must not be NULL");
   pthread_mutex_lock(&alock);
@@ -258,6 +264,7 @@ int t4a__slot_artifact_data(t4a_artifact h, t4a_artifact_kind *kind, const void 
 }
 
 int t4a__slot_artifact_release(t4a_artifact h) {
+  T4A__FORK_CHECK("artifact_release");
   pthread_mutex_lock(&alock);
   art *a;
   int rc = aget(h, "artifact_release", &a);
@@ -279,4 +286,36 @@ void t4a__artifacts_unload(void) {
   }
   t4a__htable_fini(&arts);
   memset(mcache, 0, sizeof mcache);
+}
+
+/* ---- the compile caches' slots --------------------------------------------------- */
+
+int t4a__compile_cache_stats_slot(t4a_compile_cache_stats *out, const t4a__disk *disk,
+                                  uint64_t misses) {
+  T4A__FORK_CHECK("compile_cache_stats");
+  int rc = t4a__check_struct(out, T4A_COMPILE_CACHE_STATS_V1_0_SIZE, "t4a_compile_cache_stats");
+  if (rc)
+    return rc;
+  t4a_compile_cache_stats s = {.struct_size = sizeof s};
+  t4a__artifact_cache_stats(&s.memory_entries, &s.memory_hits);
+  s.misses = misses;
+  t4a__disk_stats(disk, &s.disk_entries, &s.disk_bytes, &s.disk_limit_bytes);
+  s.disk_hits = t4a__disk_hits();
+  s.disk_rejected = t4a__disk_rejected();
+  t4a__fill_struct(out, &s, sizeof s);
+  return T4A_OK;
+}
+
+int t4a__compile_cache_clear_slot(uint32_t which, const t4a__disk *disk) {
+  T4A__FORK_CHECK("compile_cache_clear");
+  if (!which || (which & ~(uint32_t)(T4A_CACHE_MEMORY | T4A_CACHE_DISK)))
+    return t4a__fail(T4A_EINVAL,
+                     "compile_cache_clear: which = 0x%x; use T4A_CACHE_MEMORY "
+                     "and/or T4A_CACHE_DISK",
+                     which);
+  if (which & T4A_CACHE_MEMORY)
+    t4a__artifact_cache_clear();
+  if (which & T4A_CACHE_DISK)
+    t4a__disk_clear(disk);
+  return T4A_OK;
 }

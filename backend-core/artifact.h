@@ -52,4 +52,11 @@ bool t4a__artifact_cached(const uint8_t key[32], t4a_artifact *out);
 void t4a__artifact_cache_stats(uint64_t *entries, uint64_t *hits);
 void t4a__artifact_cache_clear(void);
 
+/* The compile caches' two slots, the same for every plugin: a plugin hands
+ * in its disk cache (diskcache.h) and its count of compiles performed. */
+struct t4a__disk;
+int t4a__compile_cache_stats_slot(t4a_compile_cache_stats *out, const struct t4a__disk *disk,
+                                  uint64_t misses);
+int t4a__compile_cache_clear_slot(uint32_t which, const struct t4a__disk *disk);
+
 #endif

@@ -13,7 +13,8 @@
 /* *o = in (NULL: all defaults) as the header's t4a_runtime_options says:
  * T4A_EINVAL naming the field for an unknown flag, a reserved field not 0,
  * staging outside [64 KiB, 16 GiB] or more than 64 copy threads. The
- * stream priority is copied unchecked (the device's range decides). */
+ * stream priority is copied unchecked (the device's range decides); the
+ * budget's fields (v1.2) as given (0: no limit, NULL: no callback). */
 int t4a__options_normalise(const t4a_runtime_options *in, t4a_runtime_options *o);
 
 #endif

@@ -86,7 +86,7 @@ int t4a__slot_function_set_max_dynamic_shared(t4a_runtime rt, t4a_function f, ui
 int t4a__slot_launch(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
 int t4a__slot_raw_function(t4a_runtime rt, t4a_function f, void **cufunction);
 
-/* memory.c (v1.1) */
+/* transfer.c (memset), memory.c (runtime_memory_info) (v1.1) */
 int t4a__slot_memset(t4a_runtime rt, t4a_buffer buf, uint64_t offset, uint32_t pattern,
                      uint32_t element_size, uint64_t count);
 int t4a__slot_runtime_memory_info(t4a_runtime rt, t4a_memory_info *out);
@@ -134,6 +134,10 @@ int t4a__slot_dlpack_export(t4a_runtime rt, t4a_buffer buf, const t4a_dlpack_exp
                             void **out);
 int t4a__slot_dlpack_import(t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
                             uint64_t *offset);
+
+/* meminfo.c (plugin-host: runtime.c) (v1.2) */
+int t4a__slot_alloc_log_read(t4a_runtime rt, uint64_t from, t4a_alloc_event *events,
+                             uint32_t capacity, uint32_t *count, uint64_t *next);
 
 /* raw.c */
 int t4a__slot_raw_runtime(t4a_runtime rt, t4a_raw_runtime *out);
@@ -183,6 +187,7 @@ int t4a__slot_raw_end(t4a_runtime rt, const t4a_raw_section *section);
   .graph_set_kernel_args = t4a__slot_graph_set_kernel_args, .graph_info = t4a__slot_graph_info,    \
   .graph_release = t4a__slot_graph_release,                                                        \
   .buffer_wrap_external = t4a__slot_buffer_wrap_external,                                          \
-  .dlpack_export = t4a__slot_dlpack_export, .dlpack_import = t4a__slot_dlpack_import
+  .dlpack_export = t4a__slot_dlpack_export, .dlpack_import = t4a__slot_dlpack_import,              \
+  .alloc_log_read = t4a__slot_alloc_log_read
 
 #endif

@@ -60,6 +60,7 @@ extern const bench_case bench_lifecycle_cases[];
 extern const bench_case bench_v11_cases[];
 extern const bench_case bench_graph_cases[];
 extern const bench_case bench_interop_cases[];
+extern const bench_case bench_v12_cases[]; /* bench/v12_cases.c: ABI 1.2 */
 /* The host backend's rows (bench/host_cases.c), run with E naming the host
  * backend and a runtime of bench_host_threads copy threads, the number the
  * raw side's reference threads match. */
@@ -67,6 +68,7 @@ extern const bench_case bench_host_cases[];
 /* The host backend's kernel rows (bench/hostk_cases.c): CUDA C compiled by
  * the host backend against C over as many threads as its kernel pool. */
 extern const bench_case bench_hostk_cases[];
+extern const bench_case bench_v12_host_cases[]; /* bench/v12_cases.c */
 extern unsigned bench_host_threads;
 /* `asked` (--copy-threads), else the runtime's default for this machine. */
 unsigned bench_host_copy_threads(unsigned asked);

@@ -131,7 +131,7 @@ static void *ref_main(void *v) {
 /* Runs fn on every slice, the caller taking slice 0. Threads are made per
  * run: a few tens of microseconds against runs of tens of milliseconds. */
 static void ref_run(ref *r, void (*fn)(ref *, unsigned)) {
-  pthread_t th[256];
+  pthread_t th[256] = {0};
   ref_arg args[256];
   r->fn = fn;
   for (unsigned i = 1; i < r->threads; i++) {

@@ -373,8 +373,9 @@ static bool host_rows(const char *only, result *res, int *n, char *why, size_t w
   bench_check(E.t->runtime_create(0, &o, &E.rt), "runtime_create (host)");
   printf("t4a_bench %s: host backend on %s, %u copy threads, %s\n", PACKAGE_VERSION, machine,
          bench_host_threads, date);
-  static const bench_case *const host_tables[] = {bench_host_cases, bench_hostk_cases};
-  *n = run_rows(host_tables, 2, only, res, 16);
+  static const bench_case *const host_tables[] = {bench_host_cases, bench_hostk_cases,
+                                                  bench_v12_host_cases};
+  *n = run_rows(host_tables, 3, only, res, 32);
   bench_check(E.t->runtime_destroy(E.rt, T4A_WAIT_FOREVER), "runtime_destroy (host)");
   t4a_gpu_close(E.backend);
   memset(&E, 0, sizeof E);
@@ -432,7 +433,7 @@ int main(int argc, char **argv) {
           "{\"tool\":\"t4a_bench\",\"version\":\"%s\",\"date\":\"%s\",\"machine\":\"%s\","
           "\"cpus\":%ld,\"quick\":%s",
           PACKAGE_VERSION, date, machine, cpus, g_quick ? "true" : "false");
-  result hres[16];
+  result hres[32];
   int hn = 0;
   bool host_ran = false;
   int cuda_code = 0;
@@ -471,8 +472,9 @@ int main(int argc, char **argv) {
          (int)E.device_count, E.dev.name, E.driver_version / 1000, E.driver_version % 1000 / 10,
          cpus, date);
   result res[96];
-  static const bench_case *const tables[] = {bench_cases, bench_v11_cases, bench_graph_cases,
-                                             bench_lifecycle_cases, bench_interop_cases};
+  static const bench_case *const tables[] = {bench_cases,         bench_v11_cases,
+                                             bench_graph_cases,   bench_lifecycle_cases,
+                                             bench_interop_cases, bench_v12_cases};
   int n = run_rows(tables, sizeof tables / sizeof tables[0], only, res, 96);
   fprintf(f, ",\n\"gpu\":\"%s\",\"gpus\":%d,\"driver_cuda\":\"%d.%d\",\"cases\":", E.dev.name,
           (int)E.device_count, E.driver_version / 1000, E.driver_version % 1000 / 10);

@@ -117,12 +117,13 @@ extern const t4a_gpu_backend_v1 *T;
 extern uint64_t fz_calls;
 
 /* The backend under test, chosen by T4A_FUZZ_PLUGIN: the CUDA plugin over
- * the fake driver (two devices), or the host backend (fz_on_host: one device
- * and, until its kernels come, no code: the code slots are refused as its
- * kernel.c says, the raw seam and CUstream slots are NULL, there is no peer
- * and no staging). The seeded world then has its three runtimes on device
- * 0 and no module; fz_op_host_code and fz_op_host_raw (model_host.c) take
- * the place of the code, launch and raw operations. */
+ * the fake driver (two devices), or the host backend (fz_on_host: one device,
+ * kernels compiled from CUDA C by the host C++ compiler, the raw seam and
+ * CUstream slots NULL, no peer and no staging). The seeded world then has
+ * its three runtimes on device 0 and no module; fz_op_host_code (compiles,
+ * and the other code slots with handles the host never made) and
+ * fz_op_host_raw (model_host.c) take the place of the code, launch and raw
+ * operations. */
 extern bool fz_on_host;
 extern int fz_devices;
 /* The device the seeded runtime r (0..2) is on. */

@@ -89,6 +89,7 @@ static const char *fatbin_check(const unsigned char *b, uint64_t size) {
 
 int t4a__slot_artifact_from_bytes(t4a_artifact_kind kind, const void *data, uint64_t size,
                                   const char *name, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_from_bytes");
   if (!out)
     return t4a__fail(T4A_EINVAL, "artifact_from_bytes: out is NULL; pass a pointer");
   out->bits = 0;

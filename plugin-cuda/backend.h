@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
+#include "backend-core/fork.h"
 #include "backend-core/structs.h"
 #include "plugin-cuda/cuda_decls.h"
 #include "t4a/gpu_backend_v1.h"
@@ -26,7 +27,14 @@ typedef struct t4a__device {
   bool clusters;    /* CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH */
 } t4a__device;
 
-enum t4a__init_state { T4A__INIT_NONE = 0, T4A__INIT_READY = 1, T4A__INIT_FAILED = 2 };
+/* T4A__INIT_FORKED: set in a forked child (fork.h), so the gate's fast
+ * path (READY) fails there at no cost. */
+enum t4a__init_state {
+  T4A__INIT_NONE = 0,
+  T4A__INIT_READY = 1,
+  T4A__INIT_FAILED = 2,
+  T4A__INIT_FORKED = 3
+};
 
 typedef struct t4a__backend {
   atomic_int state;      /* enum t4a__init_state */
@@ -48,8 +56,11 @@ typedef struct t4a__backend {
 extern t4a__backend t4a__be;
 
 /* T4A_OK when init succeeded; else T4A_ENOTINIT with a detail (naming the
- * init failure when there was one). */
+ * init failure when there was one), or T4A_EFORKED in a forked child. */
 int t4a__require_init(void);
+
+/* The fork hook (fork.h): the gate fails in a forked child. */
+void t4a__backend_forked(void);
 
 /* Records a failed driver call: maps r to a status (see errors.c), names the
  * native error, and formats "<what>; <todo>". Returns the status. */

@@ -214,6 +214,7 @@ out:
 }
 
 int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) {
+  T4A__FORK_CHECK("artifact_compile");
   if (!out)
     return t4a__fail(T4A_EINVAL, "artifact_compile: out is NULL; pass a pointer");
   out->bits = 0;
@@ -290,30 +291,12 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
 }
 
 int t4a__slot_compile_cache_stats(t4a_compile_cache_stats *out) {
-  int rc = t4a__check_struct(out, T4A_COMPILE_CACHE_STATS_V1_0_SIZE, "t4a_compile_cache_stats");
-  if (rc)
-    return rc;
-  t4a_compile_cache_stats s = {.struct_size = sizeof s};
-  t4a__artifact_cache_stats(&s.memory_entries, &s.memory_hits);
   pthread_mutex_lock(&clock_);
-  s.misses = misses;
+  uint64_t n = misses;
   pthread_mutex_unlock(&clock_);
-  t4a__disk_stats(&disk, &s.disk_entries, &s.disk_bytes, &s.disk_limit_bytes);
-  s.disk_hits = t4a__disk_hits();
-  s.disk_rejected = t4a__disk_rejected();
-  t4a__fill_struct(out, &s, sizeof s);
-  return T4A_OK;
+  return t4a__compile_cache_stats_slot(out, &disk, n);
 }
 
 int t4a__slot_compile_cache_clear(uint32_t which) {
-  if (!which || (which & ~(uint32_t)(T4A_CACHE_MEMORY | T4A_CACHE_DISK)))
-    return t4a__fail(T4A_EINVAL,
-                     "compile_cache_clear: which = 0x%x; use T4A_CACHE_MEMORY "
-                     "and/or T4A_CACHE_DISK",
-                     which);
-  if (which & T4A_CACHE_MEMORY)
-    t4a__artifact_cache_clear();
-  if (which & T4A_CACHE_DISK)
-    t4a__disk_clear(&disk);
-  return T4A_OK;
+  return t4a__compile_cache_clear_slot(which, &disk);
 }

@@ -163,6 +163,8 @@ fail:
 }
 
 int t4a__slot_init(void) {
+  T4A__FORK_CHECK("init");
+  t4a__fork_used(t4a__backend_forked); /* this process's now: a forked child gets none of it */
   int state = atomic_load_explicit(&t4a__be.state, memory_order_acquire);
   if (state == T4A__INIT_NONE) {
     pthread_mutex_lock(&t4a__be.lock);

@@ -5,17 +5,22 @@
 
 #include "plugin-cuda/artifact.h"
 #include "backend-core/copypool.h"
+#include "backend-core/fork.h"
 #include "backend-core/readonly.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/slots.h"
 #include "plugin-cuda/witness.h"
 
 /* T4A_TEST_AS_V1_0 builds a test copy that says it is a v1.0 plugin (its
- * table ends at raw_end): consumers built against a later minor must see
- * NULL for every slot added since (tests/cpu/test_compat.c). */
+ * table ends at raw_end), T4A_TEST_AS_V1_1 one that says it is v1.1 (its
+ * table ends at dlpack_import): consumers built against a later minor must
+ * see NULL for every slot added since (tests/cpu/test_compat.c). */
 #ifdef T4A_TEST_AS_V1_0
 #define TABLE_SIZE T4A_GPU_BACKEND_V1_0_SIZE
 #define TABLE_MINOR 0
+#elif defined T4A_TEST_AS_V1_1
+#define TABLE_SIZE T4A_GPU_BACKEND_V1_1_SIZE
+#define TABLE_MINOR 1
 #else
 #define TABLE_SIZE sizeof(t4a_gpu_backend_v1)
 #define TABLE_MINOR T4A_GPU_BACKEND_ABI_MINOR
@@ -74,6 +79,9 @@ int t4a_gpu_backend_v1_entry(uint16_t caller_major, uint16_t caller_minor,
  * runtimes are left as they are: their driver objects cannot be released
  * safely from a destructor (destroy runtimes before closing). */
 __attribute__((destructor)) static void t4a__plugin_unload(void) {
+  if (t4a__fork_child()) /* the parent's state: its threads, driver objects and locks are not ours
+                          */
+    return;
   t4a__copypool_shutdown();
   t4a__runtimes_unload();
   t4a__witnesses_unload();

@@ -68,6 +68,7 @@ int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_acc
   t4a__memory *m = &rt->mem;
   memset(m, 0, sizeof *m);
   t4a__htable_init(&m->bufs, sizeof(t4a__buffer));
+  t4a__budget_init(&m->budget, &rt->opts);
   t4a__CUresult r;
   if (pool) { /* an empty, trimmed pool of a destroyed runtime */
     m->pool = pool;
@@ -93,8 +94,24 @@ int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_acc
     return t4a__cu_fail(r, "runtime_create: setting the pool's release threshold failed; check "
                            "the driver");
   }
+  if ((rt->opts.flags & T4A_RUNTIME_ALLOC_LOG) &&
+      !(m->log = t4a__alog_new(rt->opts.alloc_log_events))) {
+    t4a__release_or_keep(cu->cuMemPoolDestroy(m->pool), m->pool);
+    m->pool = NULL;
+    return t4a__fail(T4A_ENOMEM,
+                     "runtime_create: no host memory for the allocation log of %u "
+                     "events; free memory or ask for fewer (alloc_log_events)",
+                     rt->opts.alloc_log_events);
+  }
   grant_peers(rt);
   return T4A_OK;
+}
+
+__attribute__((cold, noinline)) void t4a__memory_note(t4a__runtime *rt, uint32_t kind,
+                                                      uint32_t detail, uint64_t buffer,
+                                                      uint64_t address, uint64_t bytes) {
+  t4a__alog_note(rt->mem.log, kind, detail, buffer, address, bytes, rt->mem.held,
+                 rt->done.next_seq);
 }
 
 /* ---- the cache ----------------------------------------------------------------- */
@@ -135,12 +152,14 @@ static bool cache_put(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
   return true;
 }
 
-/* Stream-ordered free to the pool. Needs rt's context current. */
-static int pool_free(t4a__runtime *rt, t4a__CUdeviceptr ptr) {
+/* Stream-ordered free to the pool of a block of `cap` bytes. Needs rt's
+ * context current. */
+static int pool_free(t4a__runtime *rt, t4a__CUdeviceptr ptr, uint64_t cap) {
   t4a__CUresult r = t4a__be.cu.cuMemFreeAsync(ptr, rt->stream);
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r, "cuMemFreeAsync failed; the runtime may be unusable");
   rt->c.driver_frees++;
+  rt->mem.held -= cap;
   return T4A_OK;
 }
 
@@ -149,16 +168,18 @@ int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep) {
   int rc = t4a__ctx_enter(rt, &saved);
   if (rc)
     return rc;
+  uint64_t before = rt->mem.cache_bytes;
   /* largest blocks first: fewest frees for the bytes returned */
   for (unsigned cls = T4A__NUM_CLASSES; cls-- > 0 && rt->mem.cache_bytes > keep && !rc;) {
     t4a__bin *bin = &rt->mem.bins[cls];
     uint64_t cap = t4a__class_cap(cls);
     while (bin->count && rt->mem.cache_bytes > keep) {
-      if ((rc = pool_free(rt, bin->ptrs[bin->count - 1])))
+      if ((rc = pool_free(rt, bin->ptrs[bin->count - 1], cap)))
         break;
       bin->count--;
       rt->mem.cache_entries--;
       rt->mem.cache_bytes -= cap;
+      t4a__rt_dirty(rt); /* the frees are the stream's work: the next seal covers them */
     }
   }
   if (!rc) {
@@ -167,6 +188,8 @@ int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep) {
       rc = t4a__rt_cu_fail(rt, r, "cuMemPoolTrimTo failed; check the driver");
   }
   t4a__ctx_leave(rt, saved);
+  if (rt->mem.log && rt->mem.cache_bytes < before)
+    t4a__memory_note(rt, T4A_ALLOC_EVENT_TRIM, 0, 0, 0, before - rt->mem.cache_bytes);
   return rc;
 }
 
@@ -201,7 +224,91 @@ static int pool_alloc(t4a__runtime *rt, uint64_t cap, t4a__CUdeviceptr *ptr) {
     return t4a__rt_cu_fail(rt, r, "buffer_alloc: cuMemAllocFromPoolAsync of %llu bytes failed",
                            (unsigned long long)cap);
   rt->c.driver_allocations++;
+  rt->mem.held += cap;
   return T4A_OK;
+}
+
+/* A new block of cap bytes for buffer_alloc (the cache had none of its
+ * class): from the pool within the budget, the cache trimmed first when the
+ * budget is short (all of it when that is not enough). T4A_ENOMEM for lack
+ * of memory sets *reason (T4A_OUT_OF_MEMORY_*). Off the fast path (the
+ * cache hit is buffer_alloc's own). */
+static __attribute__((noinline)) int block_new(t4a__runtime *rt, uint64_t cap,
+                                               t4a__CUdeviceptr *ptr, uint32_t *reason) {
+  t4a__memory *m = &rt->mem;
+  uint64_t short_by = t4a__budget_shortfall(&m->budget, m->held, cap);
+  if (short_by) {
+    int rc = t4a__cache_trim_locked(rt, short_by <= m->cache_bytes ? m->cache_bytes - short_by : 0);
+    if (rc)
+      return rc;
+    if (!t4a__budget_fits(&m->budget, m->held, cap)) {
+      *reason = T4A_OUT_OF_MEMORY_LIMIT;
+      if (m->log)
+        t4a__memory_note(rt, T4A_ALLOC_EVENT_OUT_OF_MEMORY, *reason, 0, 0, cap);
+      return t4a__fail(T4A_ENOMEM,
+                       "buffer_alloc: %llu bytes would pass this runtime's pool_limit_bytes "
+                       "(%llu held of %llu, its cache trimmed); free buffers, raise the limit "
+                       "or give the runtime an out_of_memory callback",
+                       (unsigned long long)cap, (unsigned long long)m->held,
+                       (unsigned long long)m->budget.limit);
+    }
+  }
+  int rc = pool_alloc(rt, cap, ptr);
+  if (rc == T4A_ENOMEM) {
+    *reason = T4A_OUT_OF_MEMORY_DEVICE;
+    if (m->log)
+      t4a__memory_note(rt, T4A_ALLOC_EVENT_OUT_OF_MEMORY, *reason, 0, 0, cap);
+  }
+  return rc;
+}
+
+/* The out-of-memory callback, once, then one more try when it asks
+ * (t4a_out_of_memory_fn). T4A_OK with *ptr; else the status (T4A_EHANDLE:
+ * the callback destroyed rt; its slot stays locked, budget.h). */
+static int ask_then_retry(t4a__runtime *rt, t4a_runtime h, uint64_t bytes, unsigned cls,
+                          uint64_t cap, t4a__CUdeviceptr *ptr, uint32_t reason) {
+  t4a_out_of_memory_info info = {sizeof info,         reason, h, bytes, cap, rt->mem.held,
+                                 rt->mem.budget.limit};
+  rt->c.out_of_memory_calls++;
+  bool retry = false;
+  int rc = t4a__budget_ask(&rt->slot, h, &rt->mem.budget, &info, &retry);
+  if (rc)
+    return rc; /* gone */
+  if ((rc = t4a__capture_refuse(&rt->cap, "buffer_alloc",
+                                "would hand out memory the graph cannot own")))
+    return rc; /* the callback began a capture */
+  uint32_t again = 0;
+  if (!retry)
+    rc = t4a__fail(T4A_ENOMEM,
+                   "buffer_alloc: %llu bytes do not fit (%s) and the out-of-memory callback "
+                   "asked for no retry; free buffers or trim caches",
+                   (unsigned long long)cap,
+                   reason == T4A_OUT_OF_MEMORY_LIMIT ? "the pool_limit_bytes budget"
+                                                     : "the device is full");
+  else if (cache_take(rt, cls, cap, ptr)) /* the retry: the same allocation, not counted again */
+    rt->c.cache_hits++;
+  else if ((rc = block_new(rt, cap, ptr, &again)) && !again)
+    return rc; /* not for lack of memory */
+  if (rc)
+    rt->c.out_of_memory_failures++;
+  return rc;
+}
+
+/* buffer_alloc when the cache has no block of the class: a new one, the
+ * budget and the out-of-memory callback (T4A_EHANDLE: the callback
+ * destroyed rt). A function of its own: the hit path stays as lean. */
+static __attribute__((noinline)) int alloc_miss(t4a__runtime *rt, t4a_runtime h, uint64_t bytes,
+                                                unsigned cls, uint64_t cap, t4a__CUdeviceptr *ptr) {
+  rt->c.cache_misses++;
+  uint32_t reason = 0;
+  int rc = block_new(rt, cap, ptr, &reason);
+  if (rc && reason) {
+    if (!t4a__budget_can_ask(&rt->mem.budget))
+      rt->c.out_of_memory_failures++;
+    else
+      rc = ask_then_retry(rt, h, bytes, cls, cap, ptr, reason);
+  }
+  return rc;
 }
 
 int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
@@ -216,31 +323,28 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   if (rc)
     return rc;
   if ((rc = t4a__capture_refuse(&rt->cap, "buffer_alloc",
-                                "would hand out memory the graph cannot own"))) {
-    t4a__rt_unlock(rt);
-    return rc;
-  }
+                                "would hand out memory the graph cannot own")))
+    goto out;
   uint64_t cap = 0;
   t4a__CUdeviceptr ptr = 0;
   if (bytes) {
     unsigned cls = t4a__size_class(bytes, &cap);
-    if (cache_take(rt, cls, cap, &ptr)) {
+    if (cache_take(rt, cls, cap, &ptr))
       rt->c.cache_hits++;
-    } else {
-      rt->c.cache_misses++;
-      if ((rc = pool_alloc(rt, cap, &ptr)))
-        goto out;
-    }
+    else if ((rc = alloc_miss(rt, h, bytes, cls, cap, &ptr)))
+      goto out; /* T4A_EHANDLE: rt is gone, its slot locked (touch nothing but unlock) */
   }
   uint32_t i = 0;
   if ((rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", &i))) {
     if (cap && !cache_put(rt, ptr, cap)) {
       t4a__CUcontext saved;
       if (t4a__ctx_enter(rt, &saved) == T4A_OK) {
-        pool_free(rt, ptr);
+        pool_free(rt, ptr, cap);
         t4a__ctx_leave(rt, saved);
       }
     }
+    if (rt->mem.log) /* that hit made no buffer: the next allocation's event must not say so */
+      rt->mem.log->hits = rt->c.cache_hits;
     goto out;
   }
   t4a__buffer *b = t4a__htable_at(&rt->mem.bufs, i);
@@ -249,6 +353,9 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   b->ptr = ptr;
   rt->c.live_buffers++;
   out->bits = t4a__htable_publish(&rt->mem.bufs, i, &t4a__buffer_kind, rt->slot.index);
+  if (__builtin_expect(rt->mem.log != NULL, 0)) /* the log off costs this test */
+    t4a__memory_note(rt, t4a__alog_alloc_kind(rt->mem.log, rt->c.cache_hits), 0, out->bits, ptr,
+                     bytes);
 out:
   t4a__rt_unlock(rt);
   return rc;
@@ -290,6 +397,16 @@ static int release_external(t4a__runtime *rt, t4a__buffer *b, bool had_reader) {
   return T4A_OK;
 }
 
+/* The FREE event of b: cached when its block is the newest of its bin
+ * (cache_put just pushed it), so the free path keeps no flag for it. */
+static __attribute__((cold, noinline)) void note_free(t4a__runtime *rt, const t4a__buffer *b,
+                                                      t4a_buffer buf) {
+  uint64_t cls_cap;
+  const t4a__bin *bin = b->cap ? &rt->mem.bins[t4a__size_class(b->cap, &cls_cap)] : NULL;
+  bool cached = bin && bin->count && bin->ptrs[bin->count - 1] == b->ptr;
+  t4a__memory_note(rt, T4A_ALLOC_EVENT_FREE, cached, buf.bits, b->ptr, b->size);
+}
+
 int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   t4a__runtime *rt;
   t4a__buffer *b;
@@ -312,11 +429,13 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     t4a__CUcontext saved;
     if ((rc = t4a__ctx_enter(rt, &saved)))
       goto out;
-    rc = pool_free(rt, b->ptr);
+    rc = pool_free(rt, b->ptr, b->cap);
     t4a__ctx_leave(rt, saved);
     if (rc)
       goto out;
   }
+  if (__builtin_expect(rt->mem.log != NULL, 0) && !b->ext_release) /* the log off: this test */
+    note_free(rt, b, buf);
   t4a__htable_release(&rt->mem.bufs, t4a__h_index(buf.bits));
   rt->c.live_buffers--;
 out:
@@ -399,6 +518,8 @@ void t4a__memory_wait_readers(t4a__runtime *rt) {
 t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) {
   const t4a__cuda_api *cu = &t4a__be.cu;
   t4a__memory *m = &rt->mem;
+  t4a__alog_free(m->log); /* host memory no GPU work touches */
+  m->log = NULL;
   if (!idle) /* blocks may still be read or written: keep them, and what lists them */
     return NULL;
   for (unsigned cls = 0; cls < T4A__NUM_CLASSES; cls++)
@@ -428,92 +549,4 @@ t4a__CUmemoryPool t4a__memory_fini(t4a__runtime *rt, bool idle, bool keep_pool) 
   t4a__htable_fini(&m->bufs);
   memset(m, 0, sizeof *m);
   return kept;
-}
-
-/* ---- v1.1: memset and memory info --------------------------------------------- */
-
-int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pattern,
-                     uint32_t element_size, uint64_t count) {
-  uint64_t bytes;
-  t4a__runtime *rt;
-  t4a__buffer *b;
-  int rc = t4a__fill_check(offset, pattern, element_size, count, &bytes);
-  if (rc || (rc = t4a__rt_lock(h, "memset", &rt)))
-    return rc;
-  if ((rc = t4a__buffer_get(rt, bh, "memset", &b)) ||
-      (rc = t4a__fill_range(offset, bytes, b->size)))
-    goto out;
-  if (!count)
-    goto out;
-  const t4a__cuda_api *cu = &t4a__be.cu;
-  if ((element_size == 2 && !cu->cuMemsetD16Async) ||
-      (element_size == 4 && !cu->cuMemsetD32Async)) {
-    rc = t4a__fail(T4A_EUNSUPPORTED, "memset: the driver lacks cuMemsetD%uAsync; update it",
-                   element_size * 8);
-    goto out;
-  }
-  /* a block starts 256-byte aligned and offset is a multiple of the
-   * element: the address is aligned as the driver requires */
-  t4a__CUdeviceptr p = b->ptr + offset;
-  t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
-  if ((rc = t4a__ctx_enter(rt, &saved)))
-    goto out;
-  t4a__CUresult r =
-      element_size == 1 ? cu->cuMemsetD8Async(p, (unsigned char)pattern, (size_t)count, rt->stream)
-      : element_size == 2
-          ? cu->cuMemsetD16Async(p, (unsigned short)pattern, (size_t)count, rt->stream)
-          : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
-  t4a__ctx_leave(rt, saved);
-  if (r != T4A__CUDA_SUCCESS)
-    rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
-  else {
-    if (rt->cap.active)
-      t4a__capture_copy(rt, bh.bits, 0, 0);
-    t4a__rt_dirty(rt);
-  }
-out:
-  t4a__rt_unlock(rt);
-  return rc;
-}
-
-int t4a__slot_runtime_memory_info(t4a_runtime h, t4a_memory_info *out) {
-  int rc = t4a__check_struct(out, T4A_MEMORY_INFO_V1_1_SIZE, "t4a_memory_info");
-  t4a__runtime *rt;
-  if (rc || (rc = t4a__rt_lock(h, "runtime_memory_info", &rt)))
-    return rc;
-  const t4a__cuda_api *cu = &t4a__be.cu;
-  t4a_memory_info m = {.struct_size = sizeof m};
-  if (!cu->cuMemGetInfo || !cu->cuMemPoolGetAttribute) {
-    rc = t4a__fail(T4A_EUNSUPPORTED, "runtime_memory_info: the driver lacks cuMemGetInfo or "
-                                     "cuMemPoolGetAttribute; update it");
-    goto out;
-  }
-  t4a__CUcontext saved;
-  if ((rc = t4a__ctx_enter(rt, &saved))) /* cuMemGetInfo answers for the current context */
-    goto out;
-  size_t free_b = 0, total_b = 0;
-  t4a__CUresult r = cu->cuMemGetInfo(&free_b, &total_b);
-  if (r == T4A__CUDA_SUCCESS)
-    r = cu->cuMemPoolGetAttribute(rt->mem.pool, T4A__CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
-                                  &m.pool_reserved);
-  if (r == T4A__CUDA_SUCCESS)
-    r = cu->cuMemPoolGetAttribute(rt->mem.pool, T4A__CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                                  &m.pool_used);
-  if (r == T4A__CUDA_SUCCESS)
-    r = cu->cuMemPoolGetAttribute(rt->mem.pool, T4A__CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-                                  &m.pool_high_water);
-  t4a__ctx_leave(rt, saved);
-  if (r != T4A__CUDA_SUCCESS) {
-    rc = t4a__rt_cu_fail(rt, r, "runtime_memory_info: querying the device or pool failed");
-    goto out;
-  }
-  m.device_free = free_b;
-  m.device_total = total_b;
-  m.cache_bytes = rt->mem.cache_bytes;
-  m.staging_bytes = rt->stage.bytes;
-out:
-  t4a__rt_unlock(rt);
-  if (rc == T4A_OK)
-    t4a__fill_struct(out, &m, sizeof m);
-  return rc;
 }

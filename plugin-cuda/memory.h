@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "plugin-cuda/completion.h"
+#include "backend-core/alog.h"
+#include "backend-core/budget.h"
 #include "backend-core/handle.h"
 #include "backend-core/sizeclass.h"
 
@@ -49,6 +51,14 @@ typedef struct t4a__memory {
   t4a__bin bins[T4A__NUM_CLASSES];
   uint64_t cache_entries, cache_bytes;
   uint64_t unproven_blocks; /* device blocks kept because a reader was untracked */
+  /* The budget (v1.2): bytes of the pool's blocks the runtime holds (live
+   * and cached, at size class; from cuMemAllocFromPoolAsync to
+   * cuMemFreeAsync), and its limit and callback. */
+  uint64_t held;
+  t4a__budget budget;
+  /* The allocation log (v1.2), NULL without T4A_RUNTIME_ALLOC_LOG: each
+   * place that records tests this pointer only. */
+  t4a__alog *log;
 } t4a__memory;
 
 #include "backend-core/kinds.h" /* t4a__buffer_kind */
@@ -56,7 +66,8 @@ typedef struct t4a__memory {
 /* Creates the pool, or adopts `pool` (an empty, trimmed pool of a destroyed
  * runtime on this device, with the devices in pool_access granted), sets
  * its release threshold from the options and lets the devices that can
- * reach this one read it. rt's context is current. */
+ * reach this one read it; makes the allocation log when the options ask.
+ * rt's context is current. */
 int t4a__memory_init(t4a__runtime *rt, t4a__CUmemoryPool pool, uint64_t pool_access);
 
 /* Destroy. Idle: frees every block (cached and live) to the pool, waits for
@@ -81,6 +92,11 @@ void t4a__memory_wait_readers(t4a__runtime *rt);
 /* Returns cached device blocks to the pool until at most keep bytes remain
  * cached, and trims the pool. */
 int t4a__cache_trim_locked(t4a__runtime *rt, uint64_t keep);
+
+/* Records an allocation-log event of rt (its log exists), at rt's current
+ * stream position, with what rt holds now. */
+void t4a__memory_note(t4a__runtime *rt, uint32_t kind, uint32_t detail, uint64_t buffer,
+                      uint64_t address, uint64_t bytes);
 
 /* Grants device `dev` access to rt's pool once (peer copies); `what`
  * names the call in a failure's detail. */

@@ -100,6 +100,7 @@ const t4a__nvrtc *t4a__nvrtc_get(void) {
 }
 
 int t4a__slot_compiler_info(t4a_compiler_info *info) {
+  T4A__FORK_CHECK("compiler_info");
   int rc = t4a__check_struct(info, T4A_COMPILER_INFO_V1_0_SIZE, "t4a_compiler_info");
   if (rc)
     return rc;

@@ -12,7 +12,9 @@
 #include "plugin-cuda/runtime.h"
 
 static int lock_handle(t4a_runtime h, const char *what, t4a__runtime **out, bool any) {
-  int rc = t4a__require_init(); /* the header: every runtime slot is T4A_ENOTINIT before init */
+  /* the header: every runtime slot is T4A_ENOTINIT before init (T4A_EFORKED in a forked
+   * child), before any lock */
+  int rc = t4a__require_init();
   if (rc)
     return rc;
   t4a__rtslot *s;

@@ -25,6 +25,7 @@
 
 #include "common/checked.h"
 #include "common/env.h"
+#include "backend-core/fork.h"
 #include "common/log.h"
 #include "plugin-cuda/runtime.h"
 #include "plugin-cuda/spare.h"
@@ -81,6 +82,8 @@ static void release(t4a__spare *s) {
 
 static void release_all(void *unused) {
   (void)unused;
+  if (t4a__fork_child()) /* the parent's parts: nothing of them is this process's */
+    return;
   pthread_mutex_lock(&lock);
   for (uint32_t i = 0; i < count; i++)
     release(&spares[i]);

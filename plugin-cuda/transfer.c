@@ -1,8 +1,10 @@
-/* plugin-cuda/transfer.c -- copies within one runtime, on its stream, in call
- * order. Every range is bounds-checked with overflow-safe arithmetic before
- * the driver sees it; a zero-length copy enqueues nothing. */
+/* plugin-cuda/transfer.c -- copies within one runtime and memset, on its
+ * stream, in call order. Every range is bounds-checked with overflow-safe
+ * arithmetic before the driver sees it; a zero-length copy enqueues
+ * nothing. */
 #include "config.h"
 
+#include "backend-core/fill.h"
 #include "common/checked.h"
 #include "backend-core/directions.h"
 #include "plugin-cuda/runtime.h"
@@ -162,6 +164,52 @@ int t4a__slot_copy_d2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, t4a_b
     if (rt->cap.active)
       t4a__capture_copy(rt, dst.bits, src.bits, 0);
     count(rt, &rt->c.copies_d2d, &rt->c.bytes_d2d, bytes);
+  }
+out:
+  t4a__rt_unlock(rt);
+  return rc;
+}
+
+/* ---- memset (v1.1) ------------------------------------------------------------ */
+
+int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pattern,
+                     uint32_t element_size, uint64_t count) {
+  uint64_t bytes;
+  t4a__runtime *rt;
+  t4a__buffer *b;
+  int rc = t4a__fill_check(offset, pattern, element_size, count, &bytes);
+  if (rc || (rc = t4a__rt_lock(h, "memset", &rt)))
+    return rc;
+  if ((rc = t4a__buffer_get(rt, bh, "memset", &b)) ||
+      (rc = t4a__fill_range(offset, bytes, b->size)))
+    goto out;
+  if (!count)
+    goto out;
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  if ((element_size == 2 && !cu->cuMemsetD16Async) ||
+      (element_size == 4 && !cu->cuMemsetD32Async)) {
+    rc = t4a__fail(T4A_EUNSUPPORTED, "memset: the driver lacks cuMemsetD%uAsync; update it",
+                   element_size * 8);
+    goto out;
+  }
+  /* a block starts 256-byte aligned and offset is a multiple of the
+   * element: the address is aligned as the driver requires */
+  t4a__CUdeviceptr p = b->ptr + offset;
+  t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
+  if ((rc = t4a__ctx_enter(rt, &saved)))
+    goto out;
+  t4a__CUresult r =
+      element_size == 1 ? cu->cuMemsetD8Async(p, (unsigned char)pattern, (size_t)count, rt->stream)
+      : element_size == 2
+          ? cu->cuMemsetD16Async(p, (unsigned short)pattern, (size_t)count, rt->stream)
+          : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
+  t4a__ctx_leave(rt, saved);
+  if (r != T4A__CUDA_SUCCESS)
+    rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
+  else {
+    if (rt->cap.active)
+      t4a__capture_copy(rt, bh.bits, 0, 0);
+    t4a__rt_dirty(rt);
   }
 out:
   t4a__rt_unlock(rt);

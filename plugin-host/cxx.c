@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend-core/fork.h"
 #include "backend-core/slots.h"
 #include "backend-core/structs.h"
 #include "common/env.h"
@@ -229,6 +230,7 @@ int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
 }
 
 int t4a__slot_compiler_info(t4a_compiler_info *info) {
+  T4A__FORK_CHECK("compiler_info");
   int rc = t4a__check_struct(info, T4A_COMPILER_INFO_V1_0_SIZE, "t4a_compiler_info");
   if (rc)
     return rc;

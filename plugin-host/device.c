@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend-core/fork.h"
 #include "backend-core/structs.h"
 #include "plugin-host/host.h"
 #include "backend-core/slots.h"
@@ -44,6 +45,9 @@ static void cpu_name(char *out, size_t size) {
   fclose(f);
 }
 
+/* In a forked child (fork.h): the gate's fast path fails there. */
+static void forked(void) { atomic_store_explicit(&ready, 0, memory_order_relaxed); }
+
 static void discover(void) {
   t4a_device_info *d = &t4a__host_device;
   memset(d, 0, sizeof *d);
@@ -69,6 +73,8 @@ static void discover(void) {
 }
 
 int t4a__slot_init(void) {
+  T4A__FORK_CHECK("init");
+  t4a__fork_used(forked); /* this process's now: a forked child gets none of it */
   /* buffer, host buffer and graph generations from 2^27 (the CUDA plugin's
    * copy of core starts at 1): one backend's handles are T4A_EHANDLE in the
    * other, as runtime and witness handles are (lifecycle.c, witness.c) */
@@ -78,9 +84,11 @@ int t4a__slot_init(void) {
 }
 
 int t4a__host_require_init(void) {
-  return atomic_load_explicit(&ready, memory_order_acquire)
-             ? T4A_OK
-             : t4a__fail(T4A_ENOTINIT, "the host backend is not initialised; call init() first");
+  if (atomic_load_explicit(&ready, memory_order_acquire))
+    return T4A_OK;
+  if (t4a__fork_child())
+    return t4a__fork_fail(NULL);
+  return t4a__fail(T4A_ENOTINIT, "the host backend is not initialised; call init() first");
 }
 
 int t4a__slot_get_info(t4a_backend_info *info) {

@@ -14,6 +14,7 @@
 
 #include "backend-core/artifact.h"
 #include "backend-core/copypool.h"
+#include "backend-core/fork.h"
 #include "backend-core/readonly.h"
 #include "backend-core/slots.h"
 #include "plugin-host/host.h"
@@ -50,6 +51,8 @@ int t4a_gpu_backend_v1_entry(uint16_t caller_major, uint16_t caller_minor,
  * (they run plugin code), then the artifacts, the witnesses left, the
  * read-only list and the structs of destroyed runtimes. */
 __attribute__((destructor)) static void t4a__host_unload(void) {
+  if (t4a__fork_child()) /* the parent's state: its workers never existed here */
+    return;
   t4a__workers_unload();
   t4a__hk_pool_unload();
   t4a__hcheck_unload(); /* no thread runs a kernel any more */

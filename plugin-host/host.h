@@ -17,6 +17,9 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "backend-core/alog.h"
+#include "backend-core/budget.h"
+#include "backend-core/fork.h"
 #include "backend-core/handle.h"
 #include "backend-core/kinds.h"
 #include "backend-core/rtable.h"
@@ -81,11 +84,20 @@ typedef struct t4a__hmem {
   uint64_t reserved, used,
       high_water;               /* the pool's bytes mapped, carved (live + cached), most used */
   uint64_t limit;               /* most bytes the pool may map */
+  t4a__budget budget;           /* v1.2: the bound on `used`, and the out-of-memory callback */
+  t4a__alog *log;               /* v1.2: the allocation log, NULL without T4A_RUNTIME_ALLOC_LOG */
   t4a__chunk *dead, *dead_tail; /* checked mode: freed guarded buffers, PROT_NONE, oldest first */
   uint32_t dead_count;
 } t4a__hmem;
 
-/* ---- check.c: guarded buffers (checked mode, kernel.h) --------------- */
+/* ---- guard.c, check.c: guarded buffers (checked mode, kernel.h) ------- */
+
+/* A buffer of `bytes` in a guarded mapping of its own (false: over the
+ * pool's limit, or no memory); its end (behind the queued work) into the
+ * quarantine; the quarantine unmapped (runtime_destroy). */
+bool t4a__hguard_alloc(t4a__hrt *rt, uint64_t bytes, t4a__block *out);
+void t4a__hguard_free(t4a__hrt *rt, const t4a__block *b);
+void t4a__hguard_fini(t4a__hrt *rt);
 
 /* Fills [from, to) with canaries. */
 void t4a__hcheck_fill(char *from, char *to);
@@ -216,7 +228,9 @@ void t4a__hrt_drain(t4a__hrt *rt, uint64_t seq);
 
 /* memory.c */
 int t4a__hbuf_get(t4a__hrt *rt, t4a_buffer h, const char *what, t4a__hbuf **out);
-void t4a__hmem_init(t4a__hrt *rt);
+/* The pool's bookkeeping, and the allocation log when the options ask
+ * (T4A_ENOMEM, nothing made, when it cannot be had). */
+int t4a__hmem_init(t4a__hrt *rt);
 void t4a__hmem_fini(t4a__hrt *rt);
 /* Makes a buffer of external memory (external.c): [address, +bytes), whose
  * release `released` (a retirement) gets `ext`. */
@@ -228,6 +242,10 @@ int t4a__hbuf_wrap(t4a__hrt *rt, const char *what, uint64_t address, uint64_t by
 void t4a__hmem_sync(t4a__hrt *rt);
 /* Orders rt's queue after b's foreign reader, if any (before reuse). */
 void t4a__hbuf_wait_reader(t4a__hrt *rt, t4a__hbuf *b);
+/* Records an allocation-log event of rt (its log exists) at its queue's
+ * position, with what rt holds now. */
+void t4a__hmem_note(t4a__hrt *rt, uint32_t kind, uint32_t detail, uint64_t buffer, uint64_t address,
+                    uint64_t bytes);
 
 /* pinned.c */
 int t4a__hhost_get(t4a__hrt *rt, t4a_host_buffer h, const char *what, t4a__hhost **out);

@@ -277,7 +277,7 @@ static void on_global(tr *t, size_t g, size_t stmt) {
     t->oom = 1;
     return;
   }
-  PUSH(t, k, kn, kcap, kr);
+  PUSH_OWNING(t, k, kn, kcap, kr, kr.qual);
 }
 
 /* `extern` at i: when it declares an extern __shared__ array, replaces the
@@ -351,7 +351,7 @@ static size_t on_extern(tr *t, size_t i) {
     return e;
   }
   repl rp = {tk(t, i)->off, tk(t, e)->off + 1, r.p};
-  PUSH(t, r, rn, rcap, rp);
+  PUSH_OWNING(t, r, rn, rcap, rp, rp.text);
   return e;
 }
 

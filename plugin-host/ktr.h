@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "plugin-host/klex.h"
 
@@ -88,6 +89,18 @@ void *t4a__kgrow(void *p, size_t *cap, size_t n, size_t each, int *oom);
       (t)->arr = q_;                                                                               \
       (t)->arr[(t)->n++] = (v);                                                                    \
     }                                                                                              \
+  } while (0)
+
+/* As PUSH, for an element owning `owned` (malloc'ed): freed when the element
+ * could not be added (out of memory), so nothing leaks. */
+#define PUSH_OWNING(t, arr, n, cap, v, owned)                                                      \
+  do {                                                                                             \
+    void *q_ = t4a__kgrow((t)->arr, &(t)->cap, (t)->n, sizeof *(t)->arr, &(t)->oom);               \
+    if (q_) {                                                                                      \
+      (t)->arr = q_;                                                                               \
+      (t)->arr[(t)->n++] = (v);                                                                    \
+    } else                                                                                         \
+      free(owned);                                                                                 \
   } while (0)
 
 static inline const t4a__ktok *tk(const tr *t, size_t i) { return &t->lx->t[i]; }

@@ -188,8 +188,8 @@ static void add_thread_loops(tr *t, const uint8_t *syncs, int all_sync, const ui
       t->oom = 1;
       return;
     }
-    PUSH(t, r, rn, rcap, b);
-    PUSH(t, r, rn, rcap, e);
+    PUSH_OWNING(t, r, rn, rcap, b, b.text);
+    PUSH_OWNING(t, r, rn, rcap, e, e.text);
   }
   if (t->rn)
     qsort(t->r, t->rn, sizeof *t->r, by_offset);

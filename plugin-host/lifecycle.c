@@ -62,7 +62,14 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
   rt->checked = checked;
   rt->c.struct_size = sizeof rt->c;
   rt->c.staging_bytes = o.staging_bytes;
-  t4a__hmem_init(rt);
+  if ((rc = t4a__hmem_init(rt))) { /* nothing of the pool made: the queue goes */
+    t4a__queue_fini(&rt->q);
+    t4a__mark_release(rt->last_mark);
+    reset(rt);
+    s->reserved = false;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+  }
   t4a__htable_init(&rt->hosts, sizeof(t4a__hhost));
   t4a__htable_init(&rt->graphs, sizeof(t4a__hgraph));
   t4a__hkernels_init(rt);

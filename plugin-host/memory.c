@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "common/checked.h"
 #include "common/env.h"
@@ -31,7 +30,6 @@
 
 #define CHUNK (64ull << 20)
 #define ALIGN 256u
-#define QUARANTINE 1024u /* freed guarded buffers whose addresses stay reserved */
 
 int t4a__hbuf_get(t4a__hrt *rt, t4a_buffer h, const char *what, t4a__hbuf **out) {
   int rc;
@@ -50,7 +48,13 @@ static const char *pool_limit_env(void) {
   return s ? NULL : getenv("T4A_HOST_POOL_LIMIT");
 }
 
-void t4a__hmem_init(t4a__hrt *rt) {
+int t4a__hmem_init(t4a__hrt *rt) {
+  if ((rt->opts.flags & T4A_RUNTIME_ALLOC_LOG) &&
+      !(rt->mem.log = t4a__alog_new(rt->opts.alloc_log_events)))
+    return t4a__fail(T4A_ENOMEM,
+                     "runtime_create: no host memory for the allocation log of %u events; "
+                     "free memory or ask for fewer (alloc_log_events)",
+                     rt->opts.alloc_log_events);
   t4a__htable_init(&rt->mem.bufs, sizeof(t4a__hbuf));
   const char *env = pool_limit_env();
   char *end = NULL;
@@ -58,6 +62,15 @@ void t4a__hmem_init(t4a__hrt *rt) {
   rt->mem.limit = limit && end && !*end ? (uint64_t)limit : t4a__host_device.total_memory;
   if (!rt->mem.limit)
     rt->mem.limit = T4A__MAX_ALLOC;
+  t4a__budget_init(&rt->mem.budget, &rt->opts);
+  return T4A_OK;
+}
+
+__attribute__((cold, noinline)) void t4a__hmem_note(t4a__hrt *rt, uint32_t kind, uint32_t detail,
+                                                    uint64_t buffer, uint64_t address,
+                                                    uint64_t bytes) {
+  t4a__alog_note(rt->mem.log, kind, detail, buffer, address, bytes, rt->mem.used,
+                 t4a__queue_tail(&rt->q));
 }
 
 static void unmap(t4a__hrt *rt, t4a__chunk **link) {
@@ -120,83 +133,6 @@ static bool carve(t4a__hrt *rt, uint64_t cap, t4a__block *out) {
   return true;
 }
 
-/* Checked mode: a buffer of `bytes` in a mapping of its own, a PROT_NONE
- * guard page at each end, the data against the upper guard as far as the
- * 256-byte alignment allows, the rest of its pages canaries (check.c). Used
- * up at once (nothing is carved from it); unmapped at buffer_free. */
-static bool guarded(t4a__hrt *rt, uint64_t bytes, t4a__block *out) {
-  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-  uint64_t span = (bytes + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
-  uint64_t data_pages = (span + page - 1) / page * page, size = data_pages + 2 * page;
-  if (size > rt->mem.limit || rt->mem.reserved > rt->mem.limit - size)
-    return false;
-  t4a__chunk *c = calloc(1, sizeof *c);
-  char *p = c ? mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
-  if (p == MAP_FAILED || mprotect(p + page, data_pages, PROT_READ | PROT_WRITE) != 0) {
-    if (p != MAP_FAILED)
-      munmap(p, size);
-    free(c);
-    return false;
-  }
-  c->base = p;
-  c->size = c->used = c->live = size;
-  c->guarded = true;
-  c->page = (uint32_t)page;
-  c->data = p + page + data_pages - span;
-  c->bytes = bytes;
-  t4a__hcheck_fill(p + page, c->data);
-  t4a__hcheck_fill(c->data + bytes, p + page + data_pages);
-  t4a__hcheck_watch(c);
-  c->next = rt->mem.chunks;
-  rt->mem.chunks = c;
-  rt->mem.reserved += size;
-  rt->mem.used += bytes;
-  if (rt->mem.used > rt->mem.high_water)
-    rt->mem.high_water = rt->mem.used;
-  rt->c.driver_allocations++;
-  out->ptr = c->data;
-  out->chunk = c;
-  return true;
-}
-
-/* A guarded buffer's end: behind every queued use (a kernel still queued
- * may touch it), its pages replaced by PROT_NONE ones (the memory goes
- * back, the addresses stay reserved: a later access faults, where an
- * unmapped range would soon hold the next mapping) in a quarantine of the
- * last QUARANTINE freed buffers; the oldest is unmapped. */
-static void unguard(t4a__hrt *rt, const t4a__block *b) {
-  t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
-  t4a__chunk *c = b->chunk;
-  rt->mem.used -= c->bytes;
-  for (t4a__chunk **l = &rt->mem.chunks; *l; l = &(*l)->next)
-    if (*l == c) {
-      *l = c->next;
-      break;
-    }
-  t4a__hcheck_unwatch(c);
-  rt->mem.reserved -= c->size;
-  rt->c.driver_frees++;
-  if (mmap(c->base, c->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
-           0) == MAP_FAILED) {
-    munmap(c->base, c->size);
-    free(c);
-    return;
-  }
-  c->next = NULL;
-  if (rt->mem.dead_tail)
-    rt->mem.dead_tail->next = c;
-  else
-    rt->mem.dead = c;
-  rt->mem.dead_tail = c;
-  if (++rt->mem.dead_count > QUARANTINE) {
-    t4a__chunk *old = rt->mem.dead;
-    rt->mem.dead = old->next;
-    rt->mem.dead_count--;
-    munmap(old->base, old->size);
-    free(old);
-  }
-}
-
 /* Gives a block back to the pool: its chunk is carved again from the start
  * once all of its blocks came back (later work only: the queue is in order). */
 static void give(t4a__hrt *rt, const t4a__block *b, uint64_t cap) {
@@ -210,6 +146,7 @@ static void give(t4a__hrt *rt, const t4a__block *b, uint64_t cap) {
 /* Gives cached blocks back until at most keep bytes are cached, largest
  * classes first. */
 static void evict(t4a__hrt *rt, uint64_t keep) {
+  uint64_t before = rt->mem.cache_bytes;
   for (unsigned cls = T4A__NUM_CLASSES; cls-- > 0 && rt->mem.cache_bytes > keep;) {
     t4a__hbin *bin = &rt->mem.bins[cls];
     uint64_t cap = t4a__class_cap(cls);
@@ -219,6 +156,8 @@ static void evict(t4a__hrt *rt, uint64_t keep) {
       rt->mem.cache_bytes -= cap;
     }
   }
+  if (rt->mem.log && rt->mem.cache_bytes < before)
+    t4a__hmem_note(rt, T4A_ALLOC_EVENT_TRIM, 0, 0, 0, before - rt->mem.cache_bytes);
 }
 
 /* Unmaps the chunks no block is carved from (the queue is drained). */
@@ -294,6 +233,123 @@ static void ext_retire(t4a__hrt *rt, t4a__hbuf *b) {
   t4a__retire_add(rt, &r);
 }
 
+/* A new block of `cap` bytes for buffer_alloc within the budget (on `used`):
+ * the cache is trimmed first when the budget is short (all of it when that
+ * is not enough), and when the pool cannot carve it (the queue drained and
+ * empty chunks unmapped, once). False when it still does not fit, with
+ * *reason (T4A_OUT_OF_MEMORY_*) and the failure recorded. */
+static bool fresh(t4a__hrt *rt, uint64_t bytes, uint64_t cap, t4a__block *out, uint32_t *reason) {
+  t4a__hmem *m = &rt->mem;
+  uint64_t short_by = t4a__budget_shortfall(&m->budget, m->used, cap);
+  if (short_by) {
+    evict(rt, short_by <= m->cache_bytes ? m->cache_bytes - short_by : 0);
+    if (!t4a__budget_fits(&m->budget, m->used, cap)) {
+      *reason = T4A_OUT_OF_MEMORY_LIMIT;
+      if (m->log)
+        t4a__hmem_note(rt, T4A_ALLOC_EVENT_OUT_OF_MEMORY, *reason, 0, 0, cap);
+      t4a__fail(T4A_ENOMEM,
+                "buffer_alloc: %llu bytes would pass this runtime's pool_limit_bytes (%llu held "
+                "of %llu, its cache trimmed); free buffers, raise the limit or give the runtime "
+                "an out_of_memory callback",
+                (unsigned long long)cap, (unsigned long long)m->used,
+                (unsigned long long)m->budget.limit);
+      return false;
+    }
+  }
+  if (carve(rt, cap, out))
+    return true;
+  evict(rt, 0); /* trim the cache and try once more */
+  t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
+  unmap_empty(rt);
+  if (carve(rt, cap, out))
+    return true;
+  *reason = T4A_OUT_OF_MEMORY_DEVICE;
+  if (m->log)
+    t4a__hmem_note(rt, T4A_ALLOC_EVENT_OUT_OF_MEMORY, *reason, 0, 0, cap);
+  t4a__fail(T4A_ENOMEM,
+            "buffer_alloc: %llu bytes: the pool is out of memory (%llu of at most %llu bytes "
+            "mapped; T4A_HOST_POOL_LIMIT sets the bound); free buffers",
+            (unsigned long long)bytes, (unsigned long long)m->reserved,
+            (unsigned long long)m->limit);
+  return false;
+}
+
+/* A block of class cls: from the cache, else fresh. */
+static bool block_for(t4a__hrt *rt, uint64_t bytes, unsigned cls, uint64_t cap, t4a__block *out,
+                      uint32_t *reason) {
+  t4a__hbin *bin = &rt->mem.bins[cls];
+  if (!bin->count)
+    return fresh(rt, bytes, cap, out, reason);
+  *out = bin->blocks[--bin->count];
+  rt->mem.cache_entries--;
+  rt->mem.cache_bytes -= cap;
+  rt->c.cache_hits++;
+  return true;
+}
+
+/* The out-of-memory callback, once, and one more try when it asks for it
+ * (t4a_out_of_memory_fn); rt's buffer entry was given back before. T4A_OK
+ * with *out filled; else the status (T4A_EHANDLE: the callback destroyed
+ * rt; its slot stays locked, budget.h). */
+static int ask_then_retry(t4a__hrt *rt, t4a_runtime h, uint64_t bytes, unsigned cls, uint64_t cap,
+                          t4a__block *out, uint32_t reason) {
+  t4a_out_of_memory_info info = {sizeof info,         reason, h, bytes, cap, rt->mem.used,
+                                 rt->mem.budget.limit};
+  rt->c.out_of_memory_calls++;
+  bool retry = false;
+  int rc = t4a__budget_ask(&rt->slot, h, &rt->mem.budget, &info, &retry);
+  if (rc)
+    return rc; /* gone */
+  if ((rc = t4a__hrt_refuse(rt, "buffer_alloc", "would change memory the graph may use")))
+    return rc; /* the callback began a capture */
+  if (!retry)
+    rc = t4a__fail(T4A_ENOMEM,
+                   "buffer_alloc: %llu bytes do not fit (%s) and the out-of-memory callback "
+                   "asked for no retry; free buffers or trim caches",
+                   (unsigned long long)cap,
+                   reason == T4A_OUT_OF_MEMORY_LIMIT ? "the pool_limit_bytes budget"
+                                                     : "the pool is full");
+  else if (!block_for(rt, bytes, cls, cap, out, &reason))
+    rc = T4A_ENOMEM; /* block_for said why */
+  if (rc)
+    rt->c.out_of_memory_failures++;
+  return rc;
+}
+
+/* buffer_alloc when the cache has no block of the class (entry *i taken,
+ * its size and cap set): a fresh block; else the entry goes back while the
+ * out-of-memory callback runs and is taken again (*i) for the retry's
+ * block. T4A_EHANDLE: the callback destroyed rt (its slot stays locked,
+ * budget.h; touch nothing). A function of its own: the hit path stays as
+ * lean as it was. */
+static __attribute__((noinline)) int alloc_miss(t4a__hrt *rt, t4a_runtime h, uint64_t bytes,
+                                                unsigned cls, uint32_t *i) {
+  rt->c.cache_misses++;
+  t4a__hbuf *e = t4a__htable_at(&rt->mem.bufs, *i);
+  uint64_t cap = e->cap;
+  uint32_t reason = 0;
+  if (fresh(rt, bytes, cap, &e->blk, &reason))
+    return T4A_OK;
+  t4a__htable_untake(&rt->mem.bufs, *i); /* the callback may use the table */
+  if (!t4a__budget_can_ask(&rt->mem.budget)) {
+    rt->c.out_of_memory_failures++;
+    return T4A_ENOMEM; /* fresh said why */
+  }
+  t4a__block blk;
+  int rc = ask_then_retry(rt, h, bytes, cls, cap, &blk, reason);
+  if (rc)
+    return rc;
+  if ((rc = t4a__htable_take(&rt->mem.bufs, "buffer_alloc", i))) {
+    give(rt, &blk, cap); /* no entry for it after all (cache_put has one caller: inlined) */
+    return rc;
+  }
+  t4a__hbuf *b = t4a__htable_at(&rt->mem.bufs, *i);
+  b->size = bytes;
+  b->cap = cap;
+  b->blk = blk;
+  return T4A_OK;
+}
+
 int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   if (!out)
     return t4a__fail(T4A_EINVAL, "buffer_alloc: out is NULL; pass a pointer");
@@ -319,7 +375,16 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
   b->size = bytes;
   if (bytes && rt->checked) { /* no cache: each buffer its own guarded mapping */
     rt->c.cache_misses++;
-    if (!guarded(rt, bytes, &b->blk)) {
+    if (!t4a__budget_fits(&rt->mem.budget, rt->mem.used, bytes)) { /* no callback asked here */
+      t4a__htable_untake(&rt->mem.bufs, i);
+      rc = t4a__fail(T4A_ENOMEM,
+                     "buffer_alloc: %llu bytes: past the runtime's pool_limit_bytes budget "
+                     "(%llu bytes; checked mode, T4A_HOST_CHECK=1, asks no out-of-memory "
+                     "callback); free buffers",
+                     (unsigned long long)bytes, (unsigned long long)rt->mem.budget.limit);
+      goto out;
+    }
+    if (!t4a__hguard_alloc(rt, bytes, &b->blk)) {
       t4a__htable_untake(&rt->mem.bufs, i);
       rc = t4a__fail(T4A_ENOMEM,
                      "buffer_alloc: %llu bytes: no memory for a guarded mapping (checked mode, "
@@ -336,27 +401,18 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
       rt->mem.cache_entries--;
       rt->mem.cache_bytes -= b->cap;
       rt->c.cache_hits++;
+    } else if ((rc = alloc_miss(rt, h, bytes, cls, &i))) {
+      goto out; /* T4A_EHANDLE: rt is gone, its slot locked (touch nothing but unlock) */
     } else {
-      rt->c.cache_misses++;
-      if (!carve(rt, b->cap, &b->blk)) { /* trim the cache and try once more */
-        evict(rt, 0);
-        t4a__hrt_drain(rt, t4a__queue_tail(&rt->q));
-        unmap_empty(rt);
-        if (!carve(rt, b->cap, &b->blk)) {
-          t4a__htable_untake(&rt->mem.bufs, i);
-          rc = t4a__fail(T4A_ENOMEM,
-                         "buffer_alloc: %llu bytes: the pool is out of memory (%llu of at most "
-                         "%llu bytes mapped; T4A_HOST_POOL_LIMIT sets the bound); free buffers",
-                         (unsigned long long)bytes, (unsigned long long)rt->mem.reserved,
-                         (unsigned long long)rt->mem.limit);
-          goto out;
-        }
-      }
+      b = t4a__htable_at(&rt->mem.bufs, i);
     }
   }
   out->bits =
       t4a__htable_publish_seq(&rt->mem.bufs, i, &t4a__buffer_kind, rt->slot.index, &rt->slot.seq);
   rt->c.live_buffers++;
+  if (__builtin_expect(rt->mem.log != NULL, 0)) /* the log off costs this test */
+    t4a__hmem_note(rt, t4a__alog_alloc_kind(rt->mem.log, rt->c.cache_hits), 0, out->bits,
+                   (uint64_t)(uintptr_t)b->blk.ptr, bytes);
 out:
   t4a__hrt_unlock(rt);
   return rc;
@@ -376,6 +432,17 @@ void t4a__hbuf_wait_reader(t4a__hrt *rt, t4a__hbuf *b) {
   b->reader = NULL;
 }
 
+/* The FREE event of b: cached when its block is the newest of its bin
+ * (cache_put just pushed it), so the free path keeps no flag for it. */
+static __attribute__((cold, noinline)) void note_free(t4a__hrt *rt, const t4a__hbuf *b,
+                                                      t4a_buffer buf) {
+  uint64_t cls_cap;
+  const t4a__hbin *bin = b->cap ? &rt->mem.bins[t4a__size_class(b->cap, &cls_cap)] : NULL;
+  bool cached = bin && bin->count && bin->blocks[bin->count - 1].ptr == b->blk.ptr;
+  t4a__hmem_note(rt, T4A_ALLOC_EVENT_FREE, cached, buf.bits, (uint64_t)(uintptr_t)b->blk.ptr,
+                 b->size);
+}
+
 int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
   t4a__hrt *rt;
   t4a__hbuf *b;
@@ -386,12 +453,15 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
       (rc = t4a__hbuf_get(rt, buf, "buffer_free", &b)))
     goto out;
   t4a__hbuf_wait_reader(rt, b);
-  if (b->ext)
+  bool ext = b->ext != NULL;
+  if (ext)
     ext_retire(rt, b);
   else if (b->cap)
     cache_put(rt, &b->blk, b->cap);
   else if (b->blk.chunk && b->blk.chunk->guarded)
-    unguard(rt, &b->blk);
+    t4a__hguard_free(rt, &b->blk);
+  if (__builtin_expect(rt->mem.log != NULL, 0) && !ext) /* the log off costs this test */
+    note_free(rt, b, buf);
   t4a__htable_release(&rt->mem.bufs, (uint32_t)(b - (t4a__hbuf *)t4a__htable_at(&rt->mem.bufs, 0)));
   rt->c.live_buffers--;
   if (rt->retire_count) /* the common case, nothing waiting, costs no call */
@@ -496,10 +566,8 @@ void t4a__hmem_fini(t4a__hrt *rt) {
       free(rt->mem.bins[cls].blocks);
   while (rt->mem.chunks)
     unmap(rt, &rt->mem.chunks);
-  for (t4a__chunk *c = rt->mem.dead, *next; c; c = next) { /* checked mode's quarantine */
-    next = c->next;
-    munmap(c->base, c->size);
-    free(c);
-  }
+  t4a__hguard_fini(rt);
   t4a__htable_fini(&rt->mem.bufs);
+  t4a__alog_free(rt->mem.log);
+  rt->mem.log = NULL;
 }

@@ -1,7 +1,7 @@
 /* plugin-host/runtime.c -- what every slot that enqueues goes through
  * (enqueue, the capture refusal, draining, the device fault's refusal) and
- * the runtime's facts:
- * runtime_counters, runtime_info, runtime_memory_info. */
+ * the runtime's facts: runtime_counters, runtime_info, runtime_memory_info,
+ * alloc_log_read (v1.2). */
 #include "config.h"
 
 #include <stdio.h>
@@ -107,9 +107,23 @@ int t4a__slot_runtime_memory_info(t4a_runtime h, t4a_memory_info *out) {
                        .pool_reserved = rt->mem.reserved,
                        .pool_used = rt->mem.used,
                        .pool_high_water = rt->mem.high_water,
-                       .cache_bytes = rt->mem.cache_bytes};
+                       .cache_bytes = rt->mem.cache_bytes,
+                       .held_bytes = rt->mem.used,
+                       .limit_bytes = rt->mem.budget.limit};
   t4a__hrt_unlock(rt);
   m.device_free = host_free_memory();
   t4a__fill_struct(out, &m, sizeof m);
   return T4A_OK;
+}
+
+int t4a__slot_alloc_log_read(t4a_runtime h, uint64_t from, t4a_alloc_event *events,
+                             uint32_t capacity, uint32_t *count, uint64_t *next) {
+  t4a__hrt *rt;
+  int rc = t4a__host_require_init();
+  if (rc || (rc = t4a__hrt_lock(h, "alloc_log_read", &rt)))
+    return rc;
+  if ((rc = t4a__alog_check(rt->mem.log, events, capacity, count, next)) == T4A_OK)
+    t4a__alog_read(rt->mem.log, from, events, capacity, count, next);
+  t4a__hrt_unlock(rt);
+  return rc;
 }

@@ -14,12 +14,12 @@ fake_plugins="good major newer older noentry nullslot initfail other tiny reente
 
 # Shared suites (tests/runtime/test_<suite>.c): name and extra libraries.
 # cross also has a two-GPU program (make check-multigpu).
-suites="runtime transfer completion staging context v1_1 code:-lm cross concurrency graph launch_ex interop reentry kernels:-lm"
+suites="runtime transfer completion staging context v1_1 code:-lm cross concurrency graph launch_ex interop reentry kernels:-lm budget fork alloclog"
 # Of them, those with a host lane (tests/cpu/test_<suite>_host,
 # -DT4A_TEST_HOST: plugin-host/libt4a_host.so under make check; their
 # kernels are compiled from CUDA C there). A test of a host suite that only
 # means something on CUDA is left out there, saying why (RT_CUDA_ONLY).
-host_suites="runtime transfer completion staging v1_1 code cross concurrency graph launch_ex kernels interop reentry context"
+host_suites="runtime transfer completion staging v1_1 code cross concurrency graph launch_ex kernels interop reentry context budget fork alloclog"
 # Of them, those without a fake lane: kernels (CUDA C kernels, which the
 # fake driver cannot run: it implements only a few named kernels in C).
 no_fake_suites="kernels"

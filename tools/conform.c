@@ -58,7 +58,9 @@ static size_t slots_of(const t4a_gpu_backend_v1 *t, slot *out, size_t cap) {
       T4A__CF_SLOT(graph_end), T4A__CF_SLOT(graph_launch), T4A__CF_SLOT(graph_set_kernel_args),
       T4A__CF_SLOT(graph_info), T4A__CF_SLOT(graph_release), T4A__CF_SLOT(buffer_wrap_external),
       T4A__CF_SLOT(stream_wait_witness), T4A__CF_SLOT(runtime_wait_event),
-      T4A__CF_SLOT(runtime_wait_stream), T4A__CF_SLOT(dlpack_export), T4A__CF_SLOT(dlpack_import)};
+      T4A__CF_SLOT(runtime_wait_stream), T4A__CF_SLOT(dlpack_export), T4A__CF_SLOT(dlpack_import),
+      /* v1.2 */
+      T4A__CF_SLOT(alloc_log_read)};
   size_t n = sizeof all / sizeof all[0];
   if (n > cap)
     n = cap;
@@ -80,6 +82,7 @@ static const area areas[] = {
     {t4a__cf_code_checks, &t4a__cf_code_count},
     {t4a__cf_launch_checks, &t4a__cf_launch_count},
     {t4a__cf_threads_checks, &t4a__cf_threads_count},
+    {t4a__cf_memory_checks, &t4a__cf_memory_count},
 };
 
 typedef struct report {

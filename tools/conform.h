@@ -12,6 +12,7 @@
  *   conform_launch.c      modules, functions, launch geometry
  *   conform_errors.c      handles, last_error, struct_size rules
  *   conform_threads.c     several threads at once
+ *   conform_memory.c      ABI 1.2: the memory budget, fork() detection
  *   conform_kernels.c     the kernels (PTX or compiled) the checks run
  *   conform_util.c        what checks share: results, tracked objects, gates
  *
@@ -245,5 +246,7 @@ extern const t4a__cf_check t4a__cf_errors_checks[];
 extern const size_t t4a__cf_errors_count;
 extern const t4a__cf_check t4a__cf_threads_checks[];
 extern const size_t t4a__cf_threads_count;
+extern const t4a__cf_check t4a__cf_memory_checks[];
+extern const size_t t4a__cf_memory_count;
 
 #endif

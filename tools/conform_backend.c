@@ -236,6 +236,10 @@ static void sweep_handles(sweep *s) {
   NI(runtime_wait_stream, rt, stream);
   NI(dlpack_export, rt, b, &dx, &p);
   NI(dlpack_import, rt, &tensor, 0, &bo, &u);
+  /* v1.2 */
+  t4a_alloc_event ev;
+  uint32_t count = 0;
+  NI(alloc_log_read, rt, 0, &ev, 1, &count, &u);
 }
 
 /* The artifact slots. The header names artifact_from_bytes and the compile

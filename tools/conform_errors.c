@@ -300,6 +300,11 @@ static void handles(t4a__cf *c) {
     EACH(wits, "stream_wait_witness", t->stream_wait_witness(a, legacy, (t4a_witness){H}));
   if (t->runtime_wait_stream)
     EACH(rts, "runtime_wait_stream", t->runtime_wait_stream((t4a_runtime){H}, legacy));
+  if (t->alloc_log_read) { /* v1.2 */
+    t4a_alloc_event ev;
+    uint32_t count;
+    EACH(rts, "alloc_log_read", t->alloc_log_read((t4a_runtime){H}, 0, &ev, 1, &count, &u));
+  }
   if (t->dlpack_export) {
     int64_t extent = 1;
     t4a_dlpack_export ex = {

@@ -98,6 +98,25 @@
  * device-to-host copy delays other calls on the same runtime, never calls on
  * other runtimes). witness_wait does not hold its runtime while it blocks.
  * last_error is per thread.
+ *
+ * ------------------------------------------------------------------------
+ * fork() (v1.2)
+ * ------------------------------------------------------------------------
+ * A backend belongs to the process that set it up: once init was called
+ * (or an artifact was made without init), a child made by fork() cannot use
+ * it. There every slot but last_error and get_info returns T4A_EFORKED (init
+ * and runtime_create too, and every slot given a runtime, buffer, witness,
+ * artifact or other object made before the fork), touching nothing: no
+ * driver call, no lock one of the parent's threads may have held, no GPU
+ * state of the parent's. The parent is unaffected. A child that needs the
+ * device execs (or is spawned: posix_spawn, Python's "spawn" start method)
+ * and sets up a backend of its own. A backend the parent only loaded (no
+ * init) works in the child as in any process. When the child exits, the
+ * plugin's teardown releases nothing of the parent's. The check costs the
+ * slots nothing: the fork (pthread_atfork) makes the init gate every slot
+ * passes fail. A backend of ABI 1.1 or older does not know T4A_EFORKED:
+ * what it does in a forked child is undefined (the CUDA driver's state does
+ * not survive fork()).
  */
 #ifndef T4A_GPU_BACKEND_V1_H
 #define T4A_GPU_BACKEND_V1_H
@@ -112,7 +131,7 @@ extern "C" {
 
 /* ABI version of this header. */
 #define T4A_GPU_BACKEND_ABI_MAJOR 1
-#define T4A_GPU_BACKEND_ABI_MINOR 1
+#define T4A_GPU_BACKEND_ABI_MINOR 2
 
 /* The one symbol every v1 plugin exports. */
 #define T4A_GPU_BACKEND_V1_ENTRY_NAME "t4a_gpu_backend_v1_entry"
@@ -145,7 +164,8 @@ extern "C" {
   X(ERANGE, -20, "offset or length out of bounds")                                                 \
   X(EFOREIGNDEVICE, -21, "buffer belongs to another device")                                       \
   X(ENOTINIT, -22, "backend not initialised")                                                      \
-  X(EINTERNAL, -23, "internal error")
+  X(EINTERNAL, -23, "internal error")                                                              \
+  X(EFORKED, -24, "backend used in a child after fork()")
 
 enum t4a_status {
 #define T4A__STATUS_ENUM(name, value, msg) T4A_##name = value,
@@ -277,6 +297,51 @@ typedef struct t4a_compiler_info {
   char reason[256]; /* why it is unavailable, or "" */
 } t4a_compiler_info;
 
+/* ------------------------------------------------------------------------
+ * The memory budget (v1.2): what buffer_alloc tells the out-of-memory
+ * callback of t4a_runtime_options.
+ * ------------------------------------------------------------------------ */
+
+/* Why an allocation did not fit (t4a_out_of_memory_info.reason, v1.2). */
+#define T4A_OUT_OF_MEMORY_LIMIT 1u  /* it would pass the runtime's pool_limit_bytes */
+#define T4A_OUT_OF_MEMORY_DEVICE 2u /* the device (host: the pool's mappings) is full */
+
+/* What an out-of-memory callback returns (v1.2). */
+#define T4A_OUT_OF_MEMORY_FAIL 0  /* give up: buffer_alloc returns T4A_ENOMEM */
+#define T4A_OUT_OF_MEMORY_RETRY 1 /* memory was freed: try the allocation once more */
+
+/* The allocation that did not fit (v1.2). Read-only, valid during the call. */
+typedef struct t4a_out_of_memory_info {
+  uint32_t struct_size;  /* bytes the backend filled: read no field beyond */
+  uint32_t reason;       /* T4A_OUT_OF_MEMORY_* */
+  t4a_runtime runtime;   /* the allocating runtime */
+  uint64_t bytes_wanted; /* buffer_alloc's bytes */
+  uint64_t bytes_needed; /* what it would hold: its size class (at most 12.5% more) */
+  uint64_t bytes_held;   /* what the runtime holds now, its cache already trimmed */
+  uint64_t limit_bytes;  /* its pool_limit_bytes; UINT64_MAX when it has none */
+} t4a_out_of_memory_info;
+
+/* An out-of-memory callback (t4a_runtime_options.out_of_memory, v1.2).
+ * When an allocation would pass the runtime's pool_limit_bytes, or the
+ * device is full, buffer_alloc first trims the runtime's own cache (and on
+ * a full device waits for the runtime's stream, so that its frees return to
+ * the pool); if the allocation still does not fit it calls the callback
+ * once, then tries once more if the callback returned
+ * T4A_OUT_OF_MEMORY_RETRY, else (any other value) returns T4A_ENOMEM.
+ * At most one call per buffer_alloc, on the thread calling buffer_alloc,
+ * with nothing of the backend held: no runtime lock (other threads may use
+ * every runtime meanwhile, this one included), no pinned event.
+ * It may call any slot of any backend: free buffers (buffer_free: a freed
+ * block goes to its runtime's cache, where the retry finds it for this
+ * runtime; another runtime's frees reach the device only through its
+ * cache_trim, and only once that runtime's stream ran them: seal and
+ * witness_wait it), trim caches, wait, destroy other runtimes. An
+ * allocation it makes that does not fit gets T4A_ENOMEM without a nested
+ * call. It must not destroy `info->runtime` (buffer_alloc then returns
+ * T4A_EHANDLE, and the handle is stale) or unwind (longjmp, C++ throw)
+ * through the backend. */
+typedef int (*t4a_out_of_memory_fn)(const t4a_out_of_memory_info *info, void *user);
+
 /* Runtime creation options. NULL means all defaults. */
 typedef struct t4a_runtime_options {
   uint32_t struct_size;
@@ -305,10 +370,53 @@ typedef struct t4a_runtime_options {
    * (e.g. -5 .. 0 on an H200), else T4A_ERANGE. Not clamped. */
   int32_t stream_priority;
   uint32_t reserved_v1_1; /* must be 0 */
+  /* -- v1.2 -- */
+  /* The memory budget: the most bytes the runtime holds from its pool at
+   * once, its live buffers and its cache, each block counted at its size
+   * class (t4a_memory_info.held_bytes). An allocation that would pass it is
+   * refused as one that finds the device full is (buffer_alloc,
+   * t4a_out_of_memory_fn). Buffers the runtime did not allocate (wrapped,
+   * DLPack-imported, IPC-imported) are not counted. 0 = no limit. */
+  uint64_t pool_limit_bytes;
+  /* Called when an allocation does not fit: a t4a_out_of_memory_fn; NULL:
+   * none, buffer_alloc returns T4A_ENOMEM after trimming the cache. */
+  int (*out_of_memory)(const t4a_out_of_memory_info *info, void *user);
+  void *out_of_memory_user; /* passed to out_of_memory */
+  /* Events the allocation log keeps (with T4A_RUNTIME_ALLOC_LOG): the
+   * newest this many, rounded up to a power of two; 0 = default (4096),
+   * at most 1048576 (else T4A_EINVAL). Without the flag: must be 0. */
+  uint32_t alloc_log_events;
+  uint32_t reserved_v1_2; /* must be 0 */
 } t4a_runtime_options;
 
 /* Bits of t4a_runtime_options.flags (v1.1). */
 #define T4A_RUNTIME_TIMING 0x1u /* completion events record time: witness_elapsed */
+/* v1.2: the runtime keeps an allocation log (alloc_log_read). Without it
+ * the runtime records nothing and pays nothing for it. */
+#define T4A_RUNTIME_ALLOC_LOG 0x2u
+
+/* Kinds of allocation-log events (t4a_alloc_event.kind, v1.2). */
+#define T4A_ALLOC_EVENT_ALLOC 1u         /* buffer_alloc given a new block from the pool */
+#define T4A_ALLOC_EVENT_REUSE 2u         /* buffer_alloc served from the runtime's cache */
+#define T4A_ALLOC_EVENT_FREE 3u          /* buffer_free (detail 1: the block went to the cache) */
+#define T4A_ALLOC_EVENT_TRIM 4u          /* cached blocks given back (bytes: how many) */
+#define T4A_ALLOC_EVENT_OUT_OF_MEMORY 5u /* an allocation did not fit (detail: the reason) */
+#define T4A_ALLOC_EVENT_IPC_EXPORT 6u    /* buffer_export_ipc */
+#define T4A_ALLOC_EVENT_IPC_IMPORT 7u    /* buffer_import_ipc */
+
+/* One allocation-log event (v1.2). Fixed: 64 bytes, never grows (a later
+ * minor adds kinds, not fields). */
+typedef struct t4a_alloc_event {
+  uint64_t seq;        /* the runtime's event number: 0, 1, 2, ... (a gap: events dropped) */
+  uint64_t time_ns;    /* when, on the monotonic clock (CLOCK_MONOTONIC), in ns */
+  uint64_t stream_seq; /* where in the runtime's stream order (see alloc_log_read) */
+  uint64_t buffer;     /* the buffer handle's bits; 0 for TRIM and OUT_OF_MEMORY */
+  uint64_t address;    /* the block's device address (host: host address); 0 when none */
+  uint64_t bytes;      /* the buffer's size; TRIM: bytes given back; OUT_OF_MEMORY: wanted */
+  uint64_t held_bytes; /* what the runtime holds after the event (t4a_memory_info.held_bytes) */
+  uint32_t kind;       /* T4A_ALLOC_EVENT_* */
+  uint32_t detail;     /* FREE: 1 cached, 0 not; OUT_OF_MEMORY: T4A_OUT_OF_MEMORY_*; else 0 */
+} t4a_alloc_event;
 
 /* Per-runtime counters, monotonic unless marked "current". */
 typedef struct t4a_runtime_counters {
@@ -346,6 +454,10 @@ typedef struct t4a_runtime_counters {
   uint64_t graph_launches;  /* graph_launch calls (replays enqueued) */
   uint64_t graph_updates;   /* graph_set_kernel_args calls */
   uint64_t live_graphs;     /* current */
+  /* -- v1.2 -- */
+  uint64_t out_of_memory_calls;    /* out-of-memory callbacks called */
+  uint64_t out_of_memory_failures; /* buffer_alloc calls that returned T4A_ENOMEM for lack
+                                      of memory (the budget or the device) */
 } t4a_runtime_counters;
 
 /* Host-side cache of freed device blocks of one runtime. */
@@ -477,6 +589,9 @@ typedef struct t4a_memory_info {
   uint64_t pool_high_water; /* most pool_used ever (since creation) */
   uint64_t cache_bytes;     /* of pool_used, freed blocks in the runtime's cache */
   uint64_t staging_bytes;   /* pinned host memory of the runtime's staging */
+  /* -- v1.2 -- */
+  uint64_t held_bytes;  /* what the budget counts: live buffers and cache, at size class */
+  uint64_t limit_bytes; /* the budget (pool_limit_bytes); UINT64_MAX when none */
 } t4a_memory_info;
 
 /* Bits of host_register's flags (v1.1). */
@@ -771,7 +886,10 @@ struct t4a_gpu_backend_v1 {
    * when possible (no driver call). The memory is usable by work enqueued
    * on the runtime's stream after this call; its content is undefined.
    * On exhaustion the cache is trimmed and the allocation retried once,
-   * then T4A_ENOMEM (the runtime stays usable). */
+   * then T4A_ENOMEM (the runtime stays usable). v1.2: an allocation that
+   * would pass the runtime's pool_limit_bytes is exhaustion too; before
+   * T4A_ENOMEM the runtime's out-of-memory callback, if it has one, is
+   * called once and may ask for one more try (t4a_out_of_memory_fn). */
   int (*buffer_alloc)(t4a_runtime rt, uint64_t bytes, t4a_buffer *out);
 
   /* buffer_free: stream-ordered free: the handle is stale at once; the
@@ -784,7 +902,9 @@ struct t4a_gpu_backend_v1 {
 
   /* cache_trim: returns cached free blocks to the pool until at most
    * keep_bytes remain cached, and trims the pool. Touches only this
-   * runtime. */
+   * runtime. The blocks go back in stream order (cuMemFreeAsync): their
+   * memory is the device's once the runtime's stream ran the frees, which
+   * the next seal covers. */
   int (*cache_trim)(t4a_runtime rt, uint64_t keep_bytes);
 
   /* cache_stats: statistics of the runtime's block cache. */
@@ -1318,6 +1438,29 @@ struct t4a_gpu_backend_v1 {
    * rt); on failure the caller still owns it (call its deleter). */
   int (*dlpack_import)(t4a_runtime rt, void *tensor, uint32_t flags, t4a_buffer *out,
                        uint64_t *offset);
+
+  /* -- memory (v1.2) ------------------------------------------------------
+   * alloc_log_read: copies the events of rt's allocation log numbered
+   * `from` and later, oldest first, at most `capacity` of them, into
+   * events; *count = how many; *next = the number to pass next time: one
+   * past the last copied, or `from` when none was (capacity 0, events may
+   * then be NULL: the number the next event will get, whatever `from`).
+   * The log keeps the newest alloc_log_events events: older ones are gone,
+   * so the first copied may be numbered above `from` (the gap is what was
+   * dropped). Reading removes nothing (several readers may read).
+   * stream_seq places an event in rt's stream order: work enqueued after
+   * the event is covered by a witness of a later seal (CUDA: the seal
+   * epoch the work belongs to, numbered like seals; host: the queue
+   * position). The log is the runtime's and goes with it. What is
+   * recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's
+   * own buffers (not wrapped or imported memory, except IPC imports), each
+   * trim that gave cached blocks back (cache_trim, a budget's or a full
+   * device's trim, the cache's own bound), each allocation that did not
+   * fit (before its out-of-memory callback), each IPC export and import.
+   * A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED
+   * saying so; every backend of 1.2 fills this slot. */
+  int (*alloc_log_read)(t4a_runtime rt, uint64_t from, t4a_alloc_event *events, uint32_t capacity,
+                        uint32_t *count, uint64_t *next);
 };
 
 /* True when `table` is non-null and its struct_size covers `slot`. */
@@ -1370,6 +1513,16 @@ typedef int (*t4a_gpu_backend_v1_entry_fn)(uint16_t caller_major, uint16_t calle
 #define T4A_GRAPH_INFO_V1_1_SIZE T4A_SIZE_THROUGH(t4a_graph_info, replays)
 #define T4A_EXTERNAL_MEMORY_V1_1_SIZE T4A_SIZE_THROUGH(t4a_external_memory, user)
 #define T4A_DLPACK_EXPORT_V1_1_SIZE T4A_SIZE_THROUGH(t4a_dlpack_export, user)
+
+/* Sizes of what ABI 1.2 added: the table as of 1.2, the first published
+ * size of each struct 1.2 introduced, and the 1.2 size of each struct it
+ * grew (runtime options, counters, memory info). Frozen likewise. */
+#define T4A_GPU_BACKEND_V1_2_SIZE T4A_SIZE_THROUGH(t4a_gpu_backend_v1, alloc_log_read)
+#define T4A_RUNTIME_OPTIONS_V1_2_SIZE T4A_SIZE_THROUGH(t4a_runtime_options, reserved_v1_2)
+#define T4A_RUNTIME_COUNTERS_V1_2_SIZE                                                             \
+  T4A_SIZE_THROUGH(t4a_runtime_counters, out_of_memory_failures)
+#define T4A_MEMORY_INFO_V1_2_SIZE T4A_SIZE_THROUGH(t4a_memory_info, limit_bytes)
+#define T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE T4A_SIZE_THROUGH(t4a_out_of_memory_info, limit_bytes)
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,18 @@
  * module. */
 #define T4A_HK_LIBC extern "C" __attribute__((visibility("default")))
 T4A_HK_LIBC int printf(const char *, ...);
+
+/* Leaving a kernel at a fault (hk_fiber.h has the assembly): setjmp saves
+ * the callee-saved registers, the stack pointer and the return address in
+ * buf (T4A_HK_JUMP_WORDS words) and returns 0; longjmp resumes there, the
+ * setjmp then returning 1, from any stack of the thread (a fiber's too).
+ * No signal mask, no system call; hand-written because clang has no
+ * __builtin_setjmp on aarch64, and glibc's longjmp walks the thread's
+ * cancellation handlers by stack address, which fibers' stacks confuse. */
+#define T4A_HK_JUMP_WORDS 24
+extern "C" __attribute__((returns_twice)) int t4a__hk_setjmp(void **buf);
+extern "C" [[noreturn]] void t4a__hk_longjmp(void **buf);
+
 namespace t4a__hk {
 T4A_HK_LIBC int snprintf(char *, size_t, const char *, ...);
 T4A_HK_LIBC int getpagesize(void);
@@ -23,7 +35,7 @@ struct tls_state {
   char *dyn;           /* the block's dynamic shared memory */
   block *blk;          /* fiber mode: the block's scheduler; NULL in loop mode */
   fiber *self;         /* fiber mode: the running fiber */
-  void **jump;         /* the run call's __builtin_setjmp buffer; NULL outside run */
+  void **jump;         /* the run call's t4a__hk_setjmp buffer; NULL outside run */
   t4a_hk_fault *fault; /* where run reports a fault */
   const char *kernel;  /* the kernel's name, for messages */
 };
@@ -69,7 +81,7 @@ namespace t4a__hk {
   for (; msg[i] && i + 1 < sizeof f->message; ++i)
     f->message[i] = msg[i];
   f->message[i] = 0;
-  __builtin_longjmp(t.jump, 1);
+  t4a__hk_longjmp(t.jump);
 }
 
 /* At the thread the state names (fiber mode; loop mode when the loop
@@ -98,7 +110,7 @@ assert_fail(const char *expr, const char *file, int line, uint3 thread) {
  * the current thread when the unit was compiled with -DT4A_HK_CHECKED
  * (every thread loop then stores its index; without it, only those of
  * kernels that call functions reading threadIdx do, and the others report
- * thread 0). It leaves by __builtin_longjmp, which restores no signal
+ * thread 0). It leaves by t4a__hk_longjmp, which restores no signal
  * mask: the handler is installed with SA_NODEFER (or unblocks its signal
  * first), so that the next fault on this thread is delivered too. */
 inline void fault_here(int32_t kind, const char *message) {

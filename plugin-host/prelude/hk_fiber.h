@@ -61,6 +61,39 @@ t4a__hk_start:
   callq *%r13
   ud2
   .size t4a__hk_start, .-t4a__hk_start
+  .p2align 4
+  .globl t4a__hk_setjmp
+  .hidden t4a__hk_setjmp
+  .type t4a__hk_setjmp, @function
+t4a__hk_setjmp:
+  movq %rbx, 0(%rdi)
+  movq %rbp, 8(%rdi)
+  movq %r12, 16(%rdi)
+  movq %r13, 24(%rdi)
+  movq %r14, 32(%rdi)
+  movq %r15, 40(%rdi)
+  leaq 8(%rsp), %rdx
+  movq %rdx, 48(%rdi)
+  movq (%rsp), %rdx
+  movq %rdx, 56(%rdi)
+  xorl %eax, %eax
+  ret
+  .size t4a__hk_setjmp, .-t4a__hk_setjmp
+  .p2align 4
+  .globl t4a__hk_longjmp
+  .hidden t4a__hk_longjmp
+  .type t4a__hk_longjmp, @function
+t4a__hk_longjmp:
+  movq 0(%rdi), %rbx
+  movq 8(%rdi), %rbp
+  movq 16(%rdi), %r12
+  movq 24(%rdi), %r13
+  movq 32(%rdi), %r14
+  movq 40(%rdi), %r15
+  movq 48(%rdi), %rsp
+  movl $1, %eax
+  jmpq *56(%rdi)
+  .size t4a__hk_longjmp, .-t4a__hk_longjmp
   .popsection
 )");
 #define T4A_HK_FRAME_WORDS 8 /* 7 used; 8 keeps the fresh stack pointer 16-byte aligned */
@@ -111,6 +144,46 @@ t4a__hk_start:
   blr x20
   brk #0
   .size t4a__hk_start, .-t4a__hk_start
+  .p2align 4
+  .globl t4a__hk_setjmp
+  .hidden t4a__hk_setjmp
+  .type t4a__hk_setjmp, %function
+t4a__hk_setjmp:
+  stp x19, x20, [x0, #0]
+  stp x21, x22, [x0, #16]
+  stp x23, x24, [x0, #32]
+  stp x25, x26, [x0, #48]
+  stp x27, x28, [x0, #64]
+  stp x29, x30, [x0, #80]
+  stp d8, d9, [x0, #96]
+  stp d10, d11, [x0, #112]
+  stp d12, d13, [x0, #128]
+  stp d14, d15, [x0, #144]
+  mov x2, sp
+  str x2, [x0, #160]
+  mov x0, #0
+  ret
+  .size t4a__hk_setjmp, .-t4a__hk_setjmp
+  .p2align 4
+  .globl t4a__hk_longjmp
+  .hidden t4a__hk_longjmp
+  .type t4a__hk_longjmp, %function
+t4a__hk_longjmp:
+  ldp x19, x20, [x0, #0]
+  ldp x21, x22, [x0, #16]
+  ldp x23, x24, [x0, #32]
+  ldp x25, x26, [x0, #48]
+  ldp x27, x28, [x0, #64]
+  ldp x29, x30, [x0, #80]
+  ldp d8, d9, [x0, #96]
+  ldp d10, d11, [x0, #112]
+  ldp d12, d13, [x0, #128]
+  ldp d14, d15, [x0, #144]
+  ldr x2, [x0, #160]
+  mov sp, x2
+  mov x0, #1
+  ret
+  .size t4a__hk_longjmp, .-t4a__hk_longjmp
   .popsection
 )");
 #define T4A_HK_FRAME_WORDS 22

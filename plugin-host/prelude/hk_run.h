@@ -2,7 +2,7 @@
  * parameters deduced from its function type, copied once per run call; its
  * blocks run on the calling thread, each block's threads as a loop (the
  * kernel inlined into it) or as fibers (hk_fiber.h). A fault leaves run
- * through __builtin_setjmp/__builtin_longjmp (no signal mask, no system
+ * through t4a__hk_setjmp/t4a__hk_longjmp (hk_core.h: no signal mask, no system
  * call). The translator's registration (T4A_HK_KERNEL) names each kernel. */
 
 namespace t4a__hk {
@@ -184,7 +184,7 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
 template <auto K, uint32_t F, const char *N>
 int run(const t4a_hk_launch *l, uint64_t first, uint64_t count, const t4a_hk_worker *w,
         t4a_hk_fault *fault) {
-  void *jump[5];
+  void *jump[T4A_HK_JUMP_WORDS];
   {
     tls_state &t = ctx();
     t.bdim = uint3{l->block.x, l->block.y, l->block.z};
@@ -195,7 +195,7 @@ int run(const t4a_hk_launch *l, uint64_t first, uint64_t count, const t4a_hk_wor
     t.blk = nullptr;
     t.self = nullptr;
   }
-  if (__builtin_setjmp(jump)) {
+  if (t4a__hk_setjmp(jump)) {
     tls_state &t = ctx();
     t.jump = nullptr;
     t.blk = nullptr;

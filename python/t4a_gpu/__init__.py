@@ -11,12 +11,13 @@ Pure Python over ctypes: no compiled extension, no third-party dependency::
 
 The API: Backend (a plugin: devices, compiler, runtimes), Runtime (one
 device, one stream, one memory pool: alloc, host_alloc, register, seal,
-capture, launch, memory_info, info), Buffer (device memory: write, read,
+capture, launch, memory_info, info, alloc_log), Buffer (device memory: write, read,
 fill, 2-D copies, DLPack and the CUDA Array Interface), HostBuffer (pinned
 memory), Witness (completion, GPU time), Artifact, Module, Function (a
 kernel: launch, occupancy), Graph (captured work, replayed), and the
 kernel argument types u8 ... f64, ptr. t4a_gpu.is_available() says whether
-a backend can run here.
+a backend can run here. t4a_gpu.alloclog turns a runtime's allocation log
+into JSON and a timeline plot.
 
 Failures raise t4a_gpu.errors.<STATUS> (subclasses of T4AError) with the
 backend's detail; errors.Unavailable is the base of the statuses that mean
@@ -33,7 +34,7 @@ load_library(path)), $T4A_GPU_LIBRARY, or the dynamic linker's search for
 libt4a_gpu.so.0.
 """
 from . import _abi as abi  # the generated layer, public as t4a_gpu.abi
-from . import _api, errors
+from . import _api, alloclog, errors
 from ._api import (Artifact, Backend, BackendEntry, BackendInfo, Buffer, ByValue, CompilerInfo,
                    Device, Function, Graph, GraphInfo, HostBuffer, MemoryInfo, Module, RawRuntime,
                    Runtime, RuntimeInfo, TensorView, WAIT_FOREVER, Witness, f32, f64, from_dlpack,
@@ -43,8 +44,8 @@ from ._launch import parse_signature
 from ._loader import library_path, load_library
 from .errors import T4AError, Unavailable, error_class
 
-__all__ = _api.__all__ + ["abi", "errors", "parse_signature", "library_path", "load_library",
-                          "T4AError", "Unavailable", "error_class"]
+__all__ = _api.__all__ + ["abi", "alloclog", "errors", "parse_signature", "library_path",
+                          "load_library", "T4AError", "Unavailable", "error_class"]
 __version__ = "0.1.0"
 
 

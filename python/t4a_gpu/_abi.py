@@ -49,6 +49,7 @@ STATUSES = (
     ('T4A_EFOREIGNDEVICE', -21, 'buffer belongs to another device'),
     ('T4A_ENOTINIT', -22, 'backend not initialised'),
     ('T4A_EINTERNAL', -23, 'internal error'),
+    ('T4A_EFORKED', -24, 'backend used in a child after fork()'),
 )
 T4A_OK = 0
 T4A_EINVAL = -1
@@ -74,6 +75,7 @@ T4A_ERANGE = -20
 T4A_EFOREIGNDEVICE = -21
 T4A_ENOTINIT = -22
 T4A_EINTERNAL = -23
+T4A_EFORKED = -24
 _export('STATUSES', *[s[0] for s in STATUSES])
 
 
@@ -105,7 +107,7 @@ STRUCTS = []  # every struct class in header order (handles, info structs, the t
 T4A_GPU_BACKEND_ABI_MAJOR = 1
 _export('T4A_GPU_BACKEND_ABI_MAJOR')
 
-T4A_GPU_BACKEND_ABI_MINOR = 1
+T4A_GPU_BACKEND_ABI_MINOR = 2
 _export('T4A_GPU_BACKEND_ABI_MINOR')
 
 # The one symbol every v1 plugin exports.
@@ -308,6 +310,72 @@ class t4a_compiler_info(Structure):
 STRUCTS.append(t4a_compiler_info)
 _export('t4a_compiler_info')
 
+# Why an allocation did not fit (t4a_out_of_memory_info.reason, v1.2).
+#
+# it would pass the runtime's pool_limit_bytes
+T4A_OUT_OF_MEMORY_LIMIT = 1
+_export('T4A_OUT_OF_MEMORY_LIMIT')
+
+# the device (host: the pool's mappings) is full
+T4A_OUT_OF_MEMORY_DEVICE = 2
+_export('T4A_OUT_OF_MEMORY_DEVICE')
+
+# What an out-of-memory callback returns (v1.2).
+#
+# give up: buffer_alloc returns T4A_ENOMEM
+T4A_OUT_OF_MEMORY_FAIL = 0
+_export('T4A_OUT_OF_MEMORY_FAIL')
+
+# memory was freed: try the allocation once more
+T4A_OUT_OF_MEMORY_RETRY = 1
+_export('T4A_OUT_OF_MEMORY_RETRY')
+
+
+class t4a_out_of_memory_info(Structure):
+    """The allocation that did not fit (v1.2). Read-only, valid during the call."""
+    _fields_ = [
+        # bytes the backend filled: read no field beyond
+        ('struct_size', c_uint32),
+        # T4A_OUT_OF_MEMORY_*
+        ('reason', c_uint32),
+        # the allocating runtime
+        ('runtime', t4a_runtime),
+        # buffer_alloc's bytes
+        ('bytes_wanted', c_uint64),
+        # what it would hold: its size class (at most 12.5% more)
+        ('bytes_needed', c_uint64),
+        # what the runtime holds now, its cache already trimmed
+        ('bytes_held', c_uint64),
+        # its pool_limit_bytes; UINT64_MAX when it has none
+        ('limit_bytes', c_uint64),
+    ]
+
+
+STRUCTS.append(t4a_out_of_memory_info)
+_export('t4a_out_of_memory_info')
+
+# An out-of-memory callback (t4a_runtime_options.out_of_memory, v1.2).
+# When an allocation would pass the runtime's pool_limit_bytes, or the
+# device is full, buffer_alloc first trims the runtime's own cache (and on
+# a full device waits for the runtime's stream, so that its frees return to
+# the pool); if the allocation still does not fit it calls the callback
+# once, then tries once more if the callback returned
+# T4A_OUT_OF_MEMORY_RETRY, else (any other value) returns T4A_ENOMEM.
+# At most one call per buffer_alloc, on the thread calling buffer_alloc,
+# with nothing of the backend held: no runtime lock (other threads may use
+# every runtime meanwhile, this one included), no pinned event.
+# It may call any slot of any backend: free buffers (buffer_free: a freed
+# block goes to its runtime's cache, where the retry finds it for this
+# runtime; another runtime's frees reach the device only through its
+# cache_trim, and only once that runtime's stream ran them: seal and
+# witness_wait it), trim caches, wait, destroy other runtimes. An
+# allocation it makes that does not fit gets T4A_ENOMEM without a nested
+# call. It must not destroy `info->runtime` (buffer_alloc then returns
+# T4A_EHANDLE, and the handle is stale) or unwind (longjmp, C++ throw)
+# through the backend.
+t4a_out_of_memory_fn = CFUNCTYPE(c_int, POINTER(t4a_out_of_memory_info), c_void_p)
+_export('t4a_out_of_memory_fn')
+
 
 class t4a_runtime_options(Structure):
     """Runtime creation options. NULL means all defaults."""
@@ -342,6 +410,26 @@ class t4a_runtime_options(Structure):
         ('stream_priority', c_int32),
         # must be 0
         ('reserved_v1_1', c_uint32),
+        # -- v1.2 --
+        #
+        # The memory budget: the most bytes the runtime holds from its pool at
+        # once, its live buffers and its cache, each block counted at its size
+        # class (t4a_memory_info.held_bytes). An allocation that would pass it is
+        # refused as one that finds the device full is (buffer_alloc,
+        # t4a_out_of_memory_fn). Buffers the runtime did not allocate (wrapped,
+        # DLPack-imported, IPC-imported) are not counted. 0 = no limit.
+        ('pool_limit_bytes', c_uint64),
+        # Called when an allocation does not fit: a t4a_out_of_memory_fn; NULL:
+        # none, buffer_alloc returns T4A_ENOMEM after trimming the cache.
+        ('out_of_memory', CFUNCTYPE(c_int, POINTER(t4a_out_of_memory_info), c_void_p)),
+        # passed to out_of_memory
+        ('out_of_memory_user', c_void_p),
+        # Events the allocation log keeps (with T4A_RUNTIME_ALLOC_LOG): the
+        # newest this many, rounded up to a power of two; 0 = default (4096),
+        # at most 1048576 (else T4A_EINVAL). Without the flag: must be 0.
+        ('alloc_log_events', c_uint32),
+        # must be 0
+        ('reserved_v1_2', c_uint32),
     ]
 
 
@@ -353,6 +441,71 @@ _export('t4a_runtime_options')
 # completion events record time: witness_elapsed
 T4A_RUNTIME_TIMING = 1
 _export('T4A_RUNTIME_TIMING')
+
+# v1.2: the runtime keeps an allocation log (alloc_log_read). Without it
+# the runtime records nothing and pays nothing for it.
+T4A_RUNTIME_ALLOC_LOG = 2
+_export('T4A_RUNTIME_ALLOC_LOG')
+
+# Kinds of allocation-log events (t4a_alloc_event.kind, v1.2).
+#
+# buffer_alloc given a new block from the pool
+T4A_ALLOC_EVENT_ALLOC = 1
+_export('T4A_ALLOC_EVENT_ALLOC')
+
+# buffer_alloc served from the runtime's cache
+T4A_ALLOC_EVENT_REUSE = 2
+_export('T4A_ALLOC_EVENT_REUSE')
+
+# buffer_free (detail 1: the block went to the cache)
+T4A_ALLOC_EVENT_FREE = 3
+_export('T4A_ALLOC_EVENT_FREE')
+
+# cached blocks given back (bytes: how many)
+T4A_ALLOC_EVENT_TRIM = 4
+_export('T4A_ALLOC_EVENT_TRIM')
+
+# an allocation did not fit (detail: the reason)
+T4A_ALLOC_EVENT_OUT_OF_MEMORY = 5
+_export('T4A_ALLOC_EVENT_OUT_OF_MEMORY')
+
+# buffer_export_ipc
+T4A_ALLOC_EVENT_IPC_EXPORT = 6
+_export('T4A_ALLOC_EVENT_IPC_EXPORT')
+
+# buffer_import_ipc
+T4A_ALLOC_EVENT_IPC_IMPORT = 7
+_export('T4A_ALLOC_EVENT_IPC_IMPORT')
+
+
+class t4a_alloc_event(Structure):
+    """One allocation-log event (v1.2). Fixed: 64 bytes, never grows (a later
+    minor adds kinds, not fields).
+    """
+    _fields_ = [
+        # the runtime's event number: 0, 1, 2, ... (a gap: events dropped)
+        ('seq', c_uint64),
+        # when, on the monotonic clock (CLOCK_MONOTONIC), in ns
+        ('time_ns', c_uint64),
+        # where in the runtime's stream order (see alloc_log_read)
+        ('stream_seq', c_uint64),
+        # the buffer handle's bits; 0 for TRIM and OUT_OF_MEMORY
+        ('buffer', c_uint64),
+        # the block's device address (host: host address); 0 when none
+        ('address', c_uint64),
+        # the buffer's size; TRIM: bytes given back; OUT_OF_MEMORY: wanted
+        ('bytes', c_uint64),
+        # what the runtime holds after the event (t4a_memory_info.held_bytes)
+        ('held_bytes', c_uint64),
+        # T4A_ALLOC_EVENT_*
+        ('kind', c_uint32),
+        # FREE: 1 cached, 0 not; OUT_OF_MEMORY: T4A_OUT_OF_MEMORY_*; else 0
+        ('detail', c_uint32),
+    ]
+
+
+STRUCTS.append(t4a_alloc_event)
+_export('t4a_alloc_event')
 
 
 class t4a_runtime_counters(Structure):
@@ -408,6 +561,13 @@ class t4a_runtime_counters(Structure):
         ('graph_updates', c_uint64),
         # current
         ('live_graphs', c_uint64),
+        # -- v1.2 --
+        #
+        # out-of-memory callbacks called
+        ('out_of_memory_calls', c_uint64),
+        # buffer_alloc calls that returned T4A_ENOMEM for lack
+        # of memory (the budget or the device)
+        ('out_of_memory_failures', c_uint64),
     ]
 
 
@@ -632,6 +792,12 @@ class t4a_memory_info(Structure):
         ('cache_bytes', c_uint64),
         # pinned host memory of the runtime's staging
         ('staging_bytes', c_uint64),
+        # -- v1.2 --
+        #
+        # what the budget counts: live buffers and cache, at size class
+        ('held_bytes', c_uint64),
+        # the budget (pool_limit_bytes); UINT64_MAX when none
+        ('limit_bytes', c_uint64),
     ]
 
 
@@ -1142,7 +1308,10 @@ class t4a_gpu_backend_v1(Structure):
         # when possible (no driver call). The memory is usable by work enqueued
         # on the runtime's stream after this call; its content is undefined.
         # On exhaustion the cache is trimmed and the allocation retried once,
-        # then T4A_ENOMEM (the runtime stays usable).
+        # then T4A_ENOMEM (the runtime stays usable). v1.2: an allocation that
+        # would pass the runtime's pool_limit_bytes is exhaustion too; before
+        # T4A_ENOMEM the runtime's out-of-memory callback, if it has one, is
+        # called once and may ask for one more try (t4a_out_of_memory_fn).
         ('buffer_alloc', CFUNCTYPE(c_int, t4a_runtime, c_uint64, POINTER(t4a_buffer))),
         # buffer_free: stream-ordered free: the handle is stale at once; the
         # block is reused only by work ordered after everything already
@@ -1152,7 +1321,9 @@ class t4a_gpu_backend_v1(Structure):
         ('buffer_size', CFUNCTYPE(c_int, t4a_runtime, t4a_buffer, POINTER(c_uint64))),
         # cache_trim: returns cached free blocks to the pool until at most
         # keep_bytes remain cached, and trims the pool. Touches only this
-        # runtime.
+        # runtime. The blocks go back in stream order (cuMemFreeAsync): their
+        # memory is the device's once the runtime's stream ran the frees, which
+        # the next seal covers.
         ('cache_trim', CFUNCTYPE(c_int, t4a_runtime, c_uint64)),
         # cache_stats: statistics of the runtime's block cache.
         ('cache_stats', CFUNCTYPE(c_int, t4a_runtime, POINTER(t4a_cache_stats))),
@@ -1855,6 +2026,35 @@ class t4a_gpu_backend_v1(Structure):
             POINTER(t4a_buffer),
             POINTER(c_uint64),
         )),
+        # -- memory (v1.2)
+        # alloc_log_read: copies the events of rt's allocation log numbered
+        # `from` and later, oldest first, at most `capacity` of them, into
+        # events; *count = how many; *next = the number to pass next time: one
+        # past the last copied, or `from` when none was (capacity 0, events may
+        # then be NULL: the number the next event will get, whatever `from`).
+        # The log keeps the newest alloc_log_events events: older ones are gone,
+        # so the first copied may be numbered above `from` (the gap is what was
+        # dropped). Reading removes nothing (several readers may read).
+        # stream_seq places an event in rt's stream order: work enqueued after
+        # the event is covered by a witness of a later seal (CUDA: the seal
+        # epoch the work belongs to, numbered like seals; host: the queue
+        # position). The log is the runtime's and goes with it. What is
+        # recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's
+        # own buffers (not wrapped or imported memory, except IPC imports), each
+        # trim that gave cached blocks back (cache_trim, a budget's or a full
+        # device's trim, the cache's own bound), each allocation that did not
+        # fit (before its out-of-memory callback), each IPC export and import.
+        # A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED
+        # saying so; every backend of 1.2 fills this slot.
+        ('alloc_log_read', CFUNCTYPE(
+            c_int,
+            t4a_runtime,
+            c_uint64,
+            POINTER(t4a_alloc_event),
+            c_uint32,
+            POINTER(c_uint32),
+            POINTER(c_uint64),
+        )),
     ]
 
 
@@ -1931,6 +2131,11 @@ FROZEN_SIZES = {
     't4a_graph_info': ('T4A_GRAPH_INFO_V1_1_SIZE', 'replays'),
     't4a_external_memory': ('T4A_EXTERNAL_MEMORY_V1_1_SIZE', 'user'),
     't4a_dlpack_export': ('T4A_DLPACK_EXPORT_V1_1_SIZE', 'user'),
+    't4a_gpu_backend_v1': ('T4A_GPU_BACKEND_V1_2_SIZE', 'alloc_log_read'),
+    't4a_runtime_options': ('T4A_RUNTIME_OPTIONS_V1_2_SIZE', 'reserved_v1_2'),
+    't4a_runtime_counters': ('T4A_RUNTIME_COUNTERS_V1_2_SIZE', 'out_of_memory_failures'),
+    't4a_memory_info': ('T4A_MEMORY_INFO_V1_2_SIZE', 'limit_bytes'),
+    't4a_out_of_memory_info': ('T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE', 'limit_bytes'),
 }
 # Sizes of the v1.0 versions of the table and of the growing structs: a
 # callee rejects a struct_size below these with T4A_EINVAL. Frozen: a later
@@ -1963,6 +2168,14 @@ T4A_RUNTIME_INFO_V1_1_SIZE = size_through(t4a_runtime_info, 'capturing')
 T4A_GRAPH_INFO_V1_1_SIZE = size_through(t4a_graph_info, 'replays')
 T4A_EXTERNAL_MEMORY_V1_1_SIZE = size_through(t4a_external_memory, 'user')
 T4A_DLPACK_EXPORT_V1_1_SIZE = size_through(t4a_dlpack_export, 'user')
+# Sizes of what ABI 1.2 added: the table as of 1.2, the first published
+# size of each struct 1.2 introduced, and the 1.2 size of each struct it
+# grew (runtime options, counters, memory info). Frozen likewise.
+T4A_GPU_BACKEND_V1_2_SIZE = size_through(t4a_gpu_backend_v1, 'alloc_log_read')
+T4A_RUNTIME_OPTIONS_V1_2_SIZE = size_through(t4a_runtime_options, 'reserved_v1_2')
+T4A_RUNTIME_COUNTERS_V1_2_SIZE = size_through(t4a_runtime_counters, 'out_of_memory_failures')
+T4A_MEMORY_INFO_V1_2_SIZE = size_through(t4a_memory_info, 'limit_bytes')
+T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE = size_through(t4a_out_of_memory_info, 'limit_bytes')
 _export('size_through', 'FROZEN_SIZES', *[v[0] for v in FROZEN_SIZES.values()])
 
 # The loader library's functions: (name, restype, argtypes, parameter names,
@@ -2110,7 +2323,10 @@ SLOT_DOCS = {
         'when possible (no driver call). The memory is usable by work enqueued\n'
         "on the runtime's stream after this call; its content is undefined.\n"
         'On exhaustion the cache is trimmed and the allocation retried once,\n'
-        'then T4A_ENOMEM (the runtime stays usable).'),
+        'then T4A_ENOMEM (the runtime stays usable). v1.2: an allocation that\n'
+        "would pass the runtime's pool_limit_bytes is exhaustion too; before\n"
+        "T4A_ENOMEM the runtime's out-of-memory callback, if it has one, is\n"
+        'called once and may ask for one more try (t4a_out_of_memory_fn).'),
     'buffer_free': (
         'buffer_free: stream-ordered free: the handle is stale at once; the\n'
         'block is reused only by work ordered after everything already\n'
@@ -2119,7 +2335,9 @@ SLOT_DOCS = {
     'cache_trim': (
         'cache_trim: returns cached free blocks to the pool until at most\n'
         'keep_bytes remain cached, and trims the pool. Touches only this\n'
-        'runtime.'),
+        'runtime. The blocks go back in stream order (cuMemFreeAsync): their\n'
+        "memory is the device's once the runtime's stream ran the frees, which\n"
+        'the next seal covers.'),
     'cache_stats': "cache_stats: statistics of the runtime's block cache.",
     'host_alloc': (
         'host_alloc: page-locked host memory of `bytes` (> 0), portable across\n'
@@ -2632,5 +2850,25 @@ SLOT_DOCS = {
         "(once, after the buffer's last use completed, at a later natural point,\n"
         'with nothing of the backend held: it may call any slot, and destroy\n'
         'rt); on failure the caller still owns it (call its deleter).'),
+    'alloc_log_read': (
+        "alloc_log_read: copies the events of rt's allocation log numbered\n"
+        '`from` and later, oldest first, at most `capacity` of them, into\n'
+        'events; *count = how many; *next = the number to pass next time: one\n'
+        'past the last copied, or `from` when none was (capacity 0, events may\n'
+        'then be NULL: the number the next event will get, whatever `from`).\n'
+        'The log keeps the newest alloc_log_events events: older ones are gone,\n'
+        'so the first copied may be numbered above `from` (the gap is what was\n'
+        'dropped). Reading removes nothing (several readers may read).\n'
+        "stream_seq places an event in rt's stream order: work enqueued after\n"
+        'the event is covered by a witness of a later seal (CUDA: the seal\n'
+        'epoch the work belongs to, numbered like seals; host: the queue\n'
+        "position). The log is the runtime's and goes with it. What is\n"
+        "recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's\n"
+        'own buffers (not wrapped or imported memory, except IPC imports), each\n'
+        "trim that gave cached blocks back (cache_trim, a budget's or a full\n"
+        "device's trim, the cache's own bound), each allocation that did not\n"
+        'fit (before its out-of-memory callback), each IPC export and import.\n'
+        'A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED\n'
+        'saying so; every backend of 1.2 fills this slot.'),
 }
 _export('SLOT_DOCS')

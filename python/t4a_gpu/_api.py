@@ -433,9 +433,11 @@ CompilerInfo.__doc__ = "Backend.compiler_info(): whether the run-time compiler l
 RawRuntime = namedtuple("RawRuntime", "device_ordinal context stream device")
 RawRuntime.__doc__ = "Runtime.raw(): the driver objects behind a runtime (the raw seam)."
 MemoryInfo = namedtuple("MemoryInfo", "device_free device_total pool_reserved pool_used "
-                        "pool_high_water cache_bytes staging_bytes")
+                        "pool_high_water cache_bytes staging_bytes held_bytes limit_bytes")
 MemoryInfo.__doc__ = ("Runtime.memory_info(): the device's free and total memory and the "
-                      "runtime's pool, block cache and staging, in bytes.")
+                      "runtime's pool, block cache and staging, in bytes; what it holds and "
+                      "its memory budget (held_bytes, limit_bytes: ABI 1.2, None from an "
+                      "older plugin; limit_bytes None also when the runtime has no budget).")
 RuntimeInfo = namedtuple("RuntimeInfo", "device_ordinal flags timing stream_priority "
                          "priority_least priority_greatest exec_flags clusters cooperative "
                          "graphs priorities capturing")
@@ -931,21 +933,27 @@ class Runtime:
     runtime_destroy). All its work runs on its stream in call order.
 
     Options (keywords): timing=True (completion points record GPU time:
-    Witness.elapsed), stream_priority (the driver's convention, lower runs
-    first, within info().priority_greatest .. priority_least), and the
-    t4a_runtime_options fields staging_bytes, pool_release_threshold,
-    cache_limit_bytes, copy_threads.
+    Witness.elapsed), alloc_log=True or a number of events (ABI 1.2: keep
+    an allocation log, read with alloc_log(); see t4a_gpu.alloclog),
+    stream_priority (the driver's convention, lower runs first, within
+    info().priority_greatest .. priority_least), and the t4a_runtime_options
+    fields staging_bytes, pool_release_threshold, cache_limit_bytes,
+    copy_threads, pool_limit_bytes (ABI 1.2: the memory budget).
     """
 
-    def __init__(self, backend, device=0, *, timing=False, **options):
+    def __init__(self, backend, device=0, *, timing=False, alloc_log=False, **options):
         self.backend, self.device = backend, device
         opts = None
-        if options or timing:
+        if options or timing or alloc_log:
             opts = _sized(_abi.t4a_runtime_options)
             for key, value in options.items():
                 _set_option(opts, key, value)
             if timing:
                 opts.flags |= _abi.T4A_RUNTIME_TIMING
+            if alloc_log:
+                opts.flags |= _abi.T4A_RUNTIME_ALLOC_LOG
+                if alloc_log is not True:
+                    _set_option(opts, "alloc_log_events", alloc_log)
         handle = _abi.t4a_runtime()
         backend.call("runtime_create", device, byref(opts) if opts is not None else None,
                      byref(handle))
@@ -1029,8 +1037,32 @@ class Runtime:
         says) and this runtime's pool, block cache and staging (MemoryInfo)."""
         m = _sized(_abi.t4a_memory_info)
         self._call("runtime_memory_info", byref(m))
+        v12 = m.struct_size >= _abi.T4A_MEMORY_INFO_V1_2_SIZE  # an older plugin fills less
         return MemoryInfo(m.device_free, m.device_total, m.pool_reserved, m.pool_used,
-                          m.pool_high_water, m.cache_bytes, m.staging_bytes)
+                          m.pool_high_water, m.cache_bytes, m.staging_bytes,
+                          m.held_bytes if v12 else None,
+                          (None if m.limit_bytes == WAIT_FOREVER else m.limit_bytes) if v12
+                          else None)
+
+    def alloc_log(self, start: int = 0) -> list:
+        """The allocation log (a runtime made with alloc_log=...; ABI 1.2):
+        its events numbered `start` and later, oldest first, as
+        t4a_gpu.alloclog.AllocEvent tuples. The runtime keeps only the
+        newest ones: a gap in the numbers is what it dropped. A runtime
+        without a log raises errors.EUNSUPPORTED."""
+        from .alloclog import AllocEvent
+        chunk = 1024
+        events, buf = [], (_abi.t4a_alloc_event * chunk)()
+        count, nxt = ctypes.c_uint32(), ctypes.c_uint64()
+        seq = start
+        while True:
+            self._call("alloc_log_read", seq, buf, chunk, byref(count), byref(nxt))
+            for e in buf[:count.value]:
+                events.append(AllocEvent(e.seq, e.time_ns, e.stream_seq, e.buffer, e.address,
+                                         e.bytes, e.held_bytes, e.kind, e.detail))
+            if count.value < chunk:
+                return events
+            seq = nxt.value
 
     def counters(self) -> dict:
         """A snapshot of the runtime's counters, {name: value}."""

@@ -126,7 +126,7 @@ class Statuses(unittest.TestCase):
             self.assertIn("NATIVE = 7", str(e))
         self.assertIs(errors.error_class(-12345), t4a_gpu.T4AError)
         self.assertEqual(t4a_gpu.status_name(-12345), "T4A_UNKNOWN")
-        self.assertEqual(len(abi.STATUSES), 24)
+        self.assertEqual(len(abi.STATUSES), 25)
 
 
 class Loader(unittest.TestCase):
@@ -214,6 +214,36 @@ class Fixture(unittest.TestCase):
 
     def tearDown(self):
         self.backend.close()
+
+
+@unittest.skipUnless(hasattr(os, "fork"), "os.fork is not available here")
+class Fork(Fixture):
+    """ABI 1.2: a child forked after the backend was set up gets errors.EFORKED."""
+
+    def test_a_forked_child_gets_eforked_and_the_parent_goes_on(self):
+        data = pattern(4096, seed=3)
+        buf = self.rt.alloc(len(data))
+        buf.write(data)
+        witness = self.rt.seal()
+        witness.wait()
+        import warnings
+        with warnings.catch_warnings():  # "multi-threaded, use of fork()": that is the point
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: no unittest machinery, only an exit status
+            code = 3
+            try:
+                buf.read()
+            except errors.EFORKED as e:
+                code = 0 if "fork()" in str(e) and e.call == "copy_d2h" else 2
+            except BaseException:
+                code = 4
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertTrue(os.WIFEXITED(status), "the child was killed")
+        self.assertEqual(os.WEXITSTATUS(status), 0, "the child did not get EFORKED from copy_d2h")
+        self.assertEqual(buf.read(), data)  # the parent is unaffected
+        witness.wait()
 
 
 class Memory(Fixture):

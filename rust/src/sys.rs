@@ -114,6 +114,25 @@
 //! device-to-host copy delays other calls on the same runtime, never calls on
 //! other runtimes). witness_wait does not hold its runtime while it blocks.
 //! last_error is per thread.
+//!
+//! ------------------------------------------------------------------------
+//! fork() (v1.2)
+//! ------------------------------------------------------------------------
+//! A backend belongs to the process that set it up: once init was called
+//! (or an artifact was made without init), a child made by fork() cannot use
+//! it. There every slot but last_error and get_info returns T4A_EFORKED (init
+//! and runtime_create too, and every slot given a runtime, buffer, witness,
+//! artifact or other object made before the fork), touching nothing: no
+//! driver call, no lock one of the parent's threads may have held, no GPU
+//! state of the parent's. The parent is unaffected. A child that needs the
+//! device execs (or is spawned: posix_spawn, Python's "spawn" start method)
+//! and sets up a backend of its own. A backend the parent only loaded (no
+//! init) works in the child as in any process. When the child exits, the
+//! plugin's teardown releases nothing of the parent's. The check costs the
+//! slots nothing: the fork (pthread_atfork) makes the init gate every slot
+//! passes fail. A backend of ABI 1.1 or older does not know T4A_EFORKED:
+//! what it does in a forked child is undefined (the CUDA driver's state does
+//! not survive fork()).
 //! ```
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(clippy::all)]
@@ -171,6 +190,8 @@ pub const T4A_EFOREIGNDEVICE: c_int = -21;
 pub const T4A_ENOTINIT: c_int = -22;
 /// internal error
 pub const T4A_EINTERNAL: c_int = -23;
+/// backend used in a child after fork()
+pub const T4A_EFORKED: c_int = -24;
 
 /// Every status of `T4A_STATUS_MAP`: (name, value, message), in header order.
 pub const STATUSES: &[(&str, c_int, &str)] = &[
@@ -198,6 +219,7 @@ pub const STATUSES: &[(&str, c_int, &str)] = &[
     ("T4A_EFOREIGNDEVICE", -21, "buffer belongs to another device"),
     ("T4A_ENOTINIT", -22, "backend not initialised"),
     ("T4A_EINTERNAL", -23, "internal error"),
+    ("T4A_EFORKED", -24, "backend used in a child after fork()"),
 ];
 
 /// Status codes: X(NAME, value, message). 0 is success; every error is < 0.
@@ -254,6 +276,8 @@ pub enum Status {
     ENOTINIT,
     /// `T4A_EINTERNAL` (-23): internal error
     EINTERNAL,
+    /// `T4A_EFORKED` (-24): backend used in a child after fork()
+    EFORKED,
     /// A status this header does not list.
     Unknown(c_int),
 }
@@ -286,6 +310,7 @@ impl Status {
             -21 => Status::EFOREIGNDEVICE,
             -22 => Status::ENOTINIT,
             -23 => Status::EINTERNAL,
+            -24 => Status::EFORKED,
             other => Status::Unknown(other),
         }
     }
@@ -317,6 +342,7 @@ impl Status {
             Status::EFOREIGNDEVICE => -21,
             Status::ENOTINIT => -22,
             Status::EINTERNAL => -23,
+            Status::EFORKED => -24,
             Status::Unknown(code) => code,
         }
     }
@@ -348,6 +374,7 @@ impl Status {
             Status::EFOREIGNDEVICE => "T4A_EFOREIGNDEVICE",
             Status::ENOTINIT => "T4A_ENOTINIT",
             Status::EINTERNAL => "T4A_EINTERNAL",
+            Status::EFORKED => "T4A_EFORKED",
             Status::Unknown(_) => "T4A_UNKNOWN",
         }
     }
@@ -379,6 +406,7 @@ impl Status {
             Status::EFOREIGNDEVICE => "buffer belongs to another device",
             Status::ENOTINIT => "backend not initialised",
             Status::EINTERNAL => "internal error",
+            Status::EFORKED => "backend used in a child after fork()",
             Status::Unknown(_) => "unknown status",
         }
     }
@@ -387,7 +415,7 @@ impl Status {
 /// ABI version of this header.
 pub const T4A_GPU_BACKEND_ABI_MAJOR: c_int = 1;
 
-pub const T4A_GPU_BACKEND_ABI_MINOR: c_int = 1;
+pub const T4A_GPU_BACKEND_ABI_MINOR: c_int = 2;
 
 /// The one symbol every v1 plugin exports.
 pub const T4A_GPU_BACKEND_V1_ENTRY_NAME: &str = "t4a_gpu_backend_v1_entry";
@@ -623,6 +651,85 @@ impl t4a_compiler_info {
     }
 }
 
+/// Why an allocation did not fit (t4a_out_of_memory_info.reason, v1.2).
+///
+/// it would pass the runtime's pool_limit_bytes
+pub const T4A_OUT_OF_MEMORY_LIMIT: u32 = 1;
+
+/// the device (host: the pool's mappings) is full
+pub const T4A_OUT_OF_MEMORY_DEVICE: u32 = 2;
+
+/// What an out-of-memory callback returns (v1.2).
+///
+/// give up: buffer_alloc returns T4A_ENOMEM
+pub const T4A_OUT_OF_MEMORY_FAIL: c_int = 0;
+
+/// memory was freed: try the allocation once more
+pub const T4A_OUT_OF_MEMORY_RETRY: c_int = 1;
+
+/// The allocation that did not fit (v1.2). Read-only, valid during the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_out_of_memory_info {
+    /// bytes the backend filled: read no field beyond
+    pub struct_size: u32,
+    /// T4A_OUT_OF_MEMORY_*
+    pub reason: u32,
+    /// the allocating runtime
+    pub runtime: t4a_runtime,
+    /// buffer_alloc's bytes
+    pub bytes_wanted: u64,
+    /// what it would hold: its size class (at most 12.5% more)
+    pub bytes_needed: u64,
+    /// what the runtime holds now, its cache already trimmed
+    pub bytes_held: u64,
+    /// its pool_limit_bytes; UINT64_MAX when it has none
+    pub limit_bytes: u64,
+}
+
+impl Default for t4a_out_of_memory_info {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+impl t4a_out_of_memory_info {
+    /// All zero, with `struct_size = size_of::<Self>()`, as a caller
+    /// passes it.
+    pub fn sized() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// An out-of-memory callback (t4a_runtime_options.out_of_memory, v1.2).
+/// When an allocation would pass the runtime's pool_limit_bytes, or the
+/// device is full, buffer_alloc first trims the runtime's own cache (and on
+/// a full device waits for the runtime's stream, so that its frees return to
+/// the pool); if the allocation still does not fit it calls the callback
+/// once, then tries once more if the callback returned
+/// T4A_OUT_OF_MEMORY_RETRY, else (any other value) returns T4A_ENOMEM.
+/// At most one call per buffer_alloc, on the thread calling buffer_alloc,
+/// with nothing of the backend held: no runtime lock (other threads may use
+/// every runtime meanwhile, this one included), no pinned event.
+/// It may call any slot of any backend: free buffers (buffer_free: a freed
+/// block goes to its runtime's cache, where the retry finds it for this
+/// runtime; another runtime's frees reach the device only through its
+/// cache_trim, and only once that runtime's stream ran them: seal and
+/// witness_wait it), trim caches, wait, destroy other runtimes. An
+/// allocation it makes that does not fit gets T4A_ENOMEM without a nested
+/// call. It must not destroy `info->runtime` (buffer_alloc then returns
+/// T4A_EHANDLE, and the handle is stale) or unwind (longjmp, C++ throw)
+/// through the backend.
+pub type t4a_out_of_memory_fn = Option<unsafe extern "C" fn(info: *const t4a_out_of_memory_info, user: *mut c_void) -> c_int>;
+
 /// Runtime creation options. NULL means all defaults.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -657,6 +764,26 @@ pub struct t4a_runtime_options {
     pub stream_priority: i32,
     /// must be 0
     pub reserved_v1_1: u32,
+    /// -- v1.2 --
+    ///
+    /// The memory budget: the most bytes the runtime holds from its pool at
+    /// once, its live buffers and its cache, each block counted at its size
+    /// class (t4a_memory_info.held_bytes). An allocation that would pass it is
+    /// refused as one that finds the device full is (buffer_alloc,
+    /// t4a_out_of_memory_fn). Buffers the runtime did not allocate (wrapped,
+    /// DLPack-imported, IPC-imported) are not counted. 0 = no limit.
+    pub pool_limit_bytes: u64,
+    /// Called when an allocation does not fit: a t4a_out_of_memory_fn; NULL:
+    /// none, buffer_alloc returns T4A_ENOMEM after trimming the cache.
+    pub out_of_memory: Option<unsafe extern "C" fn(info: *const t4a_out_of_memory_info, user: *mut c_void) -> c_int>,
+    /// passed to out_of_memory
+    pub out_of_memory_user: *mut c_void,
+    /// Events the allocation log keeps (with T4A_RUNTIME_ALLOC_LOG): the
+    /// newest this many, rounded up to a power of two; 0 = default (4096),
+    /// at most 1048576 (else T4A_EINVAL). Without the flag: must be 0.
+    pub alloc_log_events: u32,
+    /// must be 0
+    pub reserved_v1_2: u32,
 }
 
 impl Default for t4a_runtime_options {
@@ -685,6 +812,69 @@ impl t4a_runtime_options {
 ///
 /// completion events record time: witness_elapsed
 pub const T4A_RUNTIME_TIMING: u32 = 1;
+
+/// v1.2: the runtime keeps an allocation log (alloc_log_read). Without it
+/// the runtime records nothing and pays nothing for it.
+pub const T4A_RUNTIME_ALLOC_LOG: u32 = 2;
+
+/// Kinds of allocation-log events (t4a_alloc_event.kind, v1.2).
+///
+/// buffer_alloc given a new block from the pool
+pub const T4A_ALLOC_EVENT_ALLOC: u32 = 1;
+
+/// buffer_alloc served from the runtime's cache
+pub const T4A_ALLOC_EVENT_REUSE: u32 = 2;
+
+/// buffer_free (detail 1: the block went to the cache)
+pub const T4A_ALLOC_EVENT_FREE: u32 = 3;
+
+/// cached blocks given back (bytes: how many)
+pub const T4A_ALLOC_EVENT_TRIM: u32 = 4;
+
+/// an allocation did not fit (detail: the reason)
+pub const T4A_ALLOC_EVENT_OUT_OF_MEMORY: u32 = 5;
+
+/// buffer_export_ipc
+pub const T4A_ALLOC_EVENT_IPC_EXPORT: u32 = 6;
+
+/// buffer_import_ipc
+pub const T4A_ALLOC_EVENT_IPC_IMPORT: u32 = 7;
+
+/// One allocation-log event (v1.2). Fixed: 64 bytes, never grows (a later
+/// minor adds kinds, not fields).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct t4a_alloc_event {
+    /// the runtime's event number: 0, 1, 2, ... (a gap: events dropped)
+    pub seq: u64,
+    /// when, on the monotonic clock (CLOCK_MONOTONIC), in ns
+    pub time_ns: u64,
+    /// where in the runtime's stream order (see alloc_log_read)
+    pub stream_seq: u64,
+    /// the buffer handle's bits; 0 for TRIM and OUT_OF_MEMORY
+    pub buffer: u64,
+    /// the block's device address (host: host address); 0 when none
+    pub address: u64,
+    /// the buffer's size; TRIM: bytes given back; OUT_OF_MEMORY: wanted
+    pub bytes: u64,
+    /// what the runtime holds after the event (t4a_memory_info.held_bytes)
+    pub held_bytes: u64,
+    /// T4A_ALLOC_EVENT_*
+    pub kind: u32,
+    /// FREE: 1 cached, 0 not; OUT_OF_MEMORY: T4A_OUT_OF_MEMORY_*; else 0
+    pub detail: u32,
+}
+
+impl Default for t4a_alloc_event {
+    /// All zero: every field is an integer, a float, a bool, a raw
+    /// pointer, an optional function pointer or an array or handle
+    /// of those, for which all-zero bits are a valid value (0, false,
+    /// NULL, None).
+    fn default() -> Self {
+        // SAFETY: see above; the generator admits no other field type.
+        unsafe { std::mem::zeroed() }
+    }
+}
 
 /// Per-runtime counters, monotonic unless marked "current".
 #[repr(C)]
@@ -740,6 +930,13 @@ pub struct t4a_runtime_counters {
     pub graph_updates: u64,
     /// current
     pub live_graphs: u64,
+    /// -- v1.2 --
+    ///
+    /// out-of-memory callbacks called
+    pub out_of_memory_calls: u64,
+    /// buffer_alloc calls that returned T4A_ENOMEM for lack
+    /// of memory (the budget or the device)
+    pub out_of_memory_failures: u64,
 }
 
 impl Default for t4a_runtime_counters {
@@ -1119,6 +1316,12 @@ pub struct t4a_memory_info {
     pub cache_bytes: u64,
     /// pinned host memory of the runtime's staging
     pub staging_bytes: u64,
+    /// -- v1.2 --
+    ///
+    /// what the budget counts: live buffers and cache, at size class
+    pub held_bytes: u64,
+    /// the budget (pool_limit_bytes); UINT64_MAX when none
+    pub limit_bytes: u64,
 }
 
 impl Default for t4a_memory_info {
@@ -1721,7 +1924,10 @@ pub struct t4a_gpu_backend_v1 {
     /// when possible (no driver call). The memory is usable by work enqueued
     /// on the runtime's stream after this call; its content is undefined.
     /// On exhaustion the cache is trimmed and the allocation retried once,
-    /// then T4A_ENOMEM (the runtime stays usable).
+    /// then T4A_ENOMEM (the runtime stays usable). v1.2: an allocation that
+    /// would pass the runtime's pool_limit_bytes is exhaustion too; before
+    /// T4A_ENOMEM the runtime's out-of-memory callback, if it has one, is
+    /// called once and may ask for one more try (t4a_out_of_memory_fn).
     pub buffer_alloc: Option<unsafe extern "C" fn(rt: t4a_runtime, bytes: u64, out: *mut t4a_buffer) -> c_int>,
     /// buffer_free: stream-ordered free: the handle is stale at once; the
     /// block is reused only by work ordered after everything already
@@ -1731,7 +1937,9 @@ pub struct t4a_gpu_backend_v1 {
     pub buffer_size: Option<unsafe extern "C" fn(rt: t4a_runtime, buf: t4a_buffer, bytes: *mut u64) -> c_int>,
     /// cache_trim: returns cached free blocks to the pool until at most
     /// keep_bytes remain cached, and trims the pool. Touches only this
-    /// runtime.
+    /// runtime. The blocks go back in stream order (cuMemFreeAsync): their
+    /// memory is the device's once the runtime's stream ran the frees, which
+    /// the next seal covers.
     pub cache_trim: Option<unsafe extern "C" fn(rt: t4a_runtime, keep_bytes: u64) -> c_int>,
     /// cache_stats: statistics of the runtime's block cache.
     pub cache_stats: Option<unsafe extern "C" fn(rt: t4a_runtime, out: *mut t4a_cache_stats) -> c_int>,
@@ -2258,6 +2466,27 @@ pub struct t4a_gpu_backend_v1 {
     /// with nothing of the backend held: it may call any slot, and destroy
     /// rt); on failure the caller still owns it (call its deleter).
     pub dlpack_import: Option<unsafe extern "C" fn(rt: t4a_runtime, tensor: *mut c_void, flags: u32, out: *mut t4a_buffer, offset: *mut u64) -> c_int>,
+    // -- memory (v1.2)
+    /// alloc_log_read: copies the events of rt's allocation log numbered
+    /// `from` and later, oldest first, at most `capacity` of them, into
+    /// events; *count = how many; *next = the number to pass next time: one
+    /// past the last copied, or `from` when none was (capacity 0, events may
+    /// then be NULL: the number the next event will get, whatever `from`).
+    /// The log keeps the newest alloc_log_events events: older ones are gone,
+    /// so the first copied may be numbered above `from` (the gap is what was
+    /// dropped). Reading removes nothing (several readers may read).
+    /// stream_seq places an event in rt's stream order: work enqueued after
+    /// the event is covered by a witness of a later seal (CUDA: the seal
+    /// epoch the work belongs to, numbered like seals; host: the queue
+    /// position). The log is the runtime's and goes with it. What is
+    /// recorded: every buffer_alloc (ALLOC or REUSE) and buffer_free of rt's
+    /// own buffers (not wrapped or imported memory, except IPC imports), each
+    /// trim that gave cached blocks back (cache_trim, a budget's or a full
+    /// device's trim, the cache's own bound), each allocation that did not
+    /// fit (before its out-of-memory callback), each IPC export and import.
+    /// A runtime created without T4A_RUNTIME_ALLOC_LOG: T4A_EUNSUPPORTED
+    /// saying so; every backend of 1.2 fills this slot.
+    pub alloc_log_read: Option<unsafe extern "C" fn(rt: t4a_runtime, from: u64, events: *mut t4a_alloc_event, capacity: u32, count: *mut u32, next: *mut u64) -> c_int>,
 }
 
 impl Default for t4a_gpu_backend_v1 {
@@ -2363,6 +2592,7 @@ impl t4a_gpu_backend_v1 {
         ("runtime_wait_stream", 616),
         ("dlpack_export", 624),
         ("dlpack_import", 632),
+        ("alloc_log_read", 640),
     ];
 }
 
@@ -2480,6 +2710,29 @@ pub const T4A_EXTERNAL_MEMORY_V1_1_SIZE: usize = 48;
 /// `T4A_SIZE_THROUGH(t4a_dlpack_export, user)` (LP64).
 pub const T4A_DLPACK_EXPORT_V1_1_SIZE: usize = 56;
 
+/// Sizes of what ABI 1.2 added: the table as of 1.2, the first published
+/// size of each struct 1.2 introduced, and the 1.2 size of each struct it
+/// grew (runtime options, counters, memory info). Frozen likewise.
+///
+/// `T4A_SIZE_THROUGH(t4a_gpu_backend_v1, alloc_log_read)` (LP64).
+pub const T4A_GPU_BACKEND_V1_2_SIZE: usize = 640;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_options, reserved_v1_2)` (LP64).
+pub const T4A_RUNTIME_OPTIONS_V1_2_SIZE: usize = 80;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_runtime_counters, out_of_memory_failures)` (LP64).
+pub const T4A_RUNTIME_COUNTERS_V1_2_SIZE: usize = 272;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_memory_info, limit_bytes)` (LP64).
+pub const T4A_MEMORY_INFO_V1_2_SIZE: usize = 80;
+
+///
+/// `T4A_SIZE_THROUGH(t4a_out_of_memory_info, limit_bytes)` (LP64).
+pub const T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE: usize = 48;
+
 /// An open backend (opaque, reference counted).
 #[repr(C)]
 pub struct t4a_gpu_backend {
@@ -2568,8 +2821,10 @@ const _: () = {
     assert!(size_of::<t4a_backend_info>() == 336 && align_of::<t4a_backend_info>() == 4);
     assert!(size_of::<t4a_device_info>() == 384 && align_of::<t4a_device_info>() == 8);
     assert!(size_of::<t4a_compiler_info>() == 528 && align_of::<t4a_compiler_info>() == 4);
-    assert!(size_of::<t4a_runtime_options>() == 48 && align_of::<t4a_runtime_options>() == 8);
-    assert!(size_of::<t4a_runtime_counters>() == 256 && align_of::<t4a_runtime_counters>() == 8);
+    assert!(size_of::<t4a_out_of_memory_info>() == 48 && align_of::<t4a_out_of_memory_info>() == 8);
+    assert!(size_of::<t4a_runtime_options>() == 80 && align_of::<t4a_runtime_options>() == 8);
+    assert!(size_of::<t4a_alloc_event>() == 64 && align_of::<t4a_alloc_event>() == 8);
+    assert!(size_of::<t4a_runtime_counters>() == 272 && align_of::<t4a_runtime_counters>() == 8);
     assert!(size_of::<t4a_cache_stats>() == 64 && align_of::<t4a_cache_stats>() == 8);
     assert!(size_of::<t4a_compile_options>() == 48 && align_of::<t4a_compile_options>() == 8);
     assert!(size_of::<t4a_compile_cache_stats>() == 72 && align_of::<t4a_compile_cache_stats>() == 8);
@@ -2578,7 +2833,7 @@ const _: () = {
     assert!(size_of::<t4a_raw_runtime>() == 32 && align_of::<t4a_raw_runtime>() == 8);
     assert!(size_of::<t4a_raw_section>() == 24 && align_of::<t4a_raw_section>() == 8);
     assert!(size_of::<t4a_copy_2d>() == 56 && align_of::<t4a_copy_2d>() == 8);
-    assert!(size_of::<t4a_memory_info>() == 64 && align_of::<t4a_memory_info>() == 8);
+    assert!(size_of::<t4a_memory_info>() == 80 && align_of::<t4a_memory_info>() == 8);
     assert!(size_of::<t4a_launch_ex_config>() == 56 && align_of::<t4a_launch_ex_config>() == 4);
     assert!(size_of::<t4a_runtime_info>() == 32 && align_of::<t4a_runtime_info>() == 4);
     assert!(size_of::<t4a_graph_info>() == 40 && align_of::<t4a_graph_info>() == 8);
@@ -2590,7 +2845,7 @@ const _: () = {
     assert!(size_of::<t4a_dl_managed_tensor>() == 64 && align_of::<t4a_dl_managed_tensor>() == 8);
     assert!(size_of::<t4a_dl_managed_tensor_versioned>() == 80 && align_of::<t4a_dl_managed_tensor_versioned>() == 8);
     assert!(size_of::<t4a_dlpack_export>() == 56 && align_of::<t4a_dlpack_export>() == 8);
-    assert!(size_of::<t4a_gpu_backend_v1>() == 632 && align_of::<t4a_gpu_backend_v1>() == 8);
+    assert!(size_of::<t4a_gpu_backend_v1>() == 640 && align_of::<t4a_gpu_backend_v1>() == 8);
     assert!(size_of::<t4a_gpu_backend_entry>() == 4160 && align_of::<t4a_gpu_backend_entry>() == 1);
     // A slot must be exactly a nullable C function pointer.
     assert!(

@@ -120,6 +120,14 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_compiler_info, version_minor);
     field!(got, t4a_compiler_info, path);
     field!(got, t4a_compiler_info, reason);
+    got.push(("struct t4a_out_of_memory_info".into(), format!("{} {}", size_of::<t4a_out_of_memory_info>(), std::mem::align_of::<t4a_out_of_memory_info>())));
+    field!(got, t4a_out_of_memory_info, struct_size);
+    field!(got, t4a_out_of_memory_info, reason);
+    field!(got, t4a_out_of_memory_info, runtime);
+    field!(got, t4a_out_of_memory_info, bytes_wanted);
+    field!(got, t4a_out_of_memory_info, bytes_needed);
+    field!(got, t4a_out_of_memory_info, bytes_held);
+    field!(got, t4a_out_of_memory_info, limit_bytes);
     got.push(("struct t4a_runtime_options".into(), format!("{} {}", size_of::<t4a_runtime_options>(), std::mem::align_of::<t4a_runtime_options>())));
     field!(got, t4a_runtime_options, struct_size);
     field!(got, t4a_runtime_options, flags);
@@ -130,6 +138,21 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_runtime_options, reserved);
     field!(got, t4a_runtime_options, stream_priority);
     field!(got, t4a_runtime_options, reserved_v1_1);
+    field!(got, t4a_runtime_options, pool_limit_bytes);
+    field!(got, t4a_runtime_options, out_of_memory);
+    field!(got, t4a_runtime_options, out_of_memory_user);
+    field!(got, t4a_runtime_options, alloc_log_events);
+    field!(got, t4a_runtime_options, reserved_v1_2);
+    got.push(("struct t4a_alloc_event".into(), format!("{} {}", size_of::<t4a_alloc_event>(), std::mem::align_of::<t4a_alloc_event>())));
+    field!(got, t4a_alloc_event, seq);
+    field!(got, t4a_alloc_event, time_ns);
+    field!(got, t4a_alloc_event, stream_seq);
+    field!(got, t4a_alloc_event, buffer);
+    field!(got, t4a_alloc_event, address);
+    field!(got, t4a_alloc_event, bytes);
+    field!(got, t4a_alloc_event, held_bytes);
+    field!(got, t4a_alloc_event, kind);
+    field!(got, t4a_alloc_event, detail);
     got.push(("struct t4a_runtime_counters".into(), format!("{} {}", size_of::<t4a_runtime_counters>(), std::mem::align_of::<t4a_runtime_counters>())));
     field!(got, t4a_runtime_counters, struct_size);
     field!(got, t4a_runtime_counters, reserved);
@@ -164,6 +187,8 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_runtime_counters, graph_launches);
     field!(got, t4a_runtime_counters, graph_updates);
     field!(got, t4a_runtime_counters, live_graphs);
+    field!(got, t4a_runtime_counters, out_of_memory_calls);
+    field!(got, t4a_runtime_counters, out_of_memory_failures);
     got.push(("struct t4a_cache_stats".into(), format!("{} {}", size_of::<t4a_cache_stats>(), std::mem::align_of::<t4a_cache_stats>())));
     field!(got, t4a_cache_stats, struct_size);
     field!(got, t4a_cache_stats, reserved);
@@ -238,6 +263,8 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_memory_info, pool_high_water);
     field!(got, t4a_memory_info, cache_bytes);
     field!(got, t4a_memory_info, staging_bytes);
+    field!(got, t4a_memory_info, held_bytes);
+    field!(got, t4a_memory_info, limit_bytes);
     got.push(("struct t4a_launch_ex_config".into(), format!("{} {}", size_of::<t4a_launch_ex_config>(), std::mem::align_of::<t4a_launch_ex_config>())));
     field!(got, t4a_launch_ex_config, struct_size);
     field!(got, t4a_launch_ex_config, flags);
@@ -392,6 +419,7 @@ fn every_struct_and_field_matches_c() {
     field!(got, t4a_gpu_backend_v1, runtime_wait_stream);
     field!(got, t4a_gpu_backend_v1, dlpack_export);
     field!(got, t4a_gpu_backend_v1, dlpack_import);
+    field!(got, t4a_gpu_backend_v1, alloc_log_read);
     got.push(("struct t4a_gpu_backend_entry".into(), format!("{} {}", size_of::<t4a_gpu_backend_entry>(), std::mem::align_of::<t4a_gpu_backend_entry>())));
     field!(got, t4a_gpu_backend_entry, name);
     field!(got, t4a_gpu_backend_entry, path);
@@ -410,7 +438,7 @@ fn every_struct_and_field_matches_c() {
         }
     }
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
-    assert_eq!(got.len(), 331, "structs and fields checked");
+    assert_eq!(got.len(), 359, "structs and fields checked");
 }
 
 #[test]
@@ -444,13 +472,26 @@ fn every_constant_matches_c() {
         ("T4A_EFOREIGNDEVICE", T4A_EFOREIGNDEVICE as i128),
         ("T4A_ENOTINIT", T4A_ENOTINIT as i128),
         ("T4A_EINTERNAL", T4A_EINTERNAL as i128),
+        ("T4A_EFORKED", T4A_EFORKED as i128),
         ("T4A_GPU_BACKEND_ABI_MAJOR", T4A_GPU_BACKEND_ABI_MAJOR as i128),
         ("T4A_GPU_BACKEND_ABI_MINOR", T4A_GPU_BACKEND_ABI_MINOR as i128),
         ("T4A_WAIT_FOREVER", T4A_WAIT_FOREVER as i128),
         ("T4A_DEVICE_MEMORY_POOLS", T4A_DEVICE_MEMORY_POOLS as i128),
         ("T4A_DEVICE_INTEGRATED", T4A_DEVICE_INTEGRATED as i128),
         ("T4A_DEVICE_UNIFIED_ADDRESSING", T4A_DEVICE_UNIFIED_ADDRESSING as i128),
+        ("T4A_OUT_OF_MEMORY_LIMIT", T4A_OUT_OF_MEMORY_LIMIT as i128),
+        ("T4A_OUT_OF_MEMORY_DEVICE", T4A_OUT_OF_MEMORY_DEVICE as i128),
+        ("T4A_OUT_OF_MEMORY_FAIL", T4A_OUT_OF_MEMORY_FAIL as i128),
+        ("T4A_OUT_OF_MEMORY_RETRY", T4A_OUT_OF_MEMORY_RETRY as i128),
         ("T4A_RUNTIME_TIMING", T4A_RUNTIME_TIMING as i128),
+        ("T4A_RUNTIME_ALLOC_LOG", T4A_RUNTIME_ALLOC_LOG as i128),
+        ("T4A_ALLOC_EVENT_ALLOC", T4A_ALLOC_EVENT_ALLOC as i128),
+        ("T4A_ALLOC_EVENT_REUSE", T4A_ALLOC_EVENT_REUSE as i128),
+        ("T4A_ALLOC_EVENT_FREE", T4A_ALLOC_EVENT_FREE as i128),
+        ("T4A_ALLOC_EVENT_TRIM", T4A_ALLOC_EVENT_TRIM as i128),
+        ("T4A_ALLOC_EVENT_OUT_OF_MEMORY", T4A_ALLOC_EVENT_OUT_OF_MEMORY as i128),
+        ("T4A_ALLOC_EVENT_IPC_EXPORT", T4A_ALLOC_EVENT_IPC_EXPORT as i128),
+        ("T4A_ALLOC_EVENT_IPC_IMPORT", T4A_ALLOC_EVENT_IPC_IMPORT as i128),
         ("T4A_HOST_WRITE_COMBINED", T4A_HOST_WRITE_COMBINED as i128),
         ("T4A_ARTIFACT_PTX", T4A_ARTIFACT_PTX as i128),
         ("T4A_ARTIFACT_CUBIN", T4A_ARTIFACT_CUBIN as i128),
@@ -528,6 +569,11 @@ fn every_constant_matches_c() {
         ("T4A_GRAPH_INFO_V1_1_SIZE", T4A_GRAPH_INFO_V1_1_SIZE as i128),
         ("T4A_EXTERNAL_MEMORY_V1_1_SIZE", T4A_EXTERNAL_MEMORY_V1_1_SIZE as i128),
         ("T4A_DLPACK_EXPORT_V1_1_SIZE", T4A_DLPACK_EXPORT_V1_1_SIZE as i128),
+        ("T4A_GPU_BACKEND_V1_2_SIZE", T4A_GPU_BACKEND_V1_2_SIZE as i128),
+        ("T4A_RUNTIME_OPTIONS_V1_2_SIZE", T4A_RUNTIME_OPTIONS_V1_2_SIZE as i128),
+        ("T4A_RUNTIME_COUNTERS_V1_2_SIZE", T4A_RUNTIME_COUNTERS_V1_2_SIZE as i128),
+        ("T4A_MEMORY_INFO_V1_2_SIZE", T4A_MEMORY_INFO_V1_2_SIZE as i128),
+        ("T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE", T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE as i128),
     ];
     for (name, value) in &got {
         let want = c.get(&format!("const {name}"));

@@ -114,9 +114,14 @@ V1_1_SLOTS(FOLLOWS)
 V1_1_INTEROP_SLOTS(FOLLOWS)
 _Static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + (21 + 6) * sizeof(void *),
                "v1.1 table: v1.0 + 21 slots + 6 interop slots");
-_Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_1_SIZE,
-               "the v1.1 table is the whole struct in ABI 1.1");
-_Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 1, "this header is ABI 1.1");
+/* v1.2 appends these slots after dlpack_import, in this order. */
+#define V1_2_SLOTS(X) X(alloc_log_read, dlpack_import)
+V1_2_SLOTS(FOLLOWS)
+_Static_assert(T4A_GPU_BACKEND_V1_2_SIZE == T4A_GPU_BACKEND_V1_1_SIZE + 1 * sizeof(void *),
+               "v1.2 table: v1.1 + 1 slot");
+_Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_2_SIZE,
+               "the v1.2 table is the whole struct in ABI 1.2");
+_Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 2, "this header is ABI 1.2");
 _Static_assert(sizeof(t4a_runtime) == 8 && sizeof(t4a_buffer) == 8 && sizeof(t4a_witness) == 8,
                "handles are one 64-bit value");
 _Static_assert(offsetof(t4a_device_info, struct_size) == 0, "info structs start with size");
@@ -124,8 +129,9 @@ _Static_assert(T4A_DEVICE_INFO_V1_0_SIZE == 376, "device info v1.0 is 376 bytes,
 _Static_assert(T4A_DEVICE_INFO_V1_1_SIZE == 384 && sizeof(t4a_device_info) == 384,
                "device info v1.1 appends max_pitch");
 _Static_assert(T4A_COPY_2D_V1_1_SIZE == 56 && sizeof(t4a_copy_2d) == 56, "copy_2d v1.1");
-_Static_assert(T4A_MEMORY_INFO_V1_1_SIZE == 64 && sizeof(t4a_memory_info) == 64,
-               "memory info v1.1");
+_Static_assert(T4A_MEMORY_INFO_V1_1_SIZE == 64, "memory info v1.1");
+_Static_assert(T4A_MEMORY_INFO_V1_2_SIZE == 80 && sizeof(t4a_memory_info) == 80,
+               "memory info v1.2 appends held_bytes and limit_bytes");
 _Static_assert(T4A_EXTERNAL_MEMORY_V1_1_SIZE == 48 && sizeof(t4a_external_memory) == 48,
                "external memory v1.1");
 _Static_assert(T4A_DLPACK_EXPORT_V1_1_SIZE == 56 && sizeof(t4a_dlpack_export) == 56,
@@ -172,12 +178,24 @@ _Static_assert(T4A_DL_BOOL == 6, "kDLBool");
 _Static_assert(T4A_DL_FLOAT4_E2M1FN == 17, "kDLFloat4_e2m1fn");
 _Static_assert(T4A_DL_FLAG_READ_ONLY == 1, "DLPACK_FLAG_BITMASK_READ_ONLY");
 _Static_assert(T4A_RUNTIME_OPTIONS_V1_0_SIZE == 40, "runtime options v1.0 is 40 bytes");
-_Static_assert(T4A_RUNTIME_OPTIONS_V1_1_SIZE == 48 && sizeof(t4a_runtime_options) == 48,
-               "runtime options v1.1 appends stream_priority");
+_Static_assert(T4A_RUNTIME_OPTIONS_V1_1_SIZE == 48, "runtime options v1.1 appends stream_priority");
+_Static_assert(T4A_RUNTIME_OPTIONS_V1_2_SIZE == 80 && sizeof(t4a_runtime_options) == 80,
+               "runtime options v1.2 append the budget and the allocation log's size");
+_Static_assert(offsetof(t4a_runtime_options, alloc_log_events) == 72, "alloc_log_events");
+_Static_assert(sizeof(t4a_alloc_event) == 64 && offsetof(t4a_alloc_event, kind) == 56,
+               "allocation-log events: 64 bytes, fixed");
+_Static_assert(offsetof(t4a_runtime_options, pool_limit_bytes) == 48 &&
+                   offsetof(t4a_runtime_options, out_of_memory) == 56 &&
+                   offsetof(t4a_runtime_options, out_of_memory_user) == 64,
+               "runtime options v1.2 layout");
 _Static_assert(offsetof(t4a_runtime_options, stream_priority) == 40, "stream_priority after v1.0");
-_Static_assert(T4A_RUNTIME_COUNTERS_V1_1_SIZE == T4A_RUNTIME_COUNTERS_V1_0_SIZE + 32 &&
-                   sizeof(t4a_runtime_counters) == T4A_RUNTIME_COUNTERS_V1_1_SIZE,
+_Static_assert(T4A_RUNTIME_COUNTERS_V1_1_SIZE == T4A_RUNTIME_COUNTERS_V1_0_SIZE + 32,
                "counters v1.1 append four");
+_Static_assert(T4A_RUNTIME_COUNTERS_V1_2_SIZE == T4A_RUNTIME_COUNTERS_V1_1_SIZE + 16 &&
+                   sizeof(t4a_runtime_counters) == T4A_RUNTIME_COUNTERS_V1_2_SIZE,
+               "counters v1.2 append two");
+_Static_assert(T4A_OUT_OF_MEMORY_INFO_V1_2_SIZE == 48 && sizeof(t4a_out_of_memory_info) == 48,
+               "out-of-memory info v1.2");
 _Static_assert(T4A_LAUNCH_EX_CONFIG_V1_1_SIZE == 56 && sizeof(t4a_launch_ex_config) == 56,
                "launch_ex config v1.1");
 _Static_assert(offsetof(t4a_launch_ex_config, grid) == 8 &&
@@ -197,6 +215,7 @@ _Static_assert(T4A_OK == 0 && T4A_EINVAL == -1 && T4A_EHANDLE == -2 && T4A_ENOME
                "status values");
 _Static_assert(T4A_ENOBACKEND == -18 && T4A_EDRIVER == -19 && T4A_EINTERNAL == -23,
                "status values");
+_Static_assert(T4A_EFORKED == -24, "status values: 1.2 appends EFORKED");
 
 START_TEST(status_list_is_complete_and_distinct) {
   static const int all[] = {
@@ -205,7 +224,7 @@ START_TEST(status_list_is_complete_and_distinct) {
 #undef ALL
   };
   size_t n = sizeof all / sizeof all[0];
-  ck_assert_uint_eq(n, 24);
+  ck_assert_uint_eq(n, 25);
   for (size_t i = 0; i < n; i++) {
     ck_assert_int_eq(all[i], -(int)i); /* dense: 0, -1, -2, ... */
     ck_assert_str_ne(t4a_status_name(all[i]), "T4A_UNKNOWN");

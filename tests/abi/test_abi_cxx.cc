@@ -7,7 +7,9 @@
 #include <cstring>
 
 static_assert(offsetof(t4a_gpu_backend_v1, abi_major) == 4, "same layout in C++");
-static_assert(T4A_GPU_BACKEND_V1_1_SIZE == sizeof(t4a_gpu_backend_v1), "v1.1 size");
+static_assert(T4A_GPU_BACKEND_V1_2_SIZE == sizeof(t4a_gpu_backend_v1), "v1.2 size");
+static_assert(T4A_GPU_BACKEND_V1_1_SIZE == T4A_GPU_BACKEND_V1_0_SIZE + 27 * sizeof(void *),
+              "v1.1 size, frozen");
 static_assert(T4A_GPU_BACKEND_V1_0_SIZE == 8 + 51 * sizeof(void *), "v1.0 size, frozen");
 static_assert(sizeof(t4a_buffer) == 8, "handle size");
 

@@ -42,9 +42,9 @@ python3 - "$s/abi/t4a/gpu_backend_v1.h" "$tmp/abi/t4a/gpu_backend_v1.h" <<'PY' |
 import sys
 h = open(sys.argv[1]).read()
 # A status, after the last one.
-h = h.replace('X(EINTERNAL, -23, "internal error")',
-              'X(EINTERNAL, -23, "internal error")                                              \\\n'
-              '  X(EFUTURE, -24, "a status of the future")')
+h = h.replace('X(EFORKED, -24, "backend used in a child after fork()")',
+              'X(EFORKED, -24, "backend used in a child after fork()")                          \\\n'
+              '  X(EFUTURE, -25, "a status of the future")')
 # A struct and a #define, before the table.
 h = h.replace("/* ------------------------------------------------------------------------\n"
               " * The function table.",
@@ -90,7 +90,7 @@ grep -qF "pub future_info: Option<unsafe extern \"C\" fn(rt: t4a_runtime, out: *
 grep -qF "/// future_fill: fills \`count\` 32-bit words of buf from \`offset\` with" "$rs" ||
   bad "Rust: the slot's doc comment is not the header's"
 grep -qF "pub struct t4a_future_info {" "$rs" || bad "Rust: no t4a_future_info"
-grep -qF "pub const T4A_EFUTURE: c_int = -24;" "$rs" || bad "Rust: no T4A_EFUTURE"
+grep -qF "pub const T4A_EFUTURE: c_int = -25;" "$rs" || bad "Rust: no T4A_EFUTURE"
 grep -qF "EFUTURE," "$rs" || bad "Rust: no Status::EFUTURE"
 grep -qF "pub const T4A_FUTURE_FLAG: u32 = 0x10;" "$rs" || bad "Rust: no T4A_FUTURE_FLAG"
 grep -qF "pub const T4A_FUTURE_INFO_V1_9_SIZE: usize = 24;" "$rs" || bad "Rust: no frozen size"
@@ -106,7 +106,7 @@ assert t.future_fill.offset == base and t.future_info.offset == base + 8, (t.fut
 assert ctypes.sizeof(t) == base + 16
 assert abi.T4A_GPU_BACKEND_V1_0_SIZE == 416          # frozen: unchanged by the append
 assert abi.T4A_FUTURE_INFO_V1_9_SIZE == 24 and ctypes.sizeof(abi.t4a_future_info) == 24
-assert abi.STATUSES[-1] == ("T4A_EFUTURE", -24, "a status of the future") and abi.T4A_EFUTURE == -24
+assert abi.STATUSES[-1] == ("T4A_EFUTURE", -25, "a status of the future") and abi.T4A_EFUTURE == -25
 assert abi.T4A_FUTURE_FLAG == 16
 assert "future_fill: fills `count`" in abi.SLOT_DOCS["future_fill"]
 assert abi.t4a_future_info in abi.STRUCTS
@@ -124,7 +124,7 @@ if command -v "$cc" >/dev/null 2>&1; then
     -o "$tmp/layout" || bad "the generated layout program does not build against the copy"
   "$tmp/layout" >"$tmp/layout.txt" || bad "the generated layout program failed"
   for fact in "field t4a_gpu_backend_v1.future_fill $base 8" "field t4a_gpu_backend_v1.future_info $second 8" \
-    "struct t4a_gpu_backend_v1 $total 8" "struct t4a_future_info 24 8" "const T4A_EFUTURE -24" \
+    "struct t4a_gpu_backend_v1 $total 8" "struct t4a_future_info 24 8" "const T4A_EFUTURE -25" \
     "const T4A_FUTURE_INFO_V1_9_SIZE 24"; do
     grep -qx "$fact" "$tmp/layout.txt" || bad "C: '$fact' not printed"
   done

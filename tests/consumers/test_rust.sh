@@ -184,6 +184,11 @@ ok. 9 passed; 0 failed|ok. 10 passed; 0 failed|ok. 9 passed; 0 failed|"
   [ "$rc" -eq 0 ] || bad "exit $rc, want 0"
   has "saxpy: 1048576 elements, 0 wrong" || bad "no verified line"
 
+  # the same example on the host backend: its kernel compiled from CUDA C
+  run "saxpy example, host backend" env T4A_GPU_BACKEND=host "$saxpy"
+  [ "$rc" -eq 0 ] || bad "exit $rc on the host backend, want 0"
+  has "saxpy: 1048576 elements, 0 wrong" || bad "no verified line on the host backend"
+
   if [ "${T4A_TEST_LANE:-any}" = gpu ] && [ -z "$first" ]; then
     with=T4A_TEST_DRIVER=real
     run "cargo test (GPU lane, real driver)" tc test --offline --locked \

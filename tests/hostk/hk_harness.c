@@ -166,7 +166,8 @@ static void *worker_main(void *arg) {
   job *j = arg;
   hk_worker w;
   uint32_t stacks = (j->k->flags & T4A_HK_KERNEL_FIBERS) ? j->threads_per_block : 0;
-  if (hk_worker_init(&w, stacks, 64 * 1024, j->l.dynamic_shared ? j->l.dynamic_shared : 0)) {
+  if (hk_worker_init(&w, stacks, (size_t)64 * 1024,
+                     j->l.dynamic_shared ? j->l.dynamic_shared : 0)) {
     pthread_mutex_lock(&j->mu);
     j->faulted = 1;
     snprintf(j->fault.message, sizeof j->fault.message, "harness: worker allocation failed");

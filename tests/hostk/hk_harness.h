@@ -1,7 +1,7 @@
 /* tests/hostk/hk_harness.h -- builds CUDA C kernels the way the host
  * backend does (ktranslate, then the host C++ compiler) and runs their
  * blocks directly through plugin-host/kernel_abi.h, without the plugin:
- * the prelude's own tests (test_hostk_prelude) and its bench rows. */
+ * the prelude's own tests (tests/hostk/test_prelude.c). */
 #ifndef T4A_TESTS_HK_HARNESS_H
 #define T4A_TESTS_HK_HARNESS_H
 

@@ -506,7 +506,7 @@ static void launch(const kmod *k, const char *name, uint32_t grid, uint32_t bloc
 }
 
 static uint32_t *rand_u32(size_t n, uint64_t seed) {
-  uint32_t *p = malloc(n * 4 + 4);
+  uint32_t *p = calloc(n + 1, 4);
   ck_assert_ptr_nonnull(p);
   t4a_test_fill_random(p, n * 4, seed);
   return p;
@@ -515,7 +515,7 @@ static uint32_t *rand_u32(size_t n, uint64_t seed) {
 /* Uniform in [-1, 1). */
 static float *rand_f32(size_t n, uint64_t seed) {
   uint32_t *b = rand_u32(n, seed);
-  float *f = malloc(n * 4 + 4);
+  float *f = calloc(n + 1, 4);
   ck_assert_ptr_nonnull(f);
   for (size_t i = 0; i < n; i++)
     f[i] = (float)(b[i] >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
@@ -525,12 +525,20 @@ static float *rand_f32(size_t n, uint64_t seed) {
 
 static double *rand_f64(size_t n, uint64_t seed) {
   float *f = rand_f32(n, seed);
-  double *d = malloc(n * 8 + 8);
+  double *d = calloc(n + 1, 8);
   ck_assert_ptr_nonnull(d);
   for (size_t i = 0; i < n; i++)
     d[i] = (double)f[i] * 2.0 + 1e-3 * (double)(i % 7);
   free(f);
   return d;
+}
+
+/* Bit for bit (memcmp on floats is what clang-tidy would flag). */
+static int same_bits(float a, float b) {
+  uint32_t x, y;
+  memcpy(&x, &a, 4);
+  memcpy(&y, &b, 4);
+  return x == y;
 }
 
 static int near_f(float got, float want, float tol) {
@@ -585,7 +593,7 @@ START_TEST(integer_ops_bit_exact) {
                    a[i] < -1000  ? -1000
                    : a[i] > 1000 ? 1000
                                  : a[i]};
-    ck_assert_msg(memcmp(&out[4 * i], want, 16) == 0, "int ops [%d]", i);
+    ck_assert_msg(memcmp(&out[(size_t)4 * i], want, 16) == 0, "int ops [%d]", i);
   }
   drop(&k, &da), drop(&k, &db), drop(&k, &dout);
   free(a), free(b), free(out);
@@ -675,9 +683,10 @@ START_TEST(bit_intrinsics_bit_exact) {
                         (uint32_t)(((uint64_t)v * 0x9e3779b9u) >> 32),
                         32u,
                         1u};
-    ck_assert_msg(memcmp(&o[8 * i], want, 32) == 0, "bits of %08x: %u %u %08x %u %08x %08x %u %u",
-                  v, o[8 * i], o[8 * i + 1], o[8 * i + 2], o[8 * i + 3], o[8 * i + 4], o[8 * i + 5],
-                  o[8 * i + 6], o[8 * i + 7]);
+    ck_assert_msg(memcmp(&o[(size_t)8 * i], want, 32) == 0,
+                  "bits of %08x: %u %u %08x %u %08x %08x %u %u", v, o[(size_t)8 * i], o[8 * i + 1],
+                  o[8 * i + 2], o[8 * i + 3], o[8 * i + 4], o[8 * i + 5], o[8 * i + 6],
+                  o[8 * i + 7]);
   }
   drop(&k, &dx), drop(&k, &dout);
   free(x), free(o);
@@ -702,7 +711,7 @@ START_TEST(parameters_by_value) {
   char c = -5;
   short s = 3000;
   double d = 0.25;
-  dbuf dout = upload(&k, NULL, 64 * 4);
+  dbuf dout = upload(&k, NULL, (size_t)64 * 4);
   void *args[] = {&p, off, &c, &s, &d, &dout.addr};
   launch(&k, "k_params", 1, 64, 0, args);
   float out[64];
@@ -734,7 +743,7 @@ START_TEST(indices_3d_bit_exact) {
         for (uint32_t tz = 0; tz < 2; tz++)
           for (uint32_t ty = 0; ty < 4; ty++)
             for (uint32_t tx = 0; tx < 8; tx++) {
-              uint64_t t = ((bz * 4ull + by) * 3 + bx) * per + (tz * 4 + ty) * 8 + tx;
+              uint64_t t = ((bz * 4ull + by) * 3 + bx) * per + (size_t)(tz * 4 + ty) * 8 + tx;
               uint32_t want[3] = {bx | by << 16, bz | tx << 16, ty | tz << 16};
               ck_assert(memcmp(&h[3 * t], want, 12) == 0);
             }
@@ -771,7 +780,7 @@ END_TEST
 START_TEST(transpose_matmul_histogram) {
   kmod k = open_kernels();
   int w = 200, h = 130;
-  float *in = rand_f32((size_t)(w * h), 11), *out = malloc((size_t)(w * h) * 4);
+  float *in = rand_f32((size_t)w * (size_t)h, 11), *out = malloc((size_t)w * (size_t)h * 4);
   dbuf din = upload(&k, in, (uint64_t)(w * h) * 4), dout = upload(&k, NULL, (uint64_t)(w * h) * 4);
   const uint32_t g[3] = {(uint32_t)(w + 31) / 32, (uint32_t)(h + 31) / 32, 1}, b[3] = {32, 8, 1};
   void *a[] = {&din.addr, &dout.addr, &w, &h};
@@ -784,8 +793,8 @@ START_TEST(transpose_matmul_histogram) {
   free(in), free(out);
 
   int n = 75;
-  float *ma = rand_f32((size_t)(n * n), 12), *mb = rand_f32((size_t)(n * n), 13),
-        *mc = malloc((size_t)(n * n) * 4);
+  float *ma = rand_f32((size_t)n * (size_t)n, 12), *mb = rand_f32((size_t)n * (size_t)n, 13),
+        *mc = malloc((size_t)n * (size_t)n * 4);
   dbuf da = upload(&k, ma, (uint64_t)(n * n) * 4), db = upload(&k, mb, (uint64_t)(n * n) * 4),
        dc = upload(&k, NULL, (uint64_t)(n * n) * 4);
   const uint32_t mg[3] = {5, 5, 1}, mbk[3] = {16, 16, 1};
@@ -840,7 +849,7 @@ START_TEST(reductions_with_barriers) {
     for (int w = 128; w > 0; w >>= 1)
       for (int t = 0; t < w; t++)
         s[t] += s[t + w];
-    ck_assert_msg(memcmp(&out[b], &s[0], 4) == 0, "block %d: %a, want %a", b, (double)out[b],
+    ck_assert_msg(same_bits(out[b], s[0]), "block %d: %a, want %a", b, (double)out[b],
                   (double)s[0]);
   }
   drop(&k, &dx), drop(&k, &dout);
@@ -859,13 +868,13 @@ START_TEST(reductions_with_barriers) {
   free(xi);
 
   const int vb = 8;
-  int *pred = malloc(vb * 256 * 4), vout[8 * 3];
-  uint32_t *r = rand_u32(vb * 256, 17);
+  int *pred = malloc((size_t)vb * 256 * 4), vout[8 * 3];
+  uint32_t *r = rand_u32((size_t)vb * 256, 17);
   for (int i = 0; i < vb * 256; i++)
     pred[i] = (r[i] & 3) ? (int)(r[i] >> 4) : 0;
   for (int t = 0; t < 256; t++)
     pred[t] = 9, pred[256 + t] = 0, pred[512 + t] = t == 77; /* all, none, one */
-  dbuf dp = upload(&k, pred, vb * 256 * 4), dv = upload(&k, NULL, sizeof vout);
+  dbuf dp = upload(&k, pred, (size_t)vb * 256 * 4), dv = upload(&k, NULL, sizeof vout);
   void *va[] = {&dp.addr, &dv.addr};
   launch(&k, "k_barrier_votes", vb, 256, 0, va);
   download(&k, vout, &dv);
@@ -873,7 +882,7 @@ START_TEST(reductions_with_barriers) {
     int c = 0, all = 1, any = 0;
     for (int t = 0; t < 256; t++)
       c += pred[b * 256 + t] != 0, all &= pred[b * 256 + t] != 0, any |= pred[b * 256 + t] != 0;
-    ck_assert_int_eq(vout[3 * b], c);
+    ck_assert_int_eq(vout[(size_t)3 * b], c);
     ck_assert_int_eq(vout[3 * b + 1] != 0, all);
     ck_assert_int_eq(vout[3 * b + 2] != 0, any);
   }
@@ -886,10 +895,11 @@ END_TEST
 START_TEST(scan_and_early_exit) {
   kmod k = open_kernels();
   const int blocks = 20;
-  int *x = (int *)rand_u32(blocks * 256, 18), *out = malloc(blocks * 256 * 4);
+  int *x = (int *)rand_u32((size_t)blocks * 256, 18), *out = malloc((size_t)blocks * 256 * 4);
   for (int i = 0; i < blocks * 256; i++)
     x[i] %= 1000;
-  dbuf dx = upload(&k, x, blocks * 256 * 4), dout = upload(&k, NULL, blocks * 256 * 4);
+  dbuf dx = upload(&k, x, (size_t)blocks * 256 * 4),
+       dout = upload(&k, NULL, (size_t)blocks * 256 * 4);
   void *a[] = {&dx.addr, &dout.addr};
   launch(&k, "k_scan", blocks, 256, 0, a);
   download(&k, out, &dout);
@@ -901,9 +911,10 @@ START_TEST(scan_and_early_exit) {
     }
   }
   drop(&k, &dx), drop(&k, &dout);
-  dbuf ex = upload(&k, x, blocks * 128 * 4), eo = upload(&k, NULL, blocks * 128 * 4);
+  dbuf ex = upload(&k, x, (size_t)blocks * 128 * 4),
+       eo = upload(&k, NULL, (size_t)blocks * 128 * 4);
   for (int live = 1; live <= 4; live++) {
-    RT_OK(T->memset(k.rt, eo.b, 0, 0xdeadbeef, 4, blocks * 128));
+    RT_OK(T->memset(k.rt, eo.b, 0, 0xdeadbeef, 4, (size_t)blocks * 128));
     void *ea[] = {&ex.addr, &eo.addr, &live};
     launch(&k, "k_early_exit", blocks, 128, 0, ea);
     download(&k, out, &eo);
@@ -938,8 +949,7 @@ START_TEST(warp_reduction_bit_exact) {
     for (int o = 16; o > 0; o >>= 1) /* shfl_down: every lane reads the old value */
       for (int l = 0; l < 32; l++)
         v[l] += l + o < 32 ? v[l + o] : v[l];
-    ck_assert_msg(memcmp(&out[w], &v[0], 4) == 0, "warp %d: %a want %a", w, (double)out[w],
-                  (double)v[0]);
+    ck_assert_msg(same_bits(out[w], v[0]), "warp %d: %a want %a", w, (double)out[w], (double)v[0]);
   }
   drop(&k, &dx), drop(&k, &dout);
   free(x), free(out);
@@ -963,7 +973,7 @@ static int shfl_ref(int op, int lane, int arg, int width) {
 
 START_TEST(shuffles_full_and_partial_masks) {
   kmod k = open_kernels();
-  uint32_t *r = rand_u32(64 * 8, 20);
+  uint32_t *r = rand_u32((size_t)64 * 8, 20);
   int in[64], args[128], out[384];
   for (int i = 0; i < 64; i++)
     in[i] = (int)(r[i] >> 8); /* < 2^24: exact as float and double */
@@ -1020,13 +1030,13 @@ START_TEST(votes_and_warp_reductions) {
   uint32_t *in = rand_u32(nt, 21), out[80 * 8];
   in[33] |= 0x10000;
   const unsigned masks[] = {0xffffffffu, 0xf0f0f0f0u, 0x00000001u, 0x0000ffffu};
-  dbuf din = upload(&k, NULL, nt * 4), dout = upload(&k, NULL, sizeof out);
+  dbuf din = upload(&k, NULL, (size_t)nt * 4), dout = upload(&k, NULL, sizeof out);
   for (int rep = 0; rep < 2; rep++)
     for (size_t c = 0; c < 4; c++) {
       if (rep)
         for (int t = 0; t < nt; t++)
           in[t] |= 0x10000u; /* all_sync true */
-      RT_OK(T->copy_h2d(k.rt, din.b, 0, in, nt * 4));
+      RT_OK(T->copy_h2d(k.rt, din.b, 0, in, (size_t)nt * 4));
       unsigned mask = masks[c];
       void *a[] = {&din.addr, &dout.addr, &mask};
       launch(&k, "k_votes", 1, nt, 0, a);
@@ -1042,7 +1052,7 @@ START_TEST(votes_and_warp_reductions) {
             sum += x >> 20, umax = x > umax ? x : umax, smin = (int)x < smin ? (int)x : smin;
           }
         for (int l = 0; l < 32 && w * 32 + l < nt; l++) {
-          unsigned *o = out + 8 * (w * 32 + l);
+          unsigned *o = out + (size_t)8 * (w * 32 + l);
           ck_assert_uint_eq(o[7], exist); /* __activemask at the start: every lane */
           if (!((m >> l) & 1u))
             continue;
@@ -1079,7 +1089,7 @@ START_TEST(atomics_under_contention_across_blocks) {
   double d0 = 0, d;
   dbuf di = upload(&k, i0, sizeof i0), du = upload(&k, u0, sizeof u0),
        dull = upload(&k, ull0, sizeof ull0), df = upload(&k, &f0, 4), dd = upload(&k, &d0, 8),
-       dv = upload(&k, vals, n * 4);
+       dv = upload(&k, vals, (size_t)n * 4);
   void *a[] = {&di.addr, &du.addr, &dull.addr, &df.addr, &dd.addr, &dv.addr};
   launch(&k, "k_atomics", blocks, threads, 0, a);
   download(&k, i, &di), download(&k, u, &du), download(&k, ull, &dull), download(&k, &f, &df),
@@ -1099,10 +1109,10 @@ START_TEST(atomics_under_contention_across_blocks) {
     exch += g;
   }
   ck_assert_int_eq(i[0], (int)n);
-  ck_assert_int_eq(i[1], -2 * (int)n);
+  ck_assert_int_eq(i[1], (intmax_t)-2 * (int)n);
   ck_assert_int_eq(i[2], imax);
   ck_assert_int_eq(i[3], imin);
-  ck_assert_int_eq(i[4], 3 * (int)n);
+  ck_assert_int_eq(i[4], (intmax_t)3 * (int)n);
   ck_assert_uint_eq(u[0], usum);
   ck_assert_uint_eq(u[1], umax);
   ck_assert_uint_eq(u[2], umin);
@@ -1127,18 +1137,20 @@ END_TEST
 START_TEST(dynamic_shared_memory) {
   kmod k = open_kernels();
   const int blocks = 7;
-  int n = 250, *x = (int *)rand_u32(blocks * 250, 23), *out = malloc(blocks * 250 * 4);
+  int n = 250, *x = (int *)rand_u32((size_t)blocks * 250, 23),
+      *out = malloc((size_t)blocks * 250 * 4);
   for (int i = 0; i < blocks * n; i++)
     x[i] %= 100000;
-  dbuf dx = upload(&k, x, blocks * 250 * 4), dout = upload(&k, NULL, blocks * 250 * 4);
+  dbuf dx = upload(&k, x, (size_t)blocks * 250 * 4),
+       dout = upload(&k, NULL, (size_t)blocks * 250 * 4);
   void *a[] = {&dx.addr, &dout.addr, &n};
   launch(&k, "k_dyn_reverse", blocks, (uint32_t)n, (uint32_t)n * 4, a);
   download(&k, out, &dout);
   for (int b = 0; b < blocks; b++)
     for (int t = 0; t < n; t++)
       ck_assert_int_eq(out[b * n + t], x[b * n + n - 1 - t]);
-  float *fo = malloc(blocks * 250 * 4);
-  dbuf dfo = upload(&k, NULL, blocks * 250 * 4);
+  float *fo = malloc((size_t)blocks * 250 * 4);
+  dbuf dfo = upload(&k, NULL, (size_t)blocks * 250 * 4);
   void *s[] = {&dx.addr, &dfo.addr, &n};
   launch(&k, "k_dyn_split", blocks, (uint32_t)n, (uint32_t)n * 8, s);
   download(&k, fo, &dfo);
@@ -1214,7 +1226,7 @@ static int assert_line(void) {
 
 START_TEST(failed_assert_faults_the_runtime) {
   kmod k = open_kernels();
-  int n = 1000, limit = 1000, *v = malloc(1000 * 4);
+  int n = 1000, limit = 1000, *v = malloc((size_t)1000 * 4);
   for (int i = 0; i < n; i++)
     v[i] = i == 777 ? 5000 : i;
   dbuf dv = upload(&k, v, 4000);
@@ -1234,7 +1246,7 @@ END_TEST
 
 START_TEST(trap_faults_and_the_process_lives) {
   kmod k = open_kernels();
-  dbuf d = upload(&k, NULL, 16 * 64 * 4);
+  dbuf d = upload(&k, NULL, (size_t)16 * 64 * 4);
   int b = 11, t = 40;
   void *a[] = {&b, &t, &d.addr};
   launch(&k, "k_trap", 16, 64, 0, a);
