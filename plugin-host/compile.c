@@ -285,6 +285,8 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
     a.v[a.count++] = fixed[i];
   if (!c.clang)
     a.v[a.count++] = no_unique;
+  if (t4a__hcheck_env()) /* loop-mode threads keep their index for fault_here (a key of its own) */
+    a.v[a.count++] = "-DT4A_HK_CHECKED=1";
   char *log = NULL;
   int mrc = t4a__cxxargs_map(&a, name, o->options, o->option_count, &log);
   if (mrc == T4A_ENOMEM) {

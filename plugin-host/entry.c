@@ -55,6 +55,7 @@ __attribute__((destructor)) static void t4a__host_unload(void) {
     return;
   t4a__workers_unload();
   t4a__hk_pool_unload();
+  t4a__hcheck_unload(); /* no thread runs a kernel any more */
   t4a__copypool_shutdown();
   t4a__artifacts_unload();
   t4a__hwitnesses_unload();

@@ -13,6 +13,7 @@
 #define T4A_PLUGIN_HOST_HOST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -36,6 +37,15 @@ typedef struct t4a__chunk {
   uint64_t size, used; /* bytes mapped, bytes carved so far */
   uint64_t live;       /* bytes of blocks carved and not given back (buffers, cache) */
   struct t4a__chunk *next;
+  /* Checked mode (check.c): a buffer's own mapping, a PROT_NONE guard page
+   * (page bytes) at each end, the data [data, +bytes) against the upper
+   * guard as far as the 256-byte alignment allows, the rest of the data
+   * pages canaries; on check.c's watch list (wprev, wnext). */
+  bool guarded;
+  uint32_t page;
+  char *data;
+  uint64_t bytes;
+  struct t4a__chunk *wprev, *wnext;
 } t4a__chunk;
 
 typedef struct t4a__block {
@@ -72,12 +82,29 @@ typedef struct t4a__hmem {
   t4a__hbin bins[T4A__NUM_CLASSES];
   uint64_t cache_entries, cache_bytes;
   uint64_t reserved, used,
-      high_water;     /* the pool's bytes mapped, carved (live + cached), most used */
-  uint64_t limit;     /* most bytes the pool may map */
-  t4a__budget budget; /* v1.2: the bound on `used`, and the out-of-memory callback */
-  t4a__alog *log;     /* v1.2: the allocation log, NULL without T4A_RUNTIME_ALLOC_LOG */
+      high_water;               /* the pool's bytes mapped, carved (live + cached), most used */
+  uint64_t limit;               /* most bytes the pool may map */
+  t4a__budget budget;           /* v1.2: the bound on `used`, and the out-of-memory callback */
+  t4a__alog *log;               /* v1.2: the allocation log, NULL without T4A_RUNTIME_ALLOC_LOG */
+  t4a__chunk *dead, *dead_tail; /* checked mode: freed guarded buffers, PROT_NONE, oldest first */
+  uint32_t dead_count;
 } t4a__hmem;
 
+/* ---- guard.c, check.c: guarded buffers (checked mode, kernel.h) ------- */
+
+/* A buffer of `bytes` in a guarded mapping of its own (false: over the
+ * pool's limit, or no memory); its end (behind the queued work) into the
+ * quarantine; the quarantine unmapped (runtime_destroy). */
+bool t4a__hguard_alloc(t4a__hrt *rt, uint64_t bytes, t4a__block *out);
+void t4a__hguard_free(t4a__hrt *rt, const t4a__block *b);
+void t4a__hguard_fini(t4a__hrt *rt);
+
+/* Fills [from, to) with canaries. */
+void t4a__hcheck_fill(char *from, char *to);
+/* A guarded buffer's canaries are checked after each checked launch
+ * (watch, once filled), no longer (unwatch, before it is unmapped). */
+void t4a__hcheck_watch(t4a__chunk *c);
+void t4a__hcheck_unwatch(t4a__chunk *c);
 /* ---- pinned.c: host buffers ------------------------------------------- */
 
 typedef struct t4a__hhost {
@@ -139,6 +166,7 @@ struct t4a__hrt {
   t4a__htable graphs; /* graph.c */
   t4a__htable mods;   /* of t4a__hmodule (module.c) */
   t4a__htable funcs;  /* of t4a__hfunc */
+  bool checked;       /* T4A_HOST_CHECK=1 at its creation: guarded buffers, checked launches */
 };
 
 /* Looks up and locks a runtime (T4A_EHANDLE naming `what`), whatever the

@@ -11,6 +11,8 @@
  *               launch record), captured launches and their arguments
  *   pool.c      running a launch: its blocks over the pool's threads
  *   fault.c     the device's sticky fault
+ *   check.c     checked mode (T4A_HOST_CHECK=1): the memory-fault handler,
+ *               the guarded buffers' canaries (their mappings: memory.c)
  *
  * The kernel_abi.h types are the plugin's side of the fixed interface. */
 #ifndef T4A_PLUGIN_HOST_KERNEL_H
@@ -18,6 +20,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend-core/handle.h"
@@ -84,6 +87,10 @@ typedef struct t4a__hklaunch {
   uint64_t blocks; /* grid.x * grid.y * grid.z */
   uint64_t bytes;  /* of the whole allocation */
   char name[64];   /* the kernel's, for the fault message */
+  /* Launched on a checked runtime: its threads' memory faults go to the
+   * module's fault_here (check.c), the canaries are checked after it. */
+  bool checked;
+  void (*fault_here)(int32_t kind, const char *message);
 } t4a__hklaunch;
 
 /* A copy of r (for a graph whose replays are still queued); NULL when
@@ -108,6 +115,26 @@ void t4a__hk_pool_unload(void);
 /* The pool's threads (started or not): T4A_HOST_THREADS, else the online
  * CPUs less one (the runtime's worker runs blocks too). */
 uint32_t t4a__hk_pool_size(void);
+
+/* ---- check.c: checked mode (T4A_HOST_CHECK=1) ----------------------------------- */
+
+/* Whether T4A_HOST_CHECK is "1" (never in setuid processes): read at each
+ * runtime_create (the runtime's buffers and launches) and artifact_compile
+ * (kernels built with -DT4A_HK_CHECKED, under their own cache key). */
+bool t4a__hcheck_env(void);
+/* The SIGSEGV/SIGBUS handler, installed once; false if sigaction failed. */
+bool t4a__hcheck_install(void);
+/* Plugin unload: the previous handlers back (if ours is still installed). */
+void t4a__hcheck_unload(void);
+/* The calling thread runs blocks of a checked launch from now on (faults
+ * on it go to fault_here), on its signal stack *alt (mapped on first use,
+ * freed by t4a__hcheck_free_alt); _leave: no longer. */
+void t4a__hcheck_enter(void **alt, void (*fault_here)(int32_t kind, const char *message));
+void t4a__hcheck_leave(void);
+void t4a__hcheck_free_alt(void *alt);
+/* true when every watched buffer's canaries are intact, else false with
+ * what was overwritten in message. */
+bool t4a__hcheck_canaries(char *message, size_t n);
 
 /* ---- fault.c: the device's sticky fault ---------------------------------------- */
 

@@ -112,6 +112,11 @@ static int launch(t4a__hrt *rt, t4a_function fh, const uint32_t grid[3], const u
   t4a__hklaunch *r = make_record(f, grid, block, shared, args, what, &rc);
   if (!r)
     return rc;
+  if (rt->checked) {
+    const t4a__hmodule *m = t4a__htable_at(&rt->mods, f->module);
+    r->checked = true;
+    r->fault_here = m->m->fault_here; /* NULL: faults are the process's (no such module here) */
+  }
   t4a__op op = {.kind = T4A__OP_KERNEL, .rows = 1};
   op.u.kernel = r;
   if (rt->cap.active) { /* the graph owns the record */

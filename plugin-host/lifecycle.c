@@ -35,6 +35,11 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
                      "(runtime_info's priority_greatest .. priority_least): its queue has one "
                      "priority; pass 0",
                      (int)o.stream_priority);
+  bool checked = t4a__hcheck_env();
+  if (checked && !t4a__hcheck_install())
+    return t4a__fail(T4A_EUNSUPPORTED,
+                     "runtime_create: T4A_HOST_CHECK=1 asks for checked mode, but its SIGSEGV "
+                     "and SIGBUS handler could not be installed; unset T4A_HOST_CHECK");
   t4a__rtslot *s = t4a__rtable_take(sizeof(t4a__hrt));
   if (!s)
     return t4a__fail(T4A_ENOMEM,
@@ -59,6 +64,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
     return rc;
   }
   rt->opts = o;
+  rt->checked = checked;
   rt->c.struct_size = sizeof rt->c;
   rt->c.staging_bytes = o.staging_bytes;
   if ((rc = t4a__hmem_init(rt))) { /* nothing of the pool made: the queue goes */

@@ -76,6 +76,8 @@ __attribute__((cold, noinline)) void t4a__hmem_note(t4a__hrt *rt, uint32_t kind,
 static void unmap(t4a__hrt *rt, t4a__chunk **link) {
   t4a__chunk *c = *link;
   *link = c->next;
+  if (c->guarded)
+    t4a__hcheck_unwatch(c);
   rt->mem.reserved -= c->size;
   munmap(c->base, c->size);
   free(c);
@@ -371,7 +373,27 @@ int t4a__slot_buffer_alloc(t4a_runtime h, uint64_t bytes, t4a_buffer *out) {
     goto out;
   t4a__hbuf *b = t4a__htable_at(&rt->mem.bufs, i);
   b->size = bytes;
-  if (bytes) {
+  if (bytes && rt->checked) { /* no cache: each buffer its own guarded mapping */
+    rt->c.cache_misses++;
+    if (!t4a__budget_fits(&rt->mem.budget, rt->mem.used, bytes)) { /* no callback asked here */
+      t4a__htable_untake(&rt->mem.bufs, i);
+      rc = t4a__fail(T4A_ENOMEM,
+                     "buffer_alloc: %llu bytes: past the runtime's pool_limit_bytes budget "
+                     "(%llu bytes; checked mode, T4A_HOST_CHECK=1, asks no out-of-memory "
+                     "callback); free buffers",
+                     (unsigned long long)bytes, (unsigned long long)rt->mem.budget.limit);
+      goto out;
+    }
+    if (!t4a__hguard_alloc(rt, bytes, &b->blk)) {
+      t4a__htable_untake(&rt->mem.bufs, i);
+      rc = t4a__fail(T4A_ENOMEM,
+                     "buffer_alloc: %llu bytes: no memory for a guarded mapping (checked mode, "
+                     "T4A_HOST_CHECK=1; %llu of at most %llu bytes mapped); free buffers",
+                     (unsigned long long)bytes, (unsigned long long)rt->mem.reserved,
+                     (unsigned long long)rt->mem.limit);
+      goto out;
+    }
+  } else if (bytes) {
     unsigned cls = t4a__size_class(bytes, &b->cap);
     t4a__hbin *bin = &rt->mem.bins[cls];
     if (bin->count) {
@@ -436,6 +458,8 @@ int t4a__slot_buffer_free(t4a_runtime h, t4a_buffer buf) {
     ext_retire(rt, b);
   else if (b->cap)
     cache_put(rt, &b->blk, b->cap);
+  else if (b->blk.chunk && b->blk.chunk->guarded)
+    t4a__hguard_free(rt, &b->blk);
   if (__builtin_expect(rt->mem.log != NULL, 0) && !ext) /* the log off costs this test */
     note_free(rt, b, buf);
   t4a__htable_release(&rt->mem.bufs, (uint32_t)(b - (t4a__hbuf *)t4a__htable_at(&rt->mem.bufs, 0)));
@@ -542,6 +566,7 @@ void t4a__hmem_fini(t4a__hrt *rt) {
       free(rt->mem.bins[cls].blocks);
   while (rt->mem.chunks)
     unmap(rt, &rt->mem.chunks);
+  t4a__hguard_fini(rt);
   t4a__htable_fini(&rt->mem.bufs);
   t4a__alog_free(rt->mem.log);
   rt->mem.log = NULL;

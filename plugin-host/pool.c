@@ -53,6 +53,7 @@ typedef struct hkw {
   char *map; /* the stacks' mapping, guard pages included */
   size_t map_bytes;
   void *shared;
+  void *alt;        /* checked mode: the thread's signal stack (check.c) */
   struct hkw *next; /* in `contexts` */
 } hkw;
 
@@ -177,6 +178,7 @@ static bool prepare(hkw *c, const t4a__hklaunch *r) {
 static void free_context(hkw *c) {
   unmap_stacks(c);
   free(c->shared);
+  t4a__hcheck_free_alt(c->alt);
 }
 
 /* The calling runtime worker's context, made on first use. */
@@ -206,7 +208,7 @@ static void record(job *j, const t4a_hk_fault *f) {
 }
 
 /* Takes chunks of j until none is left (or it faulted). */
-static void run_chunks(job *j, hkw *c) {
+static void take_chunks(job *j, hkw *c) {
   if (!prepare(c, j->r))
     return; /* this thread cannot lend what the blocks need: the others run them */
   const t4a_hk_kernel *k = j->r->k;
@@ -224,6 +226,18 @@ static void run_chunks(job *j, hkw *c) {
     if (__atomic_load_n(&j->r->stop, __ATOMIC_RELAXED))
       return;
   }
+}
+
+/* take_chunks; for a checked launch, with the thread's memory faults
+ * turned into the kernel's (check.c). Unchecked, one branch more. */
+static void run_chunks(job *j, hkw *c) {
+  if (!j->r->checked) {
+    take_chunks(j, c);
+    return;
+  }
+  t4a__hcheck_enter(&c->alt, j->r->fault_here);
+  take_chunks(j, c);
+  t4a__hcheck_leave();
 }
 
 static void *pool_main(void *arg) {
@@ -352,7 +366,7 @@ int t4a__hk_execute(t4a__hklaunch *r) {
     }
     pthread_mutex_unlock(&plock);
   }
-  char msg[512];
+  char msg[512], broken[320];
   if (atomic_load(&j.faulted)) {
     const t4a_hk_fault *f = &j.fault;
     snprintf(msg, sizeof msg,
@@ -364,6 +378,9 @@ int t4a__hk_execute(t4a__hklaunch *r) {
              "kernel '%s' could not run: out of host memory for its blocks' fiber stacks or "
              "shared memory",
              r->name);
+  } else if (r->checked && !t4a__hcheck_canaries(broken, sizeof broken)) {
+    snprintf(msg, sizeof msg, "kernel '%s' faulted (%s): %s", r->name,
+             kind_name(T4A_HK_FAULT_MEMORY), broken);
   } else {
     return T4A_OK;
   }

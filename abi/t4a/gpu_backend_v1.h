@@ -1156,7 +1156,16 @@ struct t4a_gpu_backend_v1 {
    * it can still run) and returns T4A_EDEVICEFAULT; the process lives on.
    * A kernel's unchecked access outside its buffers does what it does in
    * any C program: it may corrupt the process's memory or kill it with
-   * SIGSEGV. */
+   * SIGSEGV. In checked mode (the environment variable T4A_HOST_CHECK=1,
+   * read at each runtime_create and artifact_compile) each buffer has its
+   * own mapping between PROT_NONE guard pages and freed buffers stay
+   * inaccessible, so a kernel's access to a guard page, a freed buffer or
+   * unmapped memory faults the device the same way (the detail names the
+   * kernel, block, thread and address), and a write into the few bytes
+   * between a buffer's end and its guard (the 256-byte alignment's slack,
+   * filled with canaries) is found after the launch and faults it naming
+   * the kernel and the buffer. An access that lands in other mapped memory
+   * is not caught. Checked mode turns the buffer cache off. */
   int (*launch)(t4a_runtime rt, t4a_function f, const t4a_launch_config *cfg, void **args);
 
   /* -- raw seam (v1.0) ---------------------------------------------------

@@ -1653,7 +1653,16 @@ class t4a_gpu_backend_v1(Structure):
         # it can still run) and returns T4A_EDEVICEFAULT; the process lives on.
         # A kernel's unchecked access outside its buffers does what it does in
         # any C program: it may corrupt the process's memory or kill it with
-        # SIGSEGV.
+        # SIGSEGV. In checked mode (the environment variable T4A_HOST_CHECK=1,
+        # read at each runtime_create and artifact_compile) each buffer has its
+        # own mapping between PROT_NONE guard pages and freed buffers stay
+        # inaccessible, so a kernel's access to a guard page, a freed buffer or
+        # unmapped memory faults the device the same way (the detail names the
+        # kernel, block, thread and address), and a write into the few bytes
+        # between a buffer's end and its guard (the 256-byte alignment's slack,
+        # filled with canaries) is found after the launch and faults it naming
+        # the kernel and the buffer. An access that lands in other mapped memory
+        # is not caught. Checked mode turns the buffer cache off.
         ('launch', CFUNCTYPE(
             c_int,
             t4a_runtime,
@@ -2654,7 +2663,16 @@ SLOT_DOCS = {
         'it can still run) and returns T4A_EDEVICEFAULT; the process lives on.\n'
         "A kernel's unchecked access outside its buffers does what it does in\n"
         "any C program: it may corrupt the process's memory or kill it with\n"
-        'SIGSEGV.'),
+        'SIGSEGV. In checked mode (the environment variable T4A_HOST_CHECK=1,\n'
+        'read at each runtime_create and artifact_compile) each buffer has its\n'
+        'own mapping between PROT_NONE guard pages and freed buffers stay\n'
+        "inaccessible, so a kernel's access to a guard page, a freed buffer or\n"
+        'unmapped memory faults the device the same way (the detail names the\n'
+        'kernel, block, thread and address), and a write into the few bytes\n'
+        "between a buffer's end and its guard (the 256-byte alignment's slack,\n"
+        'filled with canaries) is found after the launch and faults it naming\n'
+        'the kernel and the buffer. An access that lands in other mapped memory\n'
+        'is not caught. Checked mode turns the buffer cache off.'),
     'raw_runtime': (
         "raw_runtime: the runtime's CUcontext, CUstream and device. Valid until\n"
         'runtime_destroy. The consumer may enqueue work on the stream but must\n'

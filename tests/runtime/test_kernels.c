@@ -7,7 +7,8 @@
  * approximate (math functions, a*x+y). Elementwise, 3-D indices, shared
  * memory tiles, reductions with barriers, early-returning warps, warp
  * shuffles and votes with full and partial masks, atomics under contention
- * across blocks, dynamic shared memory, printf, a failed assert and a trap.
+ * across blocks, dynamic shared memory, printf, a failed assert, a trap, and
+ * a wild write (on the host in checked mode).
  *
  * No fake lane: the fake driver runs only the kernels it implements in C
  * (tests/fakecuda), not CUDA C. The host lane skips (77) without a host
@@ -424,6 +425,12 @@ static const char source[] =
     "  if ((int)blockIdx.x == b && (int)threadIdx.x == t)\n"
     "    __trap();\n"
     "  out[blockIdx.x * blockDim.x + threadIdx.x] = 1;\n"
+    "}\n"
+    "\n"
+    "/* ---- a wild write ---- */\n"
+    "extern \"C\" __global__ void k_wild(int *p, unsigned long long at, int b, int t) {\n"
+    "  if ((int)blockIdx.x == b && (int)threadIdx.x == t)\n"
+    "    p[at] = 1;\n"
     "}\n";
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -1259,6 +1266,36 @@ START_TEST(trap_faults_and_the_process_lives) {
 }
 END_TEST
 
+/* A write 1 GiB past a 4 KiB buffer: on CUDA an illegal address, on the
+ * host caught in checked mode (T4A_HOST_CHECK=1, set before the kernels are
+ * compiled and the runtime made; unchecked, a wild write there does what it
+ * does in any C program). Either way the runtime's sticky fault, the
+ * process alive. */
+START_TEST(wild_write_faults_and_the_process_lives) {
+  if (rt_on_host())
+    setenv("T4A_HOST_CHECK", "1", 1); /* this test's own process */
+  kmod k = open_kernels();
+  dbuf d = upload(&k, NULL, 4096);
+  unsigned long long at = (1ull << 30) / 4;
+  int b = 5, t = 7;
+  void *a[] = {&d.addr, &at, &b, &t};
+  launch(&k, "k_wild", 8, 64, 0, a);
+  expect_fault(k.rt);
+  if (rt_on_host()) {
+    char want[192];
+    snprintf(want, sizeof want,
+             "kernel 'k_wild' faulted (an access outside the live buffers) in block (5, 0, 0), "
+             "thread (7, 0, 0): SIGSEGV at address 0x%llx",
+             (unsigned long long)d.addr + (1ull << 30));
+    RT_DETAIL(want);
+  }
+  t4a_buffer x;
+  RT_EXPECT(T->buffer_alloc(k.rt, 8, &x), T4A_EDEVICEFAULT); /* sticky */
+  RT_EXPECT(T->runtime_destroy(k.rt, T4A_WAIT_FOREVER), T4A_EDEVICEFAULT);
+  RT_OK(T->artifact_release(k.a));
+}
+END_TEST
+
 static bool compiler_available(char *reason, size_t n) {
   t4a_gpu_backend *b = NULL;
   if (t4a_gpu_open_path(rt_plugin_path(), &b) != T4A_OK)
@@ -1302,5 +1339,6 @@ int main(void) {
   tcase_add_test(tc, printf_from_device);
   tcase_add_test(tc, failed_assert_faults_the_runtime);
   tcase_add_test(tc, trap_faults_and_the_process_lives);
+  tcase_add_test(tc, wild_write_faults_and_the_process_lives);
   return rt_run(s, 1);
 }
