@@ -181,19 +181,32 @@ int t4a__slot_buffer_export_ipc(t4a_runtime h, t4a_buffer buf, t4a_ipc_buffer *o
   t4a__CUcontext saved;
   if ((rc = t4a__ctx_enter(rt, &saved)))
     goto out;
-  t4a__CUresult r = cu->cuMemPoolExportPointer(&t.data, b->ptr);
+  /* The pool first: the driver exports an allocation only of a pool it has
+   * already shared (on driver 580.159.04, an H200: cuMemPoolExportPointer
+   * is CUDA_ERROR_INVALID_VALUE until the pool's handle was exported once).
+   * Its descriptor is the caller's when asked for, else closed at once. */
   int fd = -1;
-  if (r == T4A__CUDA_SUCCESS && pool_fd)
+  t4a__CUresult r = T4A__CUDA_SUCCESS;
+  if (pool_fd || !rt->ipc.pool_shared) {
     r = cu->cuMemPoolExportToShareableHandle(&fd, rt->mem.pool,
                                              T4A__CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (r == T4A__CUDA_SUCCESS)
+      rt->ipc.pool_shared = true;
+  }
+  if (r == T4A__CUDA_SUCCESS)
+    r = cu->cuMemPoolExportPointer(&t.data, b->ptr);
   t4a__ctx_leave(rt, saved);
   if (r != T4A__CUDA_SUCCESS) {
+    if (fd >= 0)
+      close(fd);
     rc = t4a__rt_cu_fail(rt, r, "buffer_export_ipc: exporting the buffer or its pool failed");
     goto out;
   }
   if (pool_fd) {
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a file descriptor leaks into no exec'd child */
     *pool_fd = fd;
+  } else if (fd >= 0) {
+    close(fd);
   }
   b->exported = true; /* its free goes to the pool, never the cache */
   t.magic = BUFFER_MAGIC;

@@ -46,6 +46,8 @@ typedef struct t4a__ipc_opened {
 
 typedef struct t4a__ipc {
   bool on;                 /* created with T4A_RUNTIME_IPC */
+  bool pool_shared;        /* its pool was exported once: the driver exports allocations
+                              only of a pool already shared (CUDA_ERROR_INVALID_VALUE before) */
   uint8_t id[T4A__IPC_ID]; /* this runtime in its exports (random) */
   uint32_t pid;            /* this process, in its exports (no getpid() an export) */
   t4a__CUstream aux;       /* records exported witnesses' events; NULL until the first */

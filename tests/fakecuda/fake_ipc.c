@@ -55,6 +55,7 @@ struct fake_region {
   char *base;
   size_t size, end;
   hole *holes;
+  bool shared; /* its pool's handle was exported: only then are its allocations (as CUDA) */
 };
 
 struct fake_ipc_page {
@@ -167,6 +168,8 @@ R fake_sym_cuMemPoolExportToShareableHandle(void *handle, t4a__CUmemoryPool p,
                     p->imported ? "imported" : "not created shareable (handleTypes)");
   if (!r && (fd = fcntl(p->region->fd, F_DUPFD_CLOEXEC, 0)) < 0)
     r = T4A__CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r)
+    p->region->shared = true;
   UNLOCK();
   if (!r)
     memcpy(handle, &fd, sizeof fd);
@@ -219,6 +222,10 @@ R fake_sym_cuMemPoolExportPointer(t4a__CUmemPoolPtrExportData *out, t4a__CUdevic
   R r = OK;
   if (!a || a->state != A_LIVE || !a->region || a->imported)
     r = T4A__CUDA_ERROR_INVALID_VALUE; /* not a live block of a shareable pool of ours */
+  else if (!a->region->shared)         /* driver 580.159.04 on an H200 refuses it so */
+    r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE,
+                    "cuMemPoolExportPointer: the allocation's pool was never exported "
+                    "(cuMemPoolExportToShareableHandle first)");
   ptr_data d = {PTR_MAGIC, 0, 0, 0};
   if (!r) {
     d.off = a->region_off + FAKE_GUARD;
