@@ -157,8 +157,10 @@ static void live_rows(FILE *json) {
   static const uint32_t lives[] = {1, 1000, 100000, 1000000};
   enum { N = 100000 };
   t4a_buffer *held = malloc(sizeof *held * 1000000);
-  if (!held)
-    bench_check(T4A_ENOMEM, "malloc");
+  if (!held) {
+    bench_check(T4A_ENOMEM, "malloc"); /* exits */
+    return;
+  }
   uint32_t have = 0;
   double base = 0;
   printf("\nalloc+free of 256 B with N buffers live (median of %d x %d), us\n", RUNS, N);
@@ -223,8 +225,10 @@ static void retire_rows(FILE *json, sc_shared *sh) {
 void bench_report_scaling(FILE *json) {
   sc_shared sh = {0};
   sc_thread *ts = calloc(MAX_T, sizeof *ts);
-  if (!ts)
-    bench_check(T4A_ENOMEM, "calloc");
+  if (!ts) {
+    bench_check(T4A_ENOMEM, "calloc"); /* exits */
+    return;
+  }
   t4a_compile_options o = {.struct_size = sizeof o, .source = empty_source, .name = "empty.cu"};
   bench_check(E.t->artifact_compile(&o, &sh.art), "artifact_compile");
   bench_check(E.t->module_load(E.rt, sh.art, &sh.mod), "module_load");

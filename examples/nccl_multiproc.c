@@ -110,7 +110,7 @@ static void get_id(const char *dir, t4a_nccl_unique_id *id) {
       if (got == 1)
         return;
     }
-    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    nanosleep(&(struct timespec){0, 10L * 1000 * 1000}, NULL);
   }
   fprintf(stderr, "nccl_multiproc[rank %d]: no NCCL id from rank 0 in %s after %d s\n", my_rank,
           path, TIMEOUT_S);
@@ -254,7 +254,7 @@ static int launch(const char *self, int ranks, uint64_t count) {
         stop_all(pid, ranks);
         result = 1;
       }
-      nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+      nanosleep(&(struct timespec){0, 20L * 1000 * 1000}, NULL);
       continue;
     }
     if (done < 0)

@@ -166,9 +166,9 @@ R fake_sym_cuMemPoolExportToShareableHandle(void *handle, t4a__CUmemoryPool p,
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE,
                     "cuMemPoolExportToShareableHandle: the pool was %s",
                     p->imported ? "imported" : "not created shareable (handleTypes)");
-  if (!r && (fd = fcntl(p->region->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+  if (!r && p->region && (fd = fcntl(p->region->fd, F_DUPFD_CLOEXEC, 0)) < 0)
     r = T4A__CUDA_ERROR_OUT_OF_MEMORY;
-  if (!r)
+  if (!r && p->region)
     p->region->shared = true;
   UNLOCK();
   if (!r)
@@ -323,7 +323,7 @@ R fake_sym_cuIpcGetEventHandle(t4a__CUipcEventHandle *h, t4a__CUevent e) {
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE, "cuIpcGetEventHandle: the event was %s",
                     e->imported ? "opened from a handle" : "created without CU_EVENT_INTERPROCESS");
   event_handle d = {EVENT_MAGIC, (int32_t)getpid(), e && !r ? e->ipc_fd : -1, 0,
-                    e && !r ? e->ipc->nonce : 0};
+                    e && !r && e->ipc ? e->ipc->nonce : 0};
   UNLOCK();
   if (!r) {
     memset(h, 0, sizeof *h);

@@ -147,7 +147,7 @@ static int child_main(const char *role) {
   T = t4a_gpu_backend_table(B);
   CHILD_OK(T->init());
   t4a_runtime rt = ipc_runtime();
-  t4a_buffer imports[8];
+  t4a_buffer imports[8] = {{0}};
   unsigned nimports = 0;
   t4a_buffer made = {0};
   cgate gate;

@@ -395,7 +395,7 @@ static int fresh_child(void *arg, FILE *out) {
   t4a_test_fill_random(in, sizeof in, 77);
   t4a_buffer b;
   if ((rc = T->buffer_alloc(rt, sizeof in, &b)) || (rc = T->copy_h2d(rt, b, 0, in, sizeof in)) ||
-      (rc = T->copy_d2h(rt, back, b, 0, sizeof back)) || memcmp(in, back, sizeof in) ||
+      (rc = T->copy_d2h(rt, back, b, 0, sizeof back)) || memcmp(in, back, sizeof in) != 0 ||
       (rc = T->runtime_destroy(rt, T4A_WAIT_FOREVER))) {
     fprintf(out, "round trip: %s (%s)", t4a_status_name(rc), t4a_test_backend_error(T));
     return 1;
