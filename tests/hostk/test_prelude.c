@@ -693,8 +693,8 @@ START_TEST(warp_op_with_missing_lanes_faults) {
       "  p[threadIdx.x] = __shfl_sync(0xffffffffu, 1, 0);\n"
       "}\n",
       /* the mask names lanes the block does not have (16 threads) */
-      "extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = __shfl_sync(0xffffffffu, 1, 0); "
-      "}\n",
+      ("extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = __shfl_sync(0xffffffffu, 1, 0); "
+       "}\n"), /* (one element: clang's -Wstring-concatenation) */
       /* a lane calls with a mask without itself */
       "extern \"C\" __global__ void k(int *p) { p[threadIdx.x] = __ballot_sync(0x1u, 1); }\n",
   };
