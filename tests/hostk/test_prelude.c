@@ -83,6 +83,19 @@ static uint32_t *randu(size_t n, uint64_t seed) {
 
 /* ---- the translator ------------------------------------------------------ */
 
+/* Under ASan (.ci/sanitizers sets T4A_TEST_SANITIZED), libc calls a
+ * fiber-mode kernel makes (its fault message's snprintf) crash inside
+ * ASan's interceptors on the fiber's stack (clang 14: SEGV in
+ * __interceptor_vsnprintf): a known limit, docs/design.md "Kernels on the
+ * CPU"; these tests run in every other lane. */
+static bool asan_fiber_limit(const char *test) {
+  const char *s = getenv("T4A_TEST_SANITIZED");
+  if (!s || strcmp(s, "asan") != 0)
+    return false;
+  printf("SKIP %s: fiber-mode faults under ASan (its interceptors on fiber stacks)\n", test);
+  return true;
+}
+
 START_TEST(finds_extern_c_kernels) {
   const char *src =
       "extern \"C\" __global__ void a(int *p) { p[0] = 1; }\n"
@@ -414,6 +427,8 @@ START_TEST(early_return_and_barrier_reductions) {
 END_TEST
 
 START_TEST(unreachable_barrier_faults) {
+  if (asan_fiber_limit("unreachable_barrier_faults"))
+    return;
   hk_mod m = build("extern \"C\" __global__ void k(int *p) {\n"
                    "  if (threadIdx.x == 1) { __syncthreads(); p[1] = 1; }\n"
                    "  else if (threadIdx.x == 0) p[0] = __shfl_sync(0x3u, 7, 1);\n"
@@ -686,6 +701,8 @@ START_TEST(warp_reduce_partial_block) {
 END_TEST
 
 START_TEST(warp_op_with_missing_lanes_faults) {
+  if (asan_fiber_limit("warp_op_with_missing_lanes_faults"))
+    return;
   static const char *const srcs[] = {
       /* a lane of the mask returned */
       "extern \"C\" __global__ void k(int *p) {\n"
@@ -1000,6 +1017,8 @@ START_TEST(printf_from_kernels) {
 END_TEST
 
 START_TEST(assert_and_trap_fault) {
+  if (asan_fiber_limit("assert_and_trap_fault"))
+    return;
   hk_mod m = build("extern \"C\" __global__ void a(const int *v, int *out) {\n"
                    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                    "  assert(v[i] < 5);\n"
