@@ -96,7 +96,12 @@ t4a__hk_longjmp:
   .size t4a__hk_longjmp, .-t4a__hk_longjmp
   .popsection
 )");
-#define T4A_HK_FRAME_WORDS 8 /* 7 used; 8 keeps the fresh stack pointer 16-byte aligned */
+/* 7 words below a 16-byte aligned address: popping the six registers and
+ * the return address leaves %rsp 16-byte aligned at t4a__hk_start's call,
+ * as the ABI wants before a call (an 8-word frame left it 8 off, and
+ * everything on a fiber ran on a misaligned stack: glibc's printf of a
+ * double, which spills with movaps, crashed). */
+#define T4A_HK_FRAME_WORDS 7
 #elif defined(__aarch64__)
 /* x0: where to save; x1: the stack pointer to resume. The frame: x19-x30
  * and d8-d15 (176 bytes); a fresh one has x19 = the argument, x20 = the
