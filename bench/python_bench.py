@@ -12,7 +12,10 @@ Rows (each in one process, the same device, the same kernels):
 
 and, for the t4a rows, the floor: the same table function called through
 ctypes directly in the same process (function pointer bound once, arguments
-prepared once), which is what the C table costs plus ctypes' own call.
+prepared once), which is what the C table costs plus ctypes' own call. When
+the package's compiled fast path is in use (t4a_gpu.fastcall_enabled()), the
+launch and alloc rows are also run on its ctypes route ("t4a ctypes route":
+what a pure-Python install costs), in the same process.
 
 Each sample times a batch of calls (--calls, default 2000; large transfers 5)
 with time.perf_counter (or the calling thread's CPU time, --clock thread, for
@@ -125,6 +128,10 @@ def bench_t4a(b, np):
     b.machine["device"] = dev.name
     b.machine["driver_version"] = backend.info().driver_version
     b.machine["backend"] = "%s %s (%s)" % (backend.name, backend.version, backend.path)
+    from t4a_gpu import _api
+    b.machine["fastcall"] = t4a_gpu.fastcall_enabled()
+    print("  t4a_gpu: %s route (%s)" % ("compiled" if b.machine["fastcall"] else "ctypes",
+                                        t4a_gpu.__file__), flush=True)
     mod = rt.load(rt.compile(SOURCE, name="python_bench.cu"))
     empty = mod.function("t4a_empty", "u64")
     axpy = mod.function("t4a_axpy_f32", "u64 f32 ptr ptr")
@@ -149,6 +156,19 @@ def bench_t4a(b, np):
     def alloc_free():
         rt.alloc(ALLOC).close()
     b.add("alloc+free 1 MiB", "t4a", b.time_calls(alloc_free, calls, drain))
+    if b.machine["fastcall"]:
+        # The same calls on the package's ctypes route, in this process: what
+        # the compiled one saves (a pure-Python install's cost).
+        saved = _api._fc_launch, _api._fc_alloc, _api._fc_free
+        _api._fc_launch = _api._fc_alloc = _api._fc_free = None
+        try:
+            b.add("launch empty (1 arg)", "t4a ctypes route", b.time_calls(
+                lambda: empty.launch(1, 32, 0), calls, drain))
+            b.add("launch axpy (4 args)", "t4a ctypes route", b.time_calls(
+                lambda: axpy.launch(AXPY_GRID, AXPY_BLOCK, AXPY_N, 0.5, x, y), calls, drain))
+            b.add("alloc+free 1 MiB", "t4a ctypes route", b.time_calls(alloc_free, calls, drain))
+        finally:
+            _api._fc_launch, _api._fc_alloc, _api._fc_free = saved
     small = np.arange(SMALL, dtype=np.uint8) if np is not None else bytes(SMALL)
     dsmall = rt.alloc(SMALL)
     b.add("pageable write 4 KiB", "t4a", b.time_calls(lambda: dsmall.write(small), calls,
@@ -388,6 +408,7 @@ def main(argv=None):
                                                  key=lambda kv: kv[1]["median"])
         summary[row] = {"t4a": t4a["median"], "unit": t4a["unit"],
                         "floor": sides.get("t4a floor (ctypes)", {}).get("median"),
+                        "ctypes_route": sides.get("t4a ctypes route", {}).get("median"),
                         "best_peer": best[0] if best else None,
                         "best_peer_median": best[1]["median"] if best else None,
                         "ratio": t4a["median"] / best[1]["median"] if best else None}

@@ -1,6 +1,9 @@
 """t4a_gpu -- Python bindings of the t4a GPU backend (libt4a_gpu and its plugins).
 
-Pure Python over ctypes: no compiled extension, no third-party dependency::
+Python over ctypes, no third-party dependency; an optional compiled module
+(t4a_gpu._fastcall, built at install time where a C compiler and Python's
+headers are found; t4a_gpu.fastcall_enabled() says whether it is in use)
+takes the hottest calls (launch, alloc, free), with the same results::
 
     import t4a_gpu
     with t4a_gpu.Backend() as backend:              # open + init ... close
@@ -37,8 +40,8 @@ from . import _abi as abi  # the generated layer, public as t4a_gpu.abi
 from . import _api, alloclog, errors
 from ._api import (Artifact, Backend, BackendEntry, BackendInfo, Buffer, ByValue, CompilerInfo,
                    Device, Function, Graph, GraphInfo, HostBuffer, MemoryInfo, Module, RawRuntime,
-                   Runtime, RuntimeInfo, TensorView, WAIT_FOREVER, Witness, f32, f64, from_dlpack,
-                   i8, i16, i32, i64, is_available, list_backends, loader_abi, loader_version,
+                   Runtime, RuntimeInfo, TensorView, WAIT_FOREVER, Witness, f32, f64,
+                   fastcall_enabled, from_dlpack, i8, i16, i32, i64, is_available, list_backends, loader_abi, loader_version,
                    plugin_dir, ptr, search_path, status_message, status_name, u8, u16, u32, u64)
 from ._launch import parse_signature
 from ._loader import library_path, load_library

@@ -58,7 +58,7 @@ __all__ = [
     "BackendInfo", "Device", "CompilerInfo", "BackendEntry", "RawRuntime", "MemoryInfo",
     "RuntimeInfo", "GraphInfo", "ByValue",
     "list_backends", "loader_version", "loader_abi", "search_path", "plugin_dir",
-    "status_name", "status_message", "WAIT_FOREVER",
+    "status_name", "status_message", "WAIT_FOREVER", "fastcall_enabled",
     "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f32", "f64", "ptr",
 ]
 
@@ -341,11 +341,12 @@ class _BufferNode(_Node):
     """A buffer's node: its release is buffer_free through the fast slot
     (no closure per buffer)."""
 
-    __slots__ = ("rt_handle", "handle", "free", "backend")
+    __slots__ = ("rt_handle", "handle", "free", "backend", "a_free", "rt_bits")
 
     def __init__(self, runtime, handle):  # _Node.__init__, inlined (the alloc's hot path)
         self.rt_handle, self.handle = runtime.handle, handle
         self.free, self.backend = runtime._f_free, runtime.backend
+        self.a_free, self.rt_bits = runtime._a_free, runtime._bits  # the compiled route's
         self.kind, self.release, self.owns_children, self.children = "buffer", None, False, None
         parent = self.parent = runtime._node
         self.alive, self.views = True, None
@@ -371,7 +372,10 @@ class _BufferNode(_Node):
             kids = self.parent.children
             if kids:
                 kids.pop(id(self), None)
-            rc = self.free(self.rt_handle, self.handle)
+            if _fc_free is not None:
+                rc = _fc_free(self.a_free, self.rt_bits, self.handle.bits)
+            else:
+                rc = self.free(self.rt_handle, self.handle)
         if rc and not quiet:
             raise self.backend.error(rc, "buffer_free")
 
@@ -516,6 +520,31 @@ def _checked(slot, fn, argtypes):
 _CHECK_CALLS = os.environ.get("T4A_PY_CHECK_CALLS", "") not in ("", "0")
 
 
+def _load_fastcall():
+    """t4a_gpu._fastcall, the optional compiled route of the hottest calls
+    (launch, alloc and free: see its source), or None: not built (a plain
+    Python install), or $T4A_PY_FASTCALL=0. Both routes give the same
+    results; the compiled one hands anything unusual back to Python."""
+    if os.environ.get("T4A_PY_FASTCALL", "") == "0":
+        return None
+    try:
+        from . import _fastcall
+    except ImportError:
+        return None
+    return _fastcall
+
+
+_FC = _load_fastcall()
+_fc_launch = _FC.launch if _FC is not None else None
+_fc_alloc = _FC.buffer_alloc if _FC is not None else None
+_fc_free = _FC.buffer_free if _FC is not None else None
+
+
+def fastcall_enabled() -> bool:
+    """Whether the compiled fast path (t4a_gpu._fastcall) is in use."""
+    return _FC is not None
+
+
 # ---------------------------------------------------------------------------
 # Backend.
 # ---------------------------------------------------------------------------
@@ -557,7 +586,7 @@ class Backend:
         # which then read as absent, never past the end). _slots: through
         # the generated prototypes (call()); _fast: the same pointers bound
         # without argtypes, for the methods.
-        self._slots, self._fast = {}, {}
+        self._slots, self._fast, self._addrs = {}, {}, {}
         protos = dict(_abi.t4a_gpu_backend_v1._fields_)
         for name, _ in _abi.t4a_gpu_backend_v1._fields_:
             if name in _abi.SLOT_DOCS and \
@@ -565,7 +594,8 @@ class Backend:
                 fn = getattr(table, name)
                 self._slots[name] = fn if fn else None
                 if fn:
-                    raw = _RAW(ctypes.cast(fn, c_void_p).value)
+                    self._addrs[name] = ctypes.cast(fn, c_void_p).value  # _fastcall's
+                    raw = _RAW(self._addrs[name])
                     self._fast[name] = _checked(name, raw, protos[name]._argtypes_) \
                         if _CHECK_CALLS else raw
         self.name = _text(table.name)
@@ -966,6 +996,11 @@ class Runtime:
         self._f_h2d, self._f_d2h = fast["copy_h2d"], fast["copy_d2h"]
         self._f_launch = fast["launch"]
         self._f_address = fast["buffer_device_address"]
+        # the compiled route's: the slots' addresses and the handle's bits
+        self._bits = handle.bits
+        addrs = backend._addrs
+        self._a_launch, self._a_alloc = addrs["launch"], addrs["buffer_alloc"]
+        self._a_free = addrs["buffer_free"]
 
         def release(self_ref=weakref.ref(self)):
             me = self_ref()
@@ -1080,8 +1115,12 @@ class Runtime:
         node = self._node
         if not node.alive:
             raise _dead(node, "buffer_alloc")
-        h = _abi.t4a_buffer()
-        rc = self._f_alloc(self.handle, _c64(nbytes), byref(h))
+        if _fc_alloc is not None:
+            rc, bits = _fc_alloc(self._a_alloc, self._bits, nbytes)
+            h = _abi.t4a_buffer(bits)
+        else:
+            h = _abi.t4a_buffer()
+            rc = self._f_alloc(self.handle, _c64(nbytes), byref(h))
         if rc:
             raise self.backend.error(rc, "buffer_alloc")
         b = Buffer.__new__(Buffer)
@@ -1818,6 +1857,7 @@ class Function(_Owned):
 
     def __init__(self, module, name, handle, signature=None):
         self.module, self.name, self.handle = module, name, handle
+        self._bits = handle.bits  # for the compiled route
         self._runtime = module._runtime
         self.signature = parse_signature(signature) if signature is not None else None
         self._plan = Plan(self.signature, True, Buffer) if self.signature is not None \
@@ -1966,6 +2006,18 @@ class Function(_Owned):
         plan = self._plan
         if plan is None:
             plan = self._plan_for(args)
+        spec = plan.fast_spec
+        if spec is not None and _fc_launch is not None and slot == "launch":
+            # the compiled route: packs on its own stack and calls; None when
+            # an argument needs the Python route (which raises the precise error)
+            rc = _fc_launch(rt._a_launch, rt._bits, self._bits, got[2], spec, args, Buffer, rt)
+            if rc is not None:
+                if rc:
+                    raise rt.backend.error(rc, slot)
+                cap = rt._capture
+                if cap is not None:
+                    cap._kernels.append(self)
+                return
         # _pack, inlined: a method call is a tenth of a launch's Python cost
         pool = plan.pool
         try:

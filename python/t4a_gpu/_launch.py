@@ -40,6 +40,8 @@ _TWO32 = 1 << 32
 # larger than the value given (a wrong signature) reads zeros from memory of
 # ours, never past it. 4 KiB is the classic parameter limit of a kernel.
 _SLACK = 4096
+# What t4a_gpu._fastcall.launch packs at most (_fastcall.h: T4A_PY_FAST_*).
+_FAST_ARGS, _FAST_BYTES = 64, 4096
 
 
 class _Arg:
@@ -196,13 +198,14 @@ def _u32(value, what):
 
 
 def make_config(grid, block, shared_bytes):
-    """A t4a_launch_config for the geometry (validated), and its byref."""
+    """A t4a_launch_config for the geometry (validated), its byref and its
+    address (for t4a_gpu._fastcall; the tuple keeps the struct alive)."""
     cfg = _abi.t4a_launch_config()
     cfg.struct_size = ctypes.sizeof(cfg)
     cfg.grid = (c_uint32 * 3)(*_dims(grid, "grid"))
     cfg.block = (c_uint32 * 3)(*_dims(block, "block"))
     cfg.shared_bytes = _u32(shared_bytes, "shared_bytes")
-    return cfg, byref(cfg)
+    return cfg, byref(cfg), addressof(cfg)
 
 
 def make_config_ex(grid, block, shared_bytes, cluster, flags, priority):
@@ -251,7 +254,7 @@ class Plan:
     per argument), the struct.Struct writing them, and a pool of blocks."""
 
     __slots__ = ("specs", "n", "packer", "offsets", "size", "pool", "ptr_ok", "typed", "fill",
-                 "__weakref__")
+                 "fast_spec", "__weakref__")
 
     def __init__(self, specs, typed, buffer_type):
         self.specs, self.n, self.typed = tuple(specs), len(specs), typed
@@ -268,6 +271,19 @@ class Plan:
         self.pool = []
         self.ptr_ok = tuple(s is ptr for s in self.specs)
         self.fill = self.compile(buffer_type)
+        self.fast_spec = self._fast_spec()
+
+    def _fast_spec(self):
+        """The packing as t4a_gpu._fastcall.launch takes it (see its source),
+        or None when this plan has no compiled route: no signature (values
+        carry their own types), a struct by value, or more arguments or
+        bytes than it packs."""
+        if not self.typed or self.n > _FAST_ARGS or self.size > _FAST_BYTES or \
+                any(isinstance(s, ByValue) for s in self.specs):
+            return None
+        return struct.pack("<I", self.size) + b"".join(
+            struct.pack("<cBH", b"P" if s is ptr else s.code.encode(), 0, o)
+            for s, o in zip(self.specs, self.offsets))
 
     def compile(self, buffer_type):
         """fill(args, runtime, storage): packs `args` into storage, a

@@ -8,7 +8,11 @@
 #      compiler's), statuses, loader, backend, memory (bytes, bytearray,
 #      memoryview, array, numpy when installed), pinned views, ownership
 #      and finalizers, kernels verified bit for bit, on the fake CUDA driver
-#      and fake NVRTC;
+#      and fake NVRTC: on the ctypes route (T4A_PY_FASTCALL=0), then
+#   0b. the same suite with the compiled fast path built in
+#      (python/build_fastcall.sh into a copy; T4A_TEST_FASTCALL=1: the
+#      route must be in use and test_fastcall's tests must run), left out
+#      saying why where it cannot be built (no Python.h: python3-dev);
 #   1. without a driver, axpy exits 4 naming the driver problem;
 #   2. on the fake driver (2 devices) axpy lists both devices and verifies;
 #      2c. on the host backend (T4A_GPU_BACKEND=host) axpy verifies too;
@@ -22,9 +26,9 @@
 #      and, when Debian's wheel files are there (python3-setuptools-whl,
 #      python3-wheel-whl), `pip install --no-index --find-links
 #      /usr/share/python-wheels` into a plain venv, build isolation kept;
-#   4. in the GPU lane (make check-gpu) the suite and axpy on the real
-#      driver and NVRTC, which must verify; elsewhere axpy on the real
-#      driver may exit 4 (no usable GPU here).
+#   4. in the GPU lane (make check-gpu) the suite (both routes) and axpy on
+#      the real driver and NVRTC, which must verify; elsewhere axpy on the
+#      real driver may exit 4 (no usable GPU here).
 #
 # Environment (set by the Automake harness): T4A_TEST_SRCDIR,
 # T4A_TEST_BUILDDIR, T4A_TEST_LANE (any | gpu), T4A_GPU_BACKEND_PATH.
@@ -85,10 +89,12 @@ run() {
 has() { grep -F -q -e "$1" "$out"; }
 # suite_ok LABEL [REASONS]: the suite ran all its tests and passed; a test
 # may skip only for a missing numpy or for one of REASONS (an extended
-# regular expression; the GPU lane allows a host without two peer devices).
+# regular expression; the GPU lane allows a host without two peer devices;
+# the ctypes route's runs, the compiled route's tests).
+nofast="the compiled route is not in use"
 suite_ok() {
   [ "$rc" -eq 0 ] || fail "$1: the unittest suite failed"
-  grep -q "^ *Ran 72 tests" "$out" || fail "$1: not all 72 tests ran"
+  grep -q "^ *Ran 79 tests" "$out" || fail "$1: not all 79 tests ran"
   allowed="numpy is not installed${2:+|$2}"
   if grep "\.\.\. skipped '" "$out" | grep -Ev "skipped '($allowed)'" | grep -q .; then
     fail "$1: a test skipped for a reason not allowed here (allowed: $allowed)"
@@ -98,9 +104,27 @@ fake_env="T4A_CUDA_LIBRARY=$fake_cuda T4A_NVRTC_LIBRARY=$fake_nvrtc T4A_TEST_DRI
 
 # ---------------------------------------------------------------------------
 # shellcheck disable=SC2086
-run "0. the unittest suite from the source tree, fake driver ($(python3 --version 2>&1))" \
-  env $fake_env PYTHONPATH="$src/python" python3 -m unittest discover -v -s "$src/python/tests"
-suite_ok "source tree"
+run "0. the unittest suite from the source tree, fake driver, ctypes route ($(python3 --version 2>&1))" \
+  env $fake_env T4A_PY_FASTCALL=0 PYTHONPATH="$src/python" \
+  python3 -m unittest discover -v -s "$src/python/tests"
+suite_ok "source tree" "$nofast"
+
+# The compiled fast path, built into a copy of the package.
+echo "== 0b. the compiled fast path (python/build_fastcall.sh)"
+fast=
+PYTHON=python3 sh "$src/python/build_fastcall.sh" "$tmp/fast" >"$out" 2>&1
+case $? in
+0) fast=$tmp/fast ;;
+77) sed 's/^/    /' "$out"; echo "    left out: the suite runs on the ctypes route alone here" ;;
+*) sed 's/^/    /' "$out"; fail "python/build_fastcall.sh failed" ;;
+esac
+if [ -n "$fast" ]; then
+  # shellcheck disable=SC2086
+  run "0b. the unittest suite, fake driver, compiled route" \
+    env $fake_env T4A_TEST_FASTCALL=1 PYTHONPATH="$fast" \
+    python3 -m unittest discover -v -s "$src/python/tests"
+  suite_ok "compiled route"
+fi
 
 run "1. axpy without a driver: exit 4 naming the driver problem" \
   env T4A_CUDA_LIBRARY=/nonexistent/libcuda.so.1 PYTHONPATH="$src/python" python3 "$axpy" 1000
@@ -166,7 +190,7 @@ else
   # shellcheck disable=SC2086
   run "the suite against the installed package" env $fake_env \
     "$tmp/venv/bin/python" -m unittest discover -v -s "$tmp/pysrc/tests" -t "$tmp/pysrc/tests"
-  suite_ok "installed"
+  suite_ok "installed" "$nofast"
   # shellcheck disable=SC2086
   run "axpy against the installed package" env $fake_env "$tmp/venv/bin/python" "$axpy" 5000
   [ $rc -eq 0 ] && has "verified on Fake GPU 0" || fail "axpy with the installed package"
@@ -192,9 +216,14 @@ fi
 # ---------------------------------------------------------------------------
 echo "== 4. real driver (lane $lane)"
 if [ "$lane" = gpu ]; then
-  run "the unittest suite, real driver" env T4A_TEST_DRIVER=real PYTHONPATH="$src/python" \
-    python3 -m unittest discover -v -s "$src/python/tests"
-  suite_ok "GPU lane" "one device|no peer access between devices 0 and 1"
+  run "the unittest suite, real driver, ctypes route" env T4A_TEST_DRIVER=real \
+    T4A_PY_FASTCALL=0 PYTHONPATH="$src/python" python3 -m unittest discover -v -s "$src/python/tests"
+  suite_ok "GPU lane" "one device|no peer access between devices 0 and 1|$nofast"
+  if [ -n "$fast" ]; then
+    run "the unittest suite, real driver, compiled route" env T4A_TEST_DRIVER=real \
+      T4A_TEST_FASTCALL=1 PYTHONPATH="$fast" python3 -m unittest discover -v -s "$src/python/tests"
+    suite_ok "GPU lane, compiled route" "one device|no peer access between devices 0 and 1"
+  fi
 fi
 run "axpy, real driver" env PYTHONPATH="$src/python" python3 "$axpy"
 case $rc in
@@ -203,5 +232,7 @@ case $rc in
    echo "    (no usable GPU here: accepted outside the gpu lane)" ;;
 *) fail "axpy on the real driver exited $rc" ;;
 esac
-echo "PASS (offline install tested: $installed)"
+route="not built here"
+[ -z "$fast" ] || route=tested
+echo "PASS (offline install tested: $installed; compiled route: $route)"
 exit 0

@@ -1,0 +1,203 @@
+/* bench/t4a_ab.c -- two builds of one plugin, side by side in one process:
+ * the same small operations through build A (e.g. the tree before a change)
+ * and build B (the tree now), alternating sample by sample, so that the
+ * cost a change adds to a hot path is measured against the code it
+ * replaced, on the same machine, in the same run.
+ *
+ *   t4a_ab [--samples N] [--batch N] [--json FILE] A.so B.so
+ *
+ * A and B are plugin files (libt4a_cuda.so or libt4a_host.so of two trees;
+ * bench/ab_tree.sh builds another revision's). Each is opened through the
+ * loader (t4a_gpu_open_path: a v1.1 plugin as well as a v1.2 one), init, and
+ * one runtime on device 0 with default options. The rows: buffer_alloc +
+ * buffer_free in steady state (the block cache's path: a freed block is
+ * taken again) at 256 B, 64 KiB and 1 MiB. Each sample times --batch pairs
+ * (default 4000); A and B alternate which goes first. The report gives each
+ * side's median and p99 per pair and two ratios B/A: of the medians, and
+ * the median of the per-sample ratios (each sample's B against the A beside
+ * it).
+ *
+ * Exit status: 0 done, 1 a call failed, 2 usage. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "t4a/gpu_loader.h"
+
+typedef struct side {
+  const char *path;
+  t4a_gpu_backend *b;
+  const t4a_gpu_backend_v1 *t;
+  t4a_runtime rt;
+} side;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double p99(double *v, int n) { /* v sorted */
+  int i = (int)(0.99 * n + 0.999999) - 1;
+  return v[i < 0 ? 0 : i];
+}
+
+static void fail(const side *s, const char *what, int rc) {
+  t4a_error_info e = {.struct_size = sizeof e};
+  const char *detail = t4a_gpu_last_error();
+  if (s->t && s->t->last_error(&e) == T4A_OK)
+    detail = e.message;
+  fprintf(stderr, "t4a_ab: %s: %s: status %d: %s\n", s->path, what, rc, detail);
+  exit(1);
+}
+
+static void open_side(side *s) {
+  int rc = t4a_gpu_open_path(s->path, &s->b);
+  if (rc != T4A_OK)
+    fail(s, "open", rc);
+  s->t = t4a_gpu_backend_table(s->b);
+  if ((rc = s->t->init()) != T4A_OK)
+    fail(s, "init", rc);
+  if ((rc = s->t->runtime_create(0, NULL, &s->rt)) != T4A_OK)
+    fail(s, "runtime_create", rc);
+}
+
+/* Seconds per alloc+free pair over batch pairs. */
+static double alloc_free(const side *s, uint64_t bytes, int batch) {
+  const t4a_gpu_backend_v1 *t = s->t;
+  double t0 = now();
+  for (int i = 0; i < batch; i++) {
+    t4a_buffer b;
+    int rc = t->buffer_alloc(s->rt, bytes, &b);
+    if (rc == T4A_OK)
+      rc = t->buffer_free(s->rt, b);
+    if (rc != T4A_OK)
+      fail(s, "alloc+free", rc);
+  }
+  return (now() - t0) / batch;
+}
+
+static const char *cpu_model(char *buf, size_t size) {
+  snprintf(buf, size, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return buf;
+  char line[256];
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *c = strchr(line, ':');
+      if (c) {
+        snprintf(buf, size, "%s", c + 2);
+        buf[strcspn(buf, "\n")] = '\0';
+      }
+      break;
+    }
+  fclose(f);
+  return buf;
+}
+
+static void usage(FILE *to) {
+  fputs("usage: t4a_ab [--samples N] [--batch N] [--json FILE] A.so B.so\n"
+        "  the same operations through two builds of a plugin, alternating; B/A ratios\n",
+        to);
+}
+
+int main(int argc, char **argv) {
+  int samples = 41, batch = 4000;
+  const char *json = NULL, *paths[2] = {NULL, NULL};
+  int n = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--samples") == 0 && i + 1 < argc)
+      samples = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+      batch = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json = argv[++i];
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (argv[i][0] != '-' && n < 2)
+      paths[n++] = argv[i];
+    else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (n != 2 || samples < 3 || samples > 10001 || batch < 1) {
+    usage(stderr);
+    return 2;
+  }
+  side s[2] = {{.path = paths[0]}, {.path = paths[1]}};
+  open_side(&s[0]);
+  open_side(&s[1]);
+  static const uint64_t sizes[] = {256, 64 << 10, 1 << 20};
+  double *v[2], *ratio;
+  v[0] = malloc(sizeof(double) * (size_t)samples);
+  v[1] = malloc(sizeof(double) * (size_t)samples);
+  ratio = malloc(sizeof(double) * (size_t)samples);
+  if (!v[0] || !v[1] || !ratio)
+    return 1;
+  FILE *out = json ? fopen(json, "w") : NULL;
+  if (json && !out) {
+    perror(json);
+    return 1;
+  }
+  char cpu[128];
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("t4a_ab: A %s\n        B %s\n        %s, %ld CPUs, %d samples of %d pairs\n", paths[0],
+         paths[1], cpu_model(cpu, sizeof cpu), cpus, samples, batch);
+  printf("%-28s %10s %10s %10s %10s %9s %9s\n", "row", "A median", "A p99", "B median", "B p99",
+         "B/A", "paired");
+  if (out)
+    fprintf(out, "{\"machine\": \"%s, %ld CPUs\", \"a\": \"%s\", \"b\": \"%s\", \"rows\": [", cpu,
+            cpus, paths[0], paths[1]);
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    for (int w = 0; w < 3; w++) /* warm both: caches, the block cache's first blocks */
+      for (int j = 0; j < 2; j++)
+        (void)alloc_free(&s[j], sizes[k], batch);
+    for (int i = 0; i < samples; i++) {
+      int first = i & 1;
+      v[first][i] = alloc_free(&s[first], sizes[k], batch);
+      v[!first][i] = alloc_free(&s[!first], sizes[k], batch);
+      ratio[i] = v[1][i] / v[0][i];
+    }
+    double ma = median(v[0], samples), mb = median(v[1], samples);
+    double pa = p99(v[0], samples), pb = p99(v[1], samples), mr = median(ratio, samples);
+    char row[64];
+    snprintf(row, sizeof row, "alloc+free %llu B", (unsigned long long)sizes[k]);
+    printf("%-28s %7.1f ns %7.1f ns %7.1f ns %7.1f ns %9.3f %9.3f\n", row, ma * 1e9, pa * 1e9,
+           mb * 1e9, pb * 1e9, mb / ma, mr);
+    if (out)
+      fprintf(out,
+              "%s\n  {\"row\": \"%s\", \"a_median_ns\": %.2f, \"a_p99_ns\": %.2f, "
+              "\"b_median_ns\": %.2f, \"b_p99_ns\": %.2f, \"ratio\": %.4f, \"paired_ratio\": %.4f}",
+              k ? "," : "", row, ma * 1e9, pa * 1e9, mb * 1e9, pb * 1e9, mb / ma, mr);
+  }
+  if (out) {
+    fputs("\n]}\n", out);
+    fclose(out);
+  }
+  for (int j = 0; j < 2; j++) {
+    if (s[j].t->runtime_destroy(s[j].rt, T4A_WAIT_FOREVER) != T4A_OK)
+      fail(&s[j], "runtime_destroy", 1);
+    t4a_gpu_close(s[j].b);
+  }
+  free(v[0]);
+  free(v[1]);
+  free(ratio);
+  return 0;
+}
