@@ -54,6 +54,7 @@ void t4a__cxxargs_free(t4a__cxxargs *a);
 typedef struct t4a__hmodule {
   t4a__hslot h;
   void *dl; /* dlopen's handle */
+  int fd;   /* the memfd it was opened from, open while it is loaded (module.c); -1: none */
   const t4a_hk_module *m;
   char name[64];
 } t4a__hmodule;

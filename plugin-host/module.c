@@ -5,7 +5,11 @@
  *
  * Loading never writes a file another user could replace: the artifact's
  * shared object is written into a memfd (sealed against writes) and opened
- * by dlopen through /proc/self/fd; where memfd_create or /proc is missing,
+ * by dlopen through /proc/self/fd/N; the memfd stays open until the module
+ * is closed, since the dynamic linker knows a loaded object by the name it
+ * was opened by: a second module opened as the same /proc/self/fd/N (the
+ * number reused once the first memfd was closed) would be given the first
+ * module's object, code and all. Where memfd_create or /proc is missing,
  * into a fresh 0700 directory of mkdtemp's, unlinked (with the directory)
  * right after dlopen. Each module_load opens its own copy (its static
  * shared memory and statics are its own), so unloading one runtime's
@@ -75,8 +79,11 @@ void t4a__hkernels_init(t4a__hrt *rt) {
 void t4a__hkernels_fini(t4a__hrt *rt) {
   for (uint32_t i = 0; i < rt->mods.count; i++) {
     t4a__hmodule *m = t4a__htable_at(&rt->mods, i);
-    if (m->h.live)
+    if (m->h.live) {
       dlclose(m->dl);
+      if (m->fd >= 0)
+        close(m->fd);
+    }
   }
   t4a__htable_fini(&rt->mods);
   t4a__htable_fini(&rt->funcs);
@@ -114,10 +121,13 @@ static bool write_all(int fd, const char *p, uint64_t n) {
   return true;
 }
 
-/* dlopen of the bytes through a sealed memfd; NULL with *why when that
- * path is unavailable or failed. */
-static void *open_memfd(const t4a__code *code, char *why, size_t why_size, bool *fallback) {
+/* dlopen of the bytes through a sealed memfd, kept open in *memfd while
+ * the module is loaded (see the top); NULL with *why when that path is
+ * unavailable or failed. */
+static void *open_memfd(const t4a__code *code, char *why, size_t why_size, bool *fallback,
+                        int *memfd) {
   *fallback = true;
+  *memfd = -1;
 #ifdef MFD_CLOEXEC
   int fd = memfd_create("t4a-kernel-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
@@ -140,9 +150,12 @@ static void *open_memfd(const t4a__code *code, char *why, size_t why_size, bool 
   }
   *fallback = false;
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl)
+  if (!dl) {
     snprintf(why, why_size, "%s", dlerror());
-  close(fd); /* the loaded image keeps its own mapping */
+    close(fd);
+  } else {
+    *memfd = fd; /* its number, hence the object's name, stays this module's */
+  }
   return dl;
 #else
   snprintf(why, why_size, "memfd_create is unavailable");
@@ -228,7 +241,8 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
   if ((rc = t4a__htable_take(&rt->mods, "module_load", &i)))
     goto out;
   bool fallback;
-  dl = open_memfd(&code, why, sizeof why, &fallback);
+  int fd;
+  dl = open_memfd(&code, why, sizeof why, &fallback, &fd);
   if (!dl && fallback)
     dl = open_private(&code, why, sizeof why);
   if (!dl) {
@@ -259,11 +273,14 @@ int t4a__slot_module_load(t4a_runtime h, t4a_artifact a, t4a_module *out) {
   }
   if (rc) {
     dlclose(dl);
+    if (fd >= 0)
+      close(fd);
     t4a__htable_untake(&rt->mods, i);
     goto out;
   }
   t4a__hmodule *mod = t4a__htable_at(&rt->mods, i);
   mod->dl = dl;
+  mod->fd = fd;
   mod->m = m;
   t4a__strcopy(mod->name, sizeof mod->name, code.name);
   out->bits = t4a__htable_publish(&rt->mods, i, &t4a__module_kind, rt->slot.index);
@@ -273,9 +290,13 @@ out:
   return rc;
 }
 
+/* A retirement's release: `bytes` carries the module's memfd + 1 (0: none),
+ * closed after the object it names. */
 static void close_module(t4a__hrt *rt, void *dl, uint64_t bytes, bool final) {
-  (void)rt, (void)bytes, (void) final;
+  (void)rt, (void) final;
   dlclose(dl);
+  if (bytes)
+    close((int)(bytes - 1));
 }
 
 int t4a__slot_module_unload(t4a_runtime h, t4a_module mh) {
@@ -292,7 +313,8 @@ int t4a__slot_module_unload(t4a_runtime h, t4a_module mh) {
         t4a__htable_release(&rt->funcs, i);
     }
     /* launches queued (and graphs replayed) so far may still run its code */
-    t4a__hretire r = {t4a__queue_tail(&rt->q), close_module, m->dl, 0};
+    t4a__hretire r = {t4a__queue_tail(&rt->q), close_module, m->dl,
+                      m->fd >= 0 ? (uint64_t)m->fd + 1 : 0};
     t4a__htable_release(&rt->mods, mi);
     rc = t4a__retire_add(rt, &r);
   }
