@@ -8,6 +8,7 @@
 set -eu
 [ $# -eq 2 ] || { echo "usage: bench/ab_tree.sh REV DIR" >&2; exit 2; }
 rev=$1
+short=$(git rev-parse --short "$rev")
 mkdir -p "$2"
 dir=$(cd "$2" && pwd)
 work=$(mktemp -d)
@@ -21,4 +22,4 @@ cd "$work/build"
 make -s -j"$(nproc)" >/dev/null
 cp plugin-cuda/.libs/libt4a_cuda.so "$dir/"
 if [ -f plugin-host/.libs/libt4a_host.so ]; then cp plugin-host/.libs/libt4a_host.so "$dir/"; fi
-echo "ab_tree: $(git rev-parse --short "$rev")'s plugins in $dir: $(ls "$dir" | tr '\n' ' ')"
+echo "ab_tree: $short's plugins in $dir: $(ls "$dir" | tr '\n' ' ')"

@@ -83,6 +83,16 @@ static const char source[] =
     "    __syncthreads();\n"
     "  if (threadIdx.x == 0)\n"
     "    out[blockIdx.x] = k;\n"
+    "}\n"
+    "extern \"C\" __global__ void b_empty(int unused) {}\n";
+
+/* What the compile rows build: a small kernel of its own (not the source
+ * above, which the other rows' setups compile and cache). */
+static const char small_source[] =
+    "extern \"C\" __global__ void b_small(int n, float a, const float *x, float *y) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n)\n"
+    "    y[i] = a * x[i] + y[i];\n"
     "}\n";
 
 /* The pool's size, as plugin-host/pool.c chooses it. */
@@ -261,6 +271,119 @@ static void barrier_raw(void *v, int batch) {
     s->r.sink = s->r.sink + 1;
 }
 
+/* ---- the host costs of an empty launch and of compiles -------------------------------- */
+
+typedef struct lstate {
+  t4a_artifact art;
+  t4a_module mod;
+  t4a_function f;
+  volatile unsigned sink;
+} lstate;
+
+static void *empty_setup(const bench_case *c) {
+  (void)c;
+  lstate *s = calloc(1, sizeof *s);
+  if (!s) {
+    fprintf(stderr, "t4a_bench: out of memory for the launch case\n");
+    exit(1);
+  }
+  t4a_compile_options o = {.struct_size = sizeof o, .source = source, .name = "bench.cu"};
+  bench_check(E.t->artifact_compile(&o, &s->art), "artifact_compile (host)");
+  bench_check(E.t->module_load(E.rt, s->art, &s->mod), "module_load");
+  bench_check(E.t->function_get(E.rt, s->mod, "b_empty", &s->f), "function_get");
+  return s;
+}
+
+static void empty_teardown(void *v) {
+  lstate *s = v;
+  bench_check(E.t->module_unload(E.rt, s->mod), "module_unload");
+  bench_check(E.t->artifact_release(s->art), "artifact_release");
+  sync_rt();
+  free(s);
+}
+
+/* batch launches of an empty kernel (one block of 32 threads), then one
+ * seal and wait: the caller's cost per launch, the worker running them
+ * meanwhile. */
+static void empty_ours(void *v, int batch) {
+  lstate *s = v;
+  int k = 0;
+  void *args[] = {&k};
+  t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {32, 1, 1}};
+  for (int i = 0; i < batch; i++)
+    bench_check(E.t->launch(E.rt, s->f, &c, args), "launch");
+  sync_rt();
+}
+
+/* The raw side: what the loop itself costs (no launch has a CPU equivalent). */
+static void empty_raw(void *v, int batch) {
+  lstate *s = v;
+  for (int i = 0; i < batch; i++)
+    s->sink = s->sink + 1;
+}
+
+static void *compile_setup(const bench_case *c) {
+  lstate *s = calloc(1, sizeof *s);
+  if (!s) {
+    fprintf(stderr, "t4a_bench: out of memory for the compile cases\n");
+    exit(1);
+  }
+  /* one compile through the caches first: the entry the hit rows find */
+  t4a_compile_options o = {.struct_size = sizeof o, .source = small_source, .name = "small.cu"};
+  bench_check(E.t->artifact_compile(&o, &s->art), "artifact_compile (host)");
+  bench_check(E.t->artifact_release(s->art), "artifact_release");
+  (void)c;
+  return s;
+}
+
+static void compile_teardown(void *v) { free(v); }
+
+/* arg 0: cold (T4A_COMPILE_NO_CACHE: the translator and the C++ compiler,
+ * every time); 1: a memory-cache hit; 2: a disk-cache hit (the memory cache
+ * emptied first, which the row's time includes). */
+static void compile_ours_with(int how, int batch) {
+  t4a_compile_options o = {.struct_size = sizeof o,
+                           .source = small_source,
+                           .name = "small.cu",
+                           .flags = how == 0 ? T4A_COMPILE_NO_CACHE : 0};
+  for (int i = 0; i < batch; i++) {
+    t4a_artifact a;
+    if (how == 2)
+      bench_check(E.t->compile_cache_clear(T4A_CACHE_MEMORY), "compile_cache_clear");
+    bench_check(E.t->artifact_compile(&o, &a), "artifact_compile (host)");
+    bench_check(E.t->artifact_release(a), "artifact_release");
+  }
+}
+
+static void compile_cold(void *v, int batch) {
+  (void)v;
+  compile_ours_with(0, batch);
+}
+static void compile_memory_hit(void *v, int batch) {
+  (void)v;
+  compile_ours_with(1, batch);
+}
+static void compile_disk_hit(void *v, int batch) {
+  (void)v;
+  compile_ours_with(2, batch);
+}
+
+static void compile_raw(void *v, int batch) { empty_raw(v, batch); }
+
+/* The disk-hit row needs a disk cache ($T4A_CACHE_DIR empty turns it off):
+ * a compile after the memory cache was emptied must be a disk hit. */
+static const char *no_disk_cache(const bench_case *c) {
+  (void)c;
+  t4a_compile_cache_stats before = {.struct_size = sizeof before}, after = before;
+  bench_check(E.t->compile_cache_stats(&before), "compile_cache_stats");
+  compile_ours_with(1, 1); /* the entry, in both caches */
+  compile_ours_with(2, 1);
+  bench_check(E.t->compile_cache_stats(&after), "compile_cache_stats");
+  if (after.disk_hits == before.disk_hits)
+    return "no disk-cache hit here (T4A_CACHE_DIR is empty, or its directory is unusable)";
+  return NULL;
+}
+
 const bench_case bench_hostk_cases[] = {{.name = "host kernel: saxpy 64 Mi floats",
                                          .bytes = 3ull * N * 4,
                                          .batch = 1,
@@ -308,4 +431,45 @@ const bench_case bench_hostk_cases[] = {{.name = "host kernel: saxpy 64 Mi float
                                          .ours = barrier_ours,
                                          .raw = barrier_raw,
                                          .teardown = kernel_teardown},
+                                        {.name = "host kernel: empty launch, host cost",
+                                         .batch = 2000,
+                                         .samples = 21,
+                                         .warmup = 2,
+                                         .target_kind = TARGET_ABS_MAX,
+                                         .target = 5.0,
+                                         .setup = empty_setup,
+                                         .ours = empty_ours,
+                                         .raw = empty_raw,
+                                         .teardown = empty_teardown},
+                                        {.name = "host compile: small kernel, cold",
+                                         .batch = 1,
+                                         .samples = 5,
+                                         .warmup = 1,
+                                         .target_kind = TARGET_ABS_MAX,
+                                         .target = 400000.0,
+                                         .setup = compile_setup,
+                                         .ours = compile_cold,
+                                         .raw = compile_raw,
+                                         .teardown = compile_teardown},
+                                        {.name = "host compile: memory-cache hit",
+                                         .batch = 1000,
+                                         .samples = 21,
+                                         .warmup = 2,
+                                         .target_kind = TARGET_ABS_MAX,
+                                         .target = 5.0,
+                                         .setup = compile_setup,
+                                         .ours = compile_memory_hit,
+                                         .raw = compile_raw,
+                                         .teardown = compile_teardown},
+                                        {.name = "host compile: disk-cache hit",
+                                         .batch = 50,
+                                         .samples = 21,
+                                         .warmup = 2,
+                                         .target_kind = TARGET_ABS_MAX,
+                                         .target = 1000.0,
+                                         .setup = compile_setup,
+                                         .ours = compile_disk_hit,
+                                         .raw = compile_raw,
+                                         .teardown = compile_teardown,
+                                         .skip = no_disk_cache},
                                         {.name = NULL}};

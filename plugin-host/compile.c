@@ -44,6 +44,7 @@
 #include "common/sha256.h"
 #include "plugin-host/cxx.h"
 #include "plugin-host/host.h"
+#include "plugin-host/keymemo.h"
 #include "plugin-host/ktranslate.h"
 
 static const t4a__disk disk = {"host", "host"}; /* its own subdirectory of the cache */
@@ -276,16 +277,27 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
   if (rc)
     return rc;
   const char *name = o->name ? o->name : "t4a.cu";
+  bool checked = t4a__hcheck_env();
+  uint8_t key[32] = {0};
   t4a__hcxx c;
+  t4a__keyreq kr = {&c, checked, o, size};
+  bool memo_cacheable = false, memo_hit = false;
+  /* The memory cache first, without a system call: the compiler as last
+   * found (cxx.h), the key of a request seen lately (keymemo.h). */
+  if (!(o->flags & T4A_COMPILE_NO_CACHE) && t4a__hcxx_last(&c) &&
+      t4a__keymemo_find(&kr, key, &memo_cacheable) && memo_cacheable &&
+      t4a__artifact_cached(key, out))
+    return T4A_OK;
   if ((rc = t4a__hcxx_find(&c, "artifact_compile")))
     return rc;
+  memo_hit = !(o->flags & T4A_COMPILE_NO_CACHE) && t4a__keymemo_find(&kr, key, &memo_cacheable);
   t4a__cxxargs a;
   a.count = a.owned_count = 0;
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     a.v[a.count++] = fixed[i];
   if (!c.clang)
     a.v[a.count++] = no_unique;
-  if (t4a__hcheck_env()) /* loop-mode threads keep their index for fault_here (a key of its own) */
+  if (checked) /* loop-mode threads keep their index for fault_here (a key of its own) */
     a.v[a.count++] = "-DT4A_HK_CHECKED=1";
   char *log = NULL;
   int mrc = t4a__cxxargs_map(&a, name, o->options, o->option_count, &log);
@@ -301,9 +313,9 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
                                       : "an option asks for what the host backend cannot do");
     return failed(mrc, log, name, out);
   }
-  uint8_t key[32];
   bool cached = !(o->flags & T4A_COMPILE_NO_CACHE);
-  const char *why = cached ? t4a__compile_reads_files(o, size) : NULL;
+  const char *why =
+      cached && !(memo_hit && memo_cacheable) ? t4a__compile_reads_files(o, size) : NULL;
   if (why) {
     cached = false;
     pthread_mutex_lock(&clock_);
@@ -314,8 +326,11 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
              why, (unsigned long long)count);
   }
   int version = 1000 * c.major + 10 * c.minor;
-  if (cached) {
+  if (cached && !memo_hit)
     cache_key(o, size, &c, &a, key);
+  if (!memo_hit && !(o->flags & T4A_COMPILE_NO_CACHE)) /* remembered, cacheable or not */
+    t4a__keymemo_put(&kr, key, cached);
+  if (cached) {
     if (t4a__artifact_cached(key, out)) {
       t4a__cxxargs_free(&a);
       return T4A_OK;

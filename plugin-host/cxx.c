@@ -143,13 +143,15 @@ static bool same_identity(const struct stat *a, const struct stat *b) {
          a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-static bool reuse_last(const char *env, const char *search, t4a__hcxx *c) {
+/* The last answer, when found from the same T4A_HOST_CXX and PATH; with
+ * check, only if the file is also unchanged (one stat). */
+static bool reuse_last(const char *env, const char *search, t4a__hcxx *c, bool check) {
   bool hit = false;
   pthread_mutex_lock(&klock);
   if (last.valid && last.env_set == (env != NULL) && (!env || strcmp(last.env, env) == 0) &&
       strcmp(last.search, search) == 0) {
     struct stat st; /* the same file as found (and checked executable) then */
-    hit = stat(last.c.path, &st) == 0 && same_identity(&st, &last.st);
+    hit = !check || (stat(last.c.path, &st) == 0 && same_identity(&st, &last.st));
     if (hit)
       *c = last.c;
   }
@@ -174,14 +176,13 @@ static pthread_once_t secure_once = PTHREAD_ONCE_INIT;
 static bool secure;
 static void read_secure(void) { secure = t4a__env_is_secure(); }
 
-int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
-  memset(c, 0, sizeof *c);
-  struct stat st;
+/* c->search from PATH (or the system's default); *env: T4A_HOST_CXX or NULL. */
+static int environment(t4a__hcxx *c, const char **env, const char *what) {
   pthread_once(&secure_once, read_secure);
-  const char *env = secure ? NULL : getenv("T4A_HOST_CXX");
+  *env = secure ? NULL : getenv("T4A_HOST_CXX");
   const char *path = secure ? NULL : getenv("PATH");
-  if (env && !*env)
-    env = NULL;
+  if (*env && !**env)
+    *env = NULL;
   if (path) {
     if (strlen(path) >= sizeof c->search)
       return t4a__fail(T4A_ENOCOMPILER,
@@ -192,7 +193,23 @@ int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
   } else if (!confstr(_CS_PATH, c->search, sizeof c->search)) {
     t4a__strcopy(c->search, sizeof c->search, "/bin:/usr/bin");
   }
-  if (reuse_last(env, c->search, c))
+  return T4A_OK;
+}
+
+bool t4a__hcxx_last(t4a__hcxx *c) {
+  const char *env;
+  memset(c, 0, sizeof *c);
+  return environment(c, &env, "artifact_compile") == T4A_OK && reuse_last(env, c->search, c, false);
+}
+
+int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
+  memset(c, 0, sizeof *c);
+  struct stat st;
+  const char *env;
+  int rc = environment(c, &env, what);
+  if (rc)
+    return rc;
+  if (reuse_last(env, c->search, c, true))
     return T4A_OK;
   if (env) {
     if (env[0] != '/')
@@ -220,8 +237,7 @@ int t4a__hcxx_find(t4a__hcxx *c, const char *what) {
                               "environment is ignored in a setuid process"
                             : "");
   }
-  int rc = ask_version(c, &st, what);
-  if (rc)
+  if ((rc = ask_version(c, &st, what)))
     return rc;
   parse_version(c);
   c->clang = strstr(c->version, "clang") != NULL;

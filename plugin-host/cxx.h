@@ -12,8 +12,8 @@
  * file, and asked again when the file changes (device, inode, size or
  * modification time), so an upgrade is noticed by the caches' key. The
  * last answer is reused while T4A_HOST_CXX and PATH are unchanged and the
- * compiler found is the same file (one stat: a compile served from the
- * memory cache stays cheap); a compiler installed meanwhile in an earlier
+ * compiler found is the same file (one stat); a memory-cache hit needs not
+ * even that (t4a__hcxx_last); a compiler installed meanwhile in an earlier
  * directory of PATH is found by the next process. */
 #ifndef T4A_PLUGIN_HOST_CXX_H
 #define T4A_PLUGIN_HOST_CXX_H
@@ -33,6 +33,13 @@ typedef struct t4a__hcxx {
  * ("... install g++ (or clang++) or set T4A_HOST_CXX"); `what` names the
  * call in the message. */
 int t4a__hcxx_find(t4a__hcxx *out, const char *what);
+
+/* The compiler last found from the same T4A_HOST_CXX and PATH, without
+ * checking its file (no system call): what a memory-cache lookup keys by.
+ * False when there is none (then t4a__hcxx_find). A compiler changed in
+ * place is noticed by the next t4a__hcxx_find, i.e. the next compile that
+ * is no memory-cache hit: an artifact in memory stays what it is. */
+bool t4a__hcxx_last(t4a__hcxx *out);
 
 /* Runs the compiler c with argv (argv[0] is replaced by c->path; NULL
  * terminated) in a fixed environment (PATH = c->search, TMPDIR = tmpdir,

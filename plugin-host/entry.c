@@ -18,6 +18,7 @@
 #include "backend-core/readonly.h"
 #include "backend-core/slots.h"
 #include "plugin-host/host.h"
+#include "plugin-host/keymemo.h"
 
 static const t4a_gpu_backend_v1 table = {
     .struct_size = sizeof(t4a_gpu_backend_v1),
@@ -58,6 +59,7 @@ __attribute__((destructor)) static void t4a__host_unload(void) {
   t4a__hcheck_unload(); /* no thread runs a kernel any more */
   t4a__copypool_shutdown();
   t4a__artifacts_unload();
+  t4a__keymemo_unload();
   t4a__hwitnesses_unload();
   t4a__read_only_unload();
   t4a__rtable_unload();

@@ -391,6 +391,137 @@ START_TEST(the_caches_serve_repeated_compiles) {
 }
 END_TEST
 
+/* A memory-cache hit takes its key from the requests seen lately
+ * (plugin-host/keymemo.h) and the compiler as last found, without hashing
+ * or a system call: requests one byte apart, in checked mode or not, or
+ * built by another compiler must still get artifacts of their own. */
+START_TEST(recent_requests_keep_their_own_keys) {
+  char cache[128];
+  snprintf(cache, sizeof cache, "%s/memo-cache", root);
+  setenv("T4A_CACHE_DIR", cache, 1);
+  uint64_t seed = t4a_test_seed();
+  char src[2][160];
+  /* two sources one byte apart, at a random place of the constant */
+  unsigned v = 100000 + (unsigned)(seed % 800000), w = v ^ (1u << (seed >> 20) % 3);
+  snprintf(src[0], sizeof src[0], "extern \"C\" __global__ void k(unsigned *p) { p[0] = %uu; }\n",
+           v);
+  snprintf(src[1], sizeof src[1], "extern \"C\" __global__ void k(unsigned *p) { p[0] = %uu; }\n",
+           w);
+  ck_assert_uint_eq(strlen(src[0]), strlen(src[1]));
+  t4a_compile_options o[2] = {request(src[0], "m.cu"), request(src[1], "m.cu")};
+  t4a_artifact first[2], again[2];
+  t4a_compile_cache_stats s0 = stats();
+  for (int i = 0; i < 2; i++)
+    OK(T->artifact_compile(&o[i], &first[i]));
+  for (int i = 0; i < 2; i++)
+    OK(T->artifact_compile(&o[i], &again[i]));
+  t4a_compile_cache_stats s1 = stats();
+  ck_assert_uint_eq(s1.misses, s0.misses + 2);
+  ck_assert_uint_eq(s1.memory_hits, s0.memory_hits + 2);
+  ck_assert(first[0].bits != first[1].bits);
+  ck_assert_uint_eq(again[0].bits, first[0].bits);
+  ck_assert_uint_eq(again[1].bits, first[1].bits);
+  /* ... and run the values they were given */
+  t4a_runtime rt;
+  OK(T->runtime_create(0, NULL, &rt));
+  t4a_buffer b;
+  uint64_t p;
+  OK(T->buffer_alloc(rt, 4, &b));
+  OK(T->buffer_device_address(rt, b, &p));
+  for (int i = 0; i < 2; i++) {
+    t4a_module m;
+    t4a_function f;
+    OK(T->module_load(rt, again[i], &m));
+    OK(T->function_get(rt, m, "k", &f));
+    void *args[] = {&p};
+    t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+    OK(T->launch(rt, f, &c, args));
+    unsigned got = 0;
+    OK(T->copy_d2h(rt, &got, b, 0, 4));
+    ck_assert_uint_eq(got, (i ? w : v));
+  }
+  OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  /* checked mode builds other code: a key of its own, then the first again */
+  t4a_artifact x;
+  setenv("T4A_HOST_CHECK", "1", 1);
+  OK(T->artifact_compile(&o[0], &x));
+  unsetenv("T4A_HOST_CHECK");
+  ck_assert_uint_eq(stats().misses, s1.misses + 1);
+  ck_assert(x.bits != first[0].bits);
+  OK(T->artifact_release(x));
+  OK(T->artifact_compile(&o[0], &x));
+  ck_assert_uint_eq(x.bits, first[0].bits);
+  OK(T->artifact_release(x));
+  /* another compiler (a wrapper of the same one, at another path): compiled
+   * by it, not served what the first one built */
+  char wrapper[160];
+  snprintf(wrapper, sizeof wrapper, "%s/wrapped-c++", root);
+  FILE *f = fopen(wrapper, "w");
+  ck_assert(f && fprintf(f, "#!/bin/sh\nexec '%s' \"$@\"\n", cxx_path) > 0 && fclose(f) == 0);
+  chmod(wrapper, 0700);
+  setenv("T4A_HOST_CXX", wrapper, 1);
+  uint64_t misses = stats().misses;
+  OK(T->artifact_compile(&o[0], &x));
+  ck_assert_uint_eq(stats().misses, misses + 1);
+  ck_assert(x.bits != first[0].bits);
+  OK(T->artifact_release(x));
+  unsetenv("T4A_HOST_CXX");
+  OK(T->artifact_compile(&o[0], &x));
+  ck_assert_uint_eq(x.bits, first[0].bits);
+  ck_assert_uint_eq(stats().misses, misses + 1);
+  OK(T->artifact_release(x));
+  for (int i = 0; i < 2; i++) {
+    OK(T->artifact_release(first[i]));
+    OK(T->artifact_release(again[i]));
+  }
+}
+END_TEST
+
+/* Modules loaded at once keep their own code, also when their kernels
+ * share a name: each is its own object to the dynamic linker (with the
+ * memfd closed right after dlopen, the next module opened as the same
+ * /proc/self/fd/N was given the first one's object, and ran its code). */
+START_TEST(loaded_modules_keep_their_own_code) {
+  enum { MODS = 4 };
+  uint64_t seed = t4a_test_seed();
+  unsigned want[MODS];
+  char src[MODS][128];
+  t4a_artifact art[MODS];
+  for (int i = 0; i < MODS; i++) {
+    want[i] = (unsigned)(seed % 1000000) * 8 + (unsigned)i;
+    snprintf(src[i], sizeof src[i], "extern \"C\" __global__ void k(unsigned *p) { p[0] = %uu; }\n",
+             want[i]);
+    t4a_compile_options o = request(src[i], "same-name.cu");
+    OK(T->artifact_compile(&o, &art[i]));
+  }
+  t4a_runtime rt;
+  OK(T->runtime_create(0, NULL, &rt));
+  t4a_buffer b;
+  uint64_t p;
+  OK(T->buffer_alloc(rt, 4, &b));
+  OK(T->buffer_device_address(rt, b, &p));
+  t4a_module m[MODS];
+  t4a_function f[MODS];
+  for (int i = 0; i < MODS; i++) {
+    OK(T->module_load(rt, art[i], &m[i]));
+    OK(T->function_get(rt, m[i], "k", &f[i]));
+    if (i == 1) /* one unloaded between the loads: its number may come again */
+      OK(T->module_unload(rt, m[0]));
+  }
+  for (int i = 1; i < MODS; i++) {
+    void *args[] = {&p};
+    t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+    OK(T->launch(rt, f[i], &c, args));
+    unsigned got = 0;
+    OK(T->copy_d2h(rt, &got, b, 0, 4));
+    ck_assert_msg(got == want[i], "module %d ran %u, its source says %u", i, got, want[i]);
+  }
+  OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  for (int i = 0; i < MODS; i++)
+    OK(T->artifact_release(art[i]));
+}
+END_TEST
+
 /* ---- kernels ------------------------------------------------------------------------------- */
 
 static t4a_runtime rt_;
@@ -664,6 +795,8 @@ int main(void) {
   tcase_add_test(tc, a_failed_compile_logs_the_consumers_lines);
   tcase_add_test(tc, nvrtc_options_are_mapped_or_refused);
   tcase_add_test(tc, the_caches_serve_repeated_compiles);
+  tcase_add_test(tc, recent_requests_keep_their_own_keys);
+  tcase_add_test(tc, loaded_modules_keep_their_own_code);
   suite_add_tcase(s, tc);
   tc = tcase_create("kernels");
   tcase_add_checked_fixture(tc, setup, teardown);
