@@ -92,7 +92,10 @@ void bench_report_init(FILE *json, const char *self);
 void bench_report_elapsed(FILE *json); /* bench/v11_cases.c */
 void bench_report_scaling(FILE *json); /* bench/scaling.c */
 
-double bench_now(void);
+double bench_now(void); /* bench/stats.c: CLOCK_MONOTONIC, in seconds */
+/* Sorts v[0..n) and gives its median and p99: the value 99% of samples are
+ * no worse than (the 99th percentile of times, the 1st of bandwidths). */
+void bench_stats(double *v, int n, bool higher_is_better, double *median, double *p99);
 void bench_check(int rc, const char *what);
 void bench_cu(t4a__CUresult r, const char *what);
 

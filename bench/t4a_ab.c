@@ -23,9 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "t4a/gpu_loader.h"
 
 typedef struct side {
@@ -34,27 +34,6 @@ typedef struct side {
   const t4a_gpu_backend_v1 *t;
   t4a_runtime rt;
 } side;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double p99(double *v, int n) { /* v sorted */
-  int i = (int)(0.99 * n + 0.999999) - 1;
-  return v[i < 0 ? 0 : i];
-}
 
 static void fail(const side *s, const char *what, int rc) {
   t4a_error_info e = {.struct_size = sizeof e};
@@ -79,7 +58,7 @@ static void open_side(side *s) {
 /* Seconds per alloc+free pair over batch pairs. */
 static double alloc_free(const side *s, uint64_t bytes, int batch) {
   const t4a_gpu_backend_v1 *t = s->t;
-  double t0 = now();
+  double t0 = bench_now();
   for (int i = 0; i < batch; i++) {
     t4a_buffer b;
     int rc = t->buffer_alloc(s->rt, bytes, &b);
@@ -88,7 +67,7 @@ static double alloc_free(const side *s, uint64_t bytes, int batch) {
     if (rc != T4A_OK)
       fail(s, "alloc+free", rc);
   }
-  return (now() - t0) / batch;
+  return (bench_now() - t0) / batch;
 }
 
 static const char *cpu_model(char *buf, size_t size) {
@@ -175,8 +154,10 @@ int main(int argc, char **argv) {
       v[!first][i] = alloc_free(&s[!first], sizes[k], batch);
       ratio[i] = v[1][i] / v[0][i];
     }
-    double ma = median(v[0], samples), mb = median(v[1], samples);
-    double pa = p99(v[0], samples), pb = p99(v[1], samples), mr = median(ratio, samples);
+    double ma, mb, pa, pb, mr, unused;
+    bench_stats(v[0], samples, false, &ma, &pa);
+    bench_stats(v[1], samples, false, &mb, &pb);
+    bench_stats(ratio, samples, false, &mr, &unused);
     char row[64];
     snprintf(row, sizeof row, "alloc+free %llu B", (unsigned long long)sizes[k]);
     printf("%-28s %7.1f ns %7.1f ns %7.1f ns %7.1f ns %9.3f %9.3f\n", row, ma * 1e9, pa * 1e9,

@@ -41,27 +41,6 @@
 
 /* ---- timing and statistics ---------------------------------------------------- */
 
-double bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median and p99: the value 99% of samples are no worse than (the 99th
- * percentile of times, the 1st of bandwidths). */
-static void stats(double *v, int n, bool higher_is_better, double *median, double *p99) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  int i = (int)ceil(0.99 * n) - 1;
-  i = i < 0 ? 0 : i >= n ? n - 1 : i;
-  *p99 = higher_is_better ? v[n - 1 - i] : v[i];
-}
-
 static unsigned g_copy_threads; /* 0: the runtime's default */
 
 /* ---- the environment both sides share ---------------------------------------------- */
@@ -210,8 +189,8 @@ static result run_case(const bench_case *c) {
     }
   }
   result r = {.c = c};
-  stats(ours, samples, c->bytes != 0, &r.ours_median, &r.ours_p99);
-  stats(raw, samples, c->bytes != 0, &r.raw_median, &r.raw_p99);
+  bench_stats(ours, samples, c->bytes != 0, &r.ours_median, &r.ours_p99);
+  bench_stats(raw, samples, c->bytes != 0, &r.raw_median, &r.raw_p99);
   r.ratio = r.ours_median / r.raw_median;
   switch (c->target_kind) {
   case TARGET_NONE: r.met = true; break;

@@ -391,6 +391,16 @@ START_TEST(the_caches_serve_repeated_compiles) {
 }
 END_TEST
 
+/* Runs k(unsigned *p) { p[0] = ...; } on one thread; what it wrote at p (b). */
+static unsigned run_k(t4a_runtime rt, t4a_function f, t4a_buffer b, uint64_t p) {
+  void *args[] = {&p};
+  t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+  OK(T->launch(rt, f, &c, args));
+  unsigned got = 0;
+  OK(T->copy_d2h(rt, &got, b, 0, 4));
+  return got;
+}
+
 /* A memory-cache hit takes its key from the requests seen lately
  * (plugin-host/keymemo.h) and the compiler as last found, without hashing
  * or a system call: requests one byte apart, in checked mode or not, or
@@ -433,12 +443,7 @@ START_TEST(recent_requests_keep_their_own_keys) {
     t4a_function f;
     OK(T->module_load(rt, again[i], &m));
     OK(T->function_get(rt, m, "k", &f));
-    void *args[] = {&p};
-    t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
-    OK(T->launch(rt, f, &c, args));
-    unsigned got = 0;
-    OK(T->copy_d2h(rt, &got, b, 0, 4));
-    ck_assert_uint_eq(got, (i ? w : v));
+    ck_assert_uint_eq(run_k(rt, f, b, p), (i ? w : v));
   }
   OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
   /* checked mode builds other code: a key of its own, then the first again */
@@ -509,11 +514,7 @@ START_TEST(loaded_modules_keep_their_own_code) {
       OK(T->module_unload(rt, m[0]));
   }
   for (int i = 1; i < MODS; i++) {
-    void *args[] = {&p};
-    t4a_launch_config c = {.struct_size = sizeof c, .grid = {1, 1, 1}, .block = {1, 1, 1}};
-    OK(T->launch(rt, f[i], &c, args));
-    unsigned got = 0;
-    OK(T->copy_d2h(rt, &got, b, 0, 4));
+    unsigned got = run_k(rt, f[i], b, p);
     ck_assert_msg(got == want[i], "module %d ran %u, its source says %u", i, got, want[i]);
   }
   OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
