@@ -128,11 +128,19 @@ int main(int argc, char **argv) {
   v[0] = malloc(sizeof(double) * (size_t)samples);
   v[1] = malloc(sizeof(double) * (size_t)samples);
   ratio = malloc(sizeof(double) * (size_t)samples);
-  if (!v[0] || !v[1] || !ratio)
+  if (!v[0] || !v[1] || !ratio) {
+    free(v[0]);
+    free(v[1]);
+    free(ratio);
+    fputs("t4a_ab: out of memory\n", stderr);
     return 1;
+  }
   FILE *out = json ? fopen(json, "w") : NULL;
   if (json && !out) {
     perror(json);
+    free(v[0]);
+    free(v[1]);
+    free(ratio);
     return 1;
   }
   char cpu[128];
