@@ -268,23 +268,7 @@ inline void fiber_frame(fiber *f, void (*entry)(void *)) {
   f->sp = sp;
 }
 
-/* Switching to `to`, the fibers after it are warmed: the next one's saved
- * registers and frames (its record was warmed by the switch before), the
- * one after it's record. With a block's fibers round-robin, each switch
- * otherwise waits on cache (and TLB) misses for lines touched a whole
- * round earlier: a 256-thread block touches more lines per round than L1
- * holds. Prefetches never fault; a stale guess costs nothing. */
-inline void warm_next(const fiber *to) {
-  const fiber *n1 = to->next;
-  const char *sp = static_cast<const char *>(n1->sp);
-  __builtin_prefetch(n1->next, 1);
-  __builtin_prefetch(sp, 1);
-  __builtin_prefetch(sp + 64, 1);
-  __builtin_prefetch(sp + 128, 1);
-}
-
 inline void switch_to(tls_state &t, fiber *from, fiber *to) {
-  warm_next(to);
   t.tid = to->tid;
   t.self = to;
   to->state = to->state == F_READY ? F_RUN : to->state;
