@@ -20,7 +20,8 @@ what a pure-Python install costs), in the same process.
 Each sample times a batch of calls (--calls, default 2000; large transfers 5)
 with time.perf_counter (or the calling thread's CPU time, --clock thread, for
 a shared host), after a warm-up; the device is drained (untimed) between
-samples. Reported per row and side: median and p99 over the samples
+samples. The t4a sides of a row (the package, its floor, its ctypes route)
+alternate sample by sample, the order rotating; each peer's rows run after. Reported per row and side: median and p99 over the samples
 (--repeats, default 15; for bandwidth the 1st percentile), and the ratio of
 t4a's median to the best peer's. A peer that is not importable or has no
 device is skipped, saying why. --json PATH writes everything, with the
@@ -89,6 +90,32 @@ class Bench:
             samples.append((t1 - t0) / calls)
         return samples
 
+    def time_sides(self, sides, calls, drain):
+        """{side: per-call seconds, one sample per repeat} for sides given as
+        (name, fn, enter, leave): the sides alternate sample by sample (the
+        order rotating each repeat), so a slow stretch of a shared host hits
+        them alike; enter/leave (untimed) switch a side's route on and off."""
+        for name, fn, enter, leave in sides:
+            enter()
+            for _ in range(max(1, calls // 10)):
+                fn()
+            leave()
+        drain()
+        out = {name: [] for name, _, _, _ in sides}
+        clock = self.clock
+        for r in range(self.args.repeats):
+            k = r % len(sides)
+            for name, fn, enter, leave in sides[k:] + sides[:k]:
+                enter()
+                t0 = clock()
+                for _ in range(calls):
+                    fn()
+                t1 = clock()
+                leave()
+                drain()
+                out[name].append((t1 - t0) / calls)
+        return out
+
     def add(self, row, side, samples, unit="us", nbytes=None):
         if unit == "GB/s":
             vals = [nbytes / s / 1e9 for s in samples]
@@ -148,32 +175,6 @@ def bench_t4a(b, np):
         empty.launch(1, 32, 0)
     drain()
 
-    b.add("launch empty (1 arg)", "t4a", b.time_calls(lambda: empty.launch(1, 32, 0), calls,
-                                                      drain))
-    b.add("launch axpy (4 args)", "t4a", b.time_calls(
-        lambda: axpy.launch(AXPY_GRID, AXPY_BLOCK, AXPY_N, 0.5, x, y), calls, drain))
-
-    def alloc_free():
-        rt.alloc(ALLOC).close()
-    b.add("alloc+free 1 MiB", "t4a", b.time_calls(alloc_free, calls, drain))
-    if b.machine["fastcall"]:
-        # The same calls on the package's ctypes route, in this process: what
-        # the compiled one saves (a pure-Python install's cost).
-        saved = _api._fc_launch, _api._fc_alloc, _api._fc_free
-        _api._fc_launch = _api._fc_alloc = _api._fc_free = None
-        try:
-            b.add("launch empty (1 arg)", "t4a ctypes route", b.time_calls(
-                lambda: empty.launch(1, 32, 0), calls, drain))
-            b.add("launch axpy (4 args)", "t4a ctypes route", b.time_calls(
-                lambda: axpy.launch(AXPY_GRID, AXPY_BLOCK, AXPY_N, 0.5, x, y), calls, drain))
-            b.add("alloc+free 1 MiB", "t4a ctypes route", b.time_calls(alloc_free, calls, drain))
-        finally:
-            _api._fc_launch, _api._fc_alloc, _api._fc_free = saved
-    small = np.arange(SMALL, dtype=np.uint8) if np is not None else bytes(SMALL)
-    dsmall = rt.alloc(SMALL)
-    b.add("pageable write 4 KiB", "t4a", b.time_calls(lambda: dsmall.write(small), calls,
-                                                      drain))
-
     # The floor: the table functions through ctypes, everything prepared once.
     fast = backend._fast
     launch, alloc, free, h2d = (fast["launch"], fast["buffer_alloc"], fast["buffer_free"],
@@ -185,8 +186,6 @@ def bench_t4a(b, np):
     v = ctypes.c_uint64(0)
     argv = (ctypes.c_void_p * 1)(ctypes.addressof(v))
     rh, fh = rt.handle, empty.handle
-    b.add("launch empty (1 arg)", "t4a floor (ctypes)", b.time_calls(
-        lambda: launch(rh, fh, cfg_ref, argv), calls, drain))
     cfg4 = abi.t4a_launch_config()
     cfg4.struct_size = ctypes.sizeof(cfg4)
     cfg4.grid[:], cfg4.block[:] = [AXPY_GRID, 1, 1], [AXPY_BLOCK, 1, 1]
@@ -195,19 +194,54 @@ def bench_t4a(b, np):
             ctypes.c_uint64(y.address)]
     argv4 = (ctypes.c_void_p * 4)(*[ctypes.addressof(o) for o in vals])
     ah = axpy.handle
-    b.add("launch axpy (4 args)", "t4a floor (ctypes)", b.time_calls(
-        lambda: launch(rh, ah, cfg4_ref, argv4), calls, drain))
     hb = abi.t4a_buffer()
     hb_ref, size = ctypes.byref(hb), ctypes.c_uint64(ALLOC)
+
+    def alloc_free():
+        rt.alloc(ALLOC).close()
 
     def raw_alloc_free():
         alloc(rh, size, hb_ref)
         free(rh, hb)
-    b.add("alloc+free 1 MiB", "t4a floor (ctypes)", b.time_calls(raw_alloc_free, calls, drain))
+
+    # The package's ctypes route, when the compiled one is in use: the same
+    # calls with the module switched off (what a pure-Python install costs).
+    saved = _api._fc_launch, _api._fc_alloc, _api._fc_free
+
+    def ctypes_route():
+        _api._fc_launch = _api._fc_alloc = _api._fc_free = None
+
+    def compiled_route():
+        _api._fc_launch, _api._fc_alloc, _api._fc_free = saved
+
+    def nothing():
+        pass
+
+    rows = [("launch empty (1 arg)", lambda: empty.launch(1, 32, 0),
+             lambda: launch(rh, fh, cfg_ref, argv)),
+            ("launch axpy (4 args)", lambda: axpy.launch(AXPY_GRID, AXPY_BLOCK, AXPY_N, 0.5, x, y),
+             lambda: launch(rh, ah, cfg4_ref, argv4)),
+            ("alloc+free 1 MiB", alloc_free, raw_alloc_free)]
+    for row, ours, floor in rows:
+        sides = [("t4a", ours, nothing, nothing),
+                 ("t4a floor (ctypes)", floor, nothing, nothing)]
+        if b.machine["fastcall"]:
+            sides.append(("t4a ctypes route", ours, ctypes_route, compiled_route))
+        try:
+            got = b.time_sides(sides, calls, drain)
+        finally:
+            compiled_route()
+        for side, _, _, _ in sides:
+            b.add(row, side, got[side])
+    small = np.arange(SMALL, dtype=np.uint8) if np is not None else bytes(SMALL)
+    dsmall = rt.alloc(SMALL)
     host = ctypes.create_string_buffer(SMALL)
     zero, n4k, dh = ctypes.c_uint64(0), ctypes.c_uint64(SMALL), dsmall.handle
-    b.add("pageable write 4 KiB", "t4a floor (ctypes)", b.time_calls(
-        lambda: h2d(rh, dh, zero, host, n4k), calls, drain))
+    got = b.time_sides([("t4a", lambda: dsmall.write(small), nothing, nothing),
+                        ("t4a floor (ctypes)", lambda: h2d(rh, dh, zero, host, n4k), nothing,
+                         nothing)], calls, drain)
+    for side in ("t4a", "t4a floor (ctypes)"):
+        b.add("pageable write 4 KiB", side, got[side])
 
     big = a.big
     if np is not None:
