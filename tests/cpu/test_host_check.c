@@ -23,27 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "t4a/gpu_loader.h"
-#include "tests/testutil.h"
-
-static t4a_gpu_backend *B;
-static const t4a_gpu_backend_v1 *T;
-
-#define OK(call)                                                                                   \
-  do {                                                                                             \
-    int rc_ = (call);                                                                              \
-    ck_assert_msg(rc_ == T4A_OK, "%s: %s: %s", #call, t4a_status_name(rc_),                        \
-                  t4a_test_backend_error(T));                                                      \
-  } while (0)
-#define EXPECT(call, status)                                                                       \
-  do {                                                                                             \
-    int rc_ = (call);                                                                              \
-    ck_assert_msg(rc_ == (status), "%s: %s, want %s (%s)", #call, t4a_status_name(rc_),            \
-                  t4a_status_name(status), t4a_test_backend_error(T));                             \
-  } while (0)
-#define DETAIL(needle)                                                                             \
-  ck_assert_msg(strstr(t4a_test_backend_error(T), needle), "detail '%s' lacks '%s'",               \
-                t4a_test_backend_error(T), needle)
+#include "tests/cpu/host_fixture.h"
 
 static const char source[] =
     "extern \"C\" __global__ void k_write(int *p, long long at, int b, int t) {\n"
@@ -82,15 +62,6 @@ static const char source[] =
     "  if (i < n)\n"
     "    y[i] = a * x[i] + y[i];\n"
     "}\n";
-
-static void setup(void) {
-  int rc = t4a_gpu_open_path(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), &B);
-  ck_assert_msg(rc == T4A_OK, "open the host plugin: %s", t4a_gpu_last_error());
-  T = t4a_gpu_backend_table(B);
-  OK(T->init());
-}
-
-static void teardown(void) { t4a_gpu_close(B); }
 
 typedef struct kset {
   t4a_runtime rt, sibling;
@@ -245,7 +216,7 @@ START_TEST(reads_before_the_start_and_far_past_the_end_fault) {
     pid_t pid = fork(); /* the fault is sticky for the process: one child each */
     ck_assert_int_ge(pid, 0);
     if (pid == 0) { /* the backend set up in the child (a fork after init is refused) */
-      setup();
+      host_setup();
       kset k = open_set();
       t4a_buffer buf, outb;
       uint64_t p = alloc(&k, 4096, &buf), out = alloc(&k, 512, &outb);
@@ -354,7 +325,7 @@ START_TEST(a_fault_outside_a_kernel_kills_as_without_t4a) {
     dfl.sa_handler = SIG_DFL;
     if (sigaction(SIGSEGV, &dfl, NULL) != 0)
       _exit(3);
-    setup();
+    host_setup();
     t4a_runtime rt;
     OK(T->runtime_create(0, NULL, &rt));
     *(volatile int *)wild = 1;
@@ -367,21 +338,14 @@ START_TEST(a_fault_outside_a_kernel_kills_as_without_t4a) {
 END_TEST
 
 int main(void) {
-  t4a_gpu_backend *b;
-  if (t4a_gpu_open_path(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), &b) != T4A_OK)
-    return 99;
-  t4a_compiler_info ci = {.struct_size = sizeof ci};
-  if (t4a_gpu_backend_table(b)->compiler_info(&ci) != T4A_OK || ci.status != T4A_OK) {
-    printf("SKIP: no host C++ compiler: %s\n", ci.reason);
-    t4a_gpu_close(b);
-    return 77;
-  }
-  t4a_gpu_close(b);
+  int found = host_compiler(NULL, 0);
+  if (found)
+    return found;
   setenv("T4A_HOST_CHECK", "1", 1);
   setenv("T4A_HOST_THREADS", "4", 1);
   Suite *s = suite_create("host-check");
   TCase *tc = tcase_create("checked");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, host_setup, host_teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, a_correct_kernel_gives_the_right_answers);
   tcase_add_test(tc, a_write_past_the_end_hits_the_guard_page);

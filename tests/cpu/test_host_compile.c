@@ -22,29 +22,10 @@
 #include <unistd.h>
 
 #include "plugin-host/test_gate.h"
-#include "t4a/gpu_loader.h"
-#include "tests/testutil.h"
+#include "tests/cpu/host_fixture.h"
 
-static t4a_gpu_backend *B;
-static const t4a_gpu_backend_v1 *T;
 static char root[64];      /* this run's directory: the shared cache, scratch */
 static char cxx_path[256]; /* the compiler the plugin found */
-
-#define OK(call)                                                                                   \
-  do {                                                                                             \
-    int rc_ = (call);                                                                              \
-    ck_assert_msg(rc_ == T4A_OK, "%s: %s: %s", #call, t4a_status_name(rc_),                        \
-                  t4a_test_backend_error(T));                                                      \
-  } while (0)
-#define EXPECT(call, status)                                                                       \
-  do {                                                                                             \
-    int rc_ = (call);                                                                              \
-    ck_assert_msg(rc_ == (status), "%s: %s, want %s (%s)", #call, t4a_status_name(rc_),            \
-                  t4a_status_name(status), t4a_test_backend_error(T));                             \
-  } while (0)
-#define DETAIL(needle)                                                                             \
-  ck_assert_msg(strstr(t4a_test_backend_error(T), needle), "detail '%s' lacks '%s'",               \
-                t4a_test_backend_error(T), needle)
 
 /* The kernels every launching test uses: one source, one compile per run. */
 static const char kernels[] =
@@ -105,15 +86,6 @@ static t4a_compile_options request(const char *src, const char *name) {
   o.device_ordinal = 0;
   return o;
 }
-
-static void setup(void) {
-  int rc = t4a_gpu_open_path(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), &B);
-  ck_assert_msg(rc == T4A_OK, "open the host plugin: %s", t4a_gpu_last_error());
-  T = t4a_gpu_backend_table(B);
-  OK(T->init());
-}
-
-static void teardown(void) { t4a_gpu_close(B); }
 
 static t4a_compile_cache_stats stats(void) {
   t4a_compile_cache_stats s = {.struct_size = sizeof s};
@@ -768,17 +740,9 @@ START_TEST(a_failed_assert_faults_the_device) {
 END_TEST
 
 int main(void) {
-  t4a_gpu_backend *b;
-  if (t4a_gpu_open_path(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), &b) != T4A_OK)
-    return 99;
-  t4a_compiler_info ci = {.struct_size = sizeof ci};
-  if (t4a_gpu_backend_table(b)->compiler_info(&ci) != T4A_OK || ci.status != T4A_OK) {
-    printf("SKIP: no host C++ compiler: %s\n", ci.reason);
-    t4a_gpu_close(b);
-    return 77;
-  }
-  snprintf(cxx_path, sizeof cxx_path, "%s", ci.path);
-  t4a_gpu_close(b);
+  int found = host_compiler(cxx_path, sizeof cxx_path);
+  if (found)
+    return found;
   snprintf(root, sizeof root, "/tmp/t4a-hc-XXXXXX");
   if (!mkdtemp(root))
     return 99;
@@ -790,7 +754,7 @@ int main(void) {
   unsetenv("T4A_HOST_CXX");
   Suite *s = suite_create("host-compile");
   TCase *tc = tcase_create("compile");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, host_setup, host_teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, the_compiler_is_found_only_where_it_may_be);
   tcase_add_test(tc, a_failed_compile_logs_the_consumers_lines);
@@ -800,14 +764,14 @@ int main(void) {
   tcase_add_test(tc, loaded_modules_keep_their_own_code);
   suite_add_tcase(s, tc);
   tc = tcase_create("kernels");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, host_setup, host_teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, kernels_match_the_cpu);
   tcase_add_test(tc, three_d_geometry_is_exact);
   tcase_add_test(tc, artifact_bytes_load_back);
   suite_add_tcase(s, tc);
   tc = tcase_create("faults"); /* each in its own child: the fault is sticky there */
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, host_setup, host_teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, a_trap_faults_the_device);
   tcase_add_test(tc, a_failed_assert_faults_the_device);

@@ -21,27 +21,7 @@
 #include <unistd.h>
 
 #include "plugin-host/test_gate.h"
-#include "t4a/gpu_loader.h"
-#include "tests/testutil.h"
-
-static t4a_gpu_backend *B;
-static const t4a_gpu_backend_v1 *T;
-
-#define OK(call)                                                                                   \
-  do {                                                                                             \
-    int rc_ = (call);                                                                              \
-    ck_assert_msg(rc_ == T4A_OK, "%s: %s: %s", #call, t4a_status_name(rc_),                        \
-                  t4a_test_backend_error(T));                                                      \
-  } while (0)
-#define EXPECT(call, status)                                                                       \
-  do {                                                                                             \
-    int rc_ = (call);                                                                              \
-    ck_assert_msg(rc_ == (status), "%s: %s, want %s (%s)", #call, t4a_status_name(rc_),            \
-                  t4a_status_name(status), t4a_test_backend_error(T));                             \
-  } while (0)
-#define DETAIL(needle)                                                                             \
-  ck_assert_msg(strstr(t4a_test_backend_error(T), needle), "detail '%s' lacks '%s'",               \
-                t4a_test_backend_error(T), needle)
+#include "tests/cpu/host_fixture.h"
 
 /* The fixture: kernels written directly against kernel_abi.h.
  *   axpy(n, a, x, y)   y[i] = a * x[i] + y[i] (one element per thread)
@@ -163,15 +143,6 @@ static void build_fixtures(const char *cxx) {
   snprintf(path, sizeof path, "%s/nosym.so", fixtures_dir);
   no_symbol = read_blob(path);
 }
-
-static void setup(void) {
-  int rc = t4a_gpu_open_path(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), &B);
-  ck_assert_msg(rc == T4A_OK, "open the host plugin: %s", t4a_gpu_last_error());
-  T = t4a_gpu_backend_table(B);
-  OK(T->init());
-}
-
-static void teardown(void) { t4a_gpu_close(B); }
 
 static t4a_runtime make_rt(void) {
   t4a_runtime rt;
@@ -710,30 +681,23 @@ END_TEST
 
 int main(void) {
   /* the compiler the plugin would use, for the fixtures */
-  t4a_gpu_backend *b;
-  if (t4a_gpu_open_path(t4a_test_build_path("plugin-host/.libs/libt4a_host.so"), &b) != T4A_OK)
-    return 99;
-  t4a_compiler_info ci = {.struct_size = sizeof ci};
-  const t4a_gpu_backend_v1 *t = t4a_gpu_backend_table(b);
-  if (t->compiler_info(&ci) != T4A_OK || ci.status != T4A_OK) {
-    printf("SKIP: no host C++ compiler: %s\n", ci.reason);
-    t4a_gpu_close(b);
-    return 77;
-  }
-  t4a_gpu_close(b);
-  build_fixtures(ci.path);
+  char cxx[256];
+  int found = host_compiler(cxx, sizeof cxx);
+  if (found)
+    return found;
+  build_fixtures(cxx);
   setenv(T4A__HOST_TEST_GATE_ENV, "1", 1);
   setenv("T4A_HOST_THREADS", "4", 1);
   Suite *s = suite_create("host-launch");
   TCase *tc = tcase_create("modules");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, host_setup, host_teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, module_abi_and_bytes_are_checked_at_load);
   tcase_add_test(tc, the_cuda_backend_refuses_host_code);
   tcase_add_test(tc, functions_attributes_and_occupancy);
   suite_add_tcase(s, tc);
   tc = tcase_create("launches");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, host_setup, host_teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, geometry_is_checked_before_anything_is_queued);
   tcase_add_test(tc, parameters_are_copied_at_the_call);
@@ -746,7 +710,7 @@ int main(void) {
   /* last: the device's fault is sticky for the process (each test runs in
    * a child of its own, so it stays in that child) */
   tc = tcase_create("faults");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, host_setup, host_teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_fault_is_sticky_and_contained);
   suite_add_tcase(s, tc);
