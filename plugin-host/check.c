@@ -21,11 +21,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "common/env.h"
+#include "plugin-host/cxx.h"
 #include "plugin-host/host.h"
 
 #define ALT_BYTES (64u << 10)
@@ -37,16 +36,9 @@ static bool installed;
 static struct sigaction prev_segv, prev_bus;
 static __thread void (*running)(int32_t kind, const char *message);
 
-/* Whether the environment is ignored (a setuid process): asked once, as
- * cxx.c does (privileges only go down after exec); the variable itself is
- * read at each call, without a system call (every compile asks). */
-static pthread_once_t secure_once = PTHREAD_ONCE_INIT;
-static bool secure;
-static void read_secure(void) { secure = t4a__env_is_secure(); }
-
+/* Read at each call (every compile asks), without a system call. */
 bool t4a__hcheck_env(void) {
-  pthread_once(&secure_once, read_secure);
-  const char *v = secure ? NULL : getenv("T4A_HOST_CHECK");
+  const char *v = t4a__host_getenv("T4A_HOST_CHECK");
   return v && strcmp(v, "1") == 0;
 }
 

@@ -176,11 +176,15 @@ static pthread_once_t secure_once = PTHREAD_ONCE_INIT;
 static bool secure;
 static void read_secure(void) { secure = t4a__env_is_secure(); }
 
+const char *t4a__host_getenv(const char *name) {
+  pthread_once(&secure_once, read_secure);
+  return secure ? NULL : getenv(name);
+}
+
 /* c->search from PATH (or the system's default); *env: T4A_HOST_CXX or NULL. */
 static int environment(t4a__hcxx *c, const char **env, const char *what) {
-  pthread_once(&secure_once, read_secure);
-  *env = secure ? NULL : getenv("T4A_HOST_CXX");
-  const char *path = secure ? NULL : getenv("PATH");
+  *env = t4a__host_getenv("T4A_HOST_CXX");
+  const char *path = t4a__host_getenv("PATH");
   if (*env && !**env)
     *env = NULL;
   if (path) {

@@ -29,6 +29,10 @@ typedef struct t4a__hcxx {
   char search[1024]; /* the PATH the compiler was found in (also the compile's PATH) */
 } t4a__hcxx;
 
+/* getenv(name), or NULL in a setuid/setgid process (asked once, then no
+ * system call: every compile reads its variables through this). */
+const char *t4a__host_getenv(const char *name);
+
 /* The compiler now: T4A_OK and *out, or T4A_ENOCOMPILER with the reason
  * ("... install g++ (or clang++) or set T4A_HOST_CXX"); `what` names the
  * call in the message. */

@@ -11,6 +11,9 @@
 
 #include "tests/runtime/rtutil.h"
 
+#define COMPAT_FROZEN "v1.0"
+#include "tests/cpu/compat_filled.h"
+
 /* Built against the frozen header, not the current one. */
 _Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 0, "test_compat_v10 must see the v1.0 header");
 _Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_0_SIZE,
@@ -32,21 +35,6 @@ END_TEST
 
 /* Each info struct of 1.0, given with v1.0's sizeof and poison behind it:
  * the newer plugin writes no byte past it and says it filled all of it. */
-#define FILLED_EXACTLY(type, call_with_ptr)                                                        \
-  do {                                                                                             \
-    _Alignas(8) unsigned char raw_[sizeof(type) + 64];                                             \
-    memset(raw_, 0xa5, sizeof raw_);                                                               \
-    uint32_t size_ = sizeof(type);                                                                 \
-    memcpy(raw_, &size_, sizeof size_);                                                            \
-    type *p_ = (type *)(void *)raw_;                                                               \
-    RT_OK(call_with_ptr);                                                                          \
-    uint32_t got_;                                                                                 \
-    memcpy(&got_, raw_, sizeof got_);                                                              \
-    ck_assert_uint_eq(got_, sizeof(type));                                                         \
-    for (size_t i_ = sizeof(type); i_ < sizeof raw_; i_++)                                         \
-      ck_assert_msg(raw_[i_] == 0xa5, #type ": byte %zu written past its v1.0 size", i_);          \
-  } while (0)
-
 START_TEST(info_structs_stop_at_the_v1_0_size) {
   FILLED_EXACTLY(t4a_device_info, T->device_info(0, p_));
   t4a_device_info d = {.struct_size = sizeof d};

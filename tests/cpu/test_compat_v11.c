@@ -13,6 +13,9 @@
 
 #include "tests/runtime/rtutil.h"
 
+#define COMPAT_FROZEN "v1.1"
+#include "tests/cpu/compat_filled.h"
+
 /* Built against the frozen header, not the current one. */
 _Static_assert(T4A_GPU_BACKEND_ABI_MINOR == 1, "test_compat_v11 must see the v1.1 header");
 _Static_assert(sizeof(t4a_gpu_backend_v1) == T4A_GPU_BACKEND_V1_1_SIZE,
@@ -39,21 +42,6 @@ END_TEST
 
 /* An info struct of 1.1, given with v1.1's sizeof and poison behind it: the
  * newer plugin writes no byte past it and says it filled all of it. */
-#define FILLED_EXACTLY(type, call_with_ptr)                                                        \
-  do {                                                                                             \
-    _Alignas(8) unsigned char raw_[sizeof(type) + 64];                                             \
-    memset(raw_, 0xa5, sizeof raw_);                                                               \
-    uint32_t size_ = sizeof(type);                                                                 \
-    memcpy(raw_, &size_, sizeof size_);                                                            \
-    type *p_ = (type *)(void *)raw_;                                                               \
-    RT_OK(call_with_ptr);                                                                          \
-    uint32_t got_;                                                                                 \
-    memcpy(&got_, raw_, sizeof got_);                                                              \
-    ck_assert_uint_eq(got_, sizeof(type));                                                         \
-    for (size_t i_ = sizeof(type); i_ < sizeof raw_; i_++)                                         \
-      ck_assert_msg(raw_[i_] == 0xa5, #type ": byte %zu written past its v1.1 size", i_);          \
-  } while (0)
-
 START_TEST(info_structs_stop_at_the_v1_1_size) {
   t4a_runtime rt = rt_create();
   FILLED_EXACTLY(t4a_runtime_counters, T->runtime_counters(rt, p_));
