@@ -3,14 +3,19 @@
  * launched through the table, each paired in this process with hand-written
  * C doing the same work over as many threads as the backend's kernel pool
  * runs (T4A_HOST_THREADS, else one per online CPU; plugin-host/pool.c):
- *
- *   saxpy 64 Mi floats          a loop-mode kernel, 256-thread blocks    a C loop, one slice per
- * thread block reduction 64 Mi floats 256-thread blocks of contiguous 64 KiB   a C sum, one slice
- * per thread tiles, __shared__ tree, __syncthreads warp-shuffle reduction      the same tiles,
- * __shfl_down_sync in      the same C sum each warp, one __syncthreads one barrier per thread a
- * 256-thread block passing 1000          a C loop of as many steps
- *                               __syncthreads, per thread and barrier    (what the loop itself
- * costs)
+ *  - saxpy 64 Mi floats: a loop-mode kernel, 256-thread blocks; against a C
+ *    loop, one slice per thread;
+ *  - block reduction 64 Mi floats: 256-thread blocks of contiguous 64 KiB
+ *    tiles, a __shared__ tree with __syncthreads; against a C sum, one slice
+ *    per thread;
+ *  - warp-shuffle reduction: the same tiles, __shfl_down_sync in each warp,
+ *    one __syncthreads; against the same C sum;
+ *  - one barrier per thread: a 256-thread block passing 1000 __syncthreads,
+ *    two call sites in its loop (as a loop body with two barriers has, or a
+ *    loop the compiler unrolled), per thread and barrier; against a C loop
+ *    of as many steps (what the loop itself costs);
+ *  - the host costs of an empty launch, and compiles (cold, memory and disk
+ *    cache hits).
  *
  * The reductions write one partial sum per block (the C side one per
  * thread); both leave a few thousand partials, which cost nothing to add.
@@ -79,8 +84,10 @@ static const char source[] =
     "  }\n"
     "}\n"
     "extern \"C\" __global__ void b_barriers(int k, int *out) {\n"
-    "  for (int i = 0; i < k; ++i)\n"
+    "  for (int i = 0; i < k; i += 2) {\n"
     "    __syncthreads();\n"
+    "    __syncthreads();\n"
+    "  }\n"
     "  if (threadIdx.x == 0)\n"
     "    out[blockIdx.x] = k;\n"
     "}\n"

@@ -4,9 +4,27 @@
  * Each CUDA thread of the block is a fiber on one of the stacks the worker
  * lends (t4a_hk_worker.stacks); all of a block's fibers run on the worker's
  * OS thread, one at a time, and switch only where CUDA threads wait: at a
- * barrier, a warp operation, __activemask. The switch is the hand-written
- * t4a__hk_swap below (callee-saved registers and the stack pointer; no
- * system call, unlike swapcontext, which saves the signal mask).
+ * barrier, a warp operation, __activemask. No switch makes a system call
+ * (swapcontext does: it saves the signal mask).
+ *
+ * A suspended context is a `context`: its stack pointer and the address to
+ * jump to, with %rdi (x0) pointing at the context, to resume it. Two kinds:
+ *  - t4a__hk_swap (below; warp operations, a thread's end, the worker's own
+ *    context) pushes the callee-saved registers and saves t4a__hk_resume
+ *    as the address: resuming pops them and returns to t4a__hk_swap's
+ *    caller;
+ *  - a barrier (__syncthreads, x86-64) suspends inline, in the kernel's own
+ *    code (jump() below): it saves %rbp and the address of the code after
+ *    it, tells the compiler every other register is lost (so the compiler
+ *    keeps what is live in the fiber's frame), and jumps. No call and no
+ *    return: the resumed thread continues at its own barrier. A switch
+ *    through a call would resume the next thread by returning to where
+ *    *it* called from while the CPU's return predictor expects the caller
+ *    that just suspended; when a kernel's consecutive barriers are
+ *    different call sites (two __syncthreads in a loop body, or one loop
+ *    the compiler unrolled), every switch mispredicted its return (on the
+ *    H200 host's Xeon 25-40 ns per thread and barrier against 11-17 with
+ *    one call site; on this AMD 19-23 against 7-10).
  *
  * Scheduling: the live fibers form a ring in thread order. A fiber that
  * waits switches to the next fiber in the ring that can run (one that has
@@ -21,14 +39,26 @@
  * The floating-point control state (MXCSR, FPCR) is not switched: kernels
  * do not change it. */
 
-extern "C" void t4a__hk_swap(void **save_sp, void *to_sp);
+namespace t4a__hk {
+/* A suspended context; the assembly below uses the offsets. */
+struct context {
+  void *sp; /* 0: its stack pointer */
+  void *pc; /* 8: where to jump, %rdi (x0) = this context */
+  void *bp; /* 16: its frame pointer (an inline switch's) */
+};
+static_assert(__builtin_offsetof(context, pc) == 8 && __builtin_offsetof(context, bp) == 16,
+              "the switch's assembly uses these offsets");
+} // namespace t4a__hk
+
+extern "C" void t4a__hk_swap(t4a__hk::context *save, t4a__hk::context *to);
+extern "C" void t4a__hk_resume(void);
 extern "C" void t4a__hk_start(void);
 
 #if defined(__x86_64__)
-/* rdi: where to save this context's stack pointer; rsi: the stack pointer
- * of the context to resume. A fresh context's frame (fiber_frame) holds
- * r15, r14, r13 (the function), r12 (its argument), rbx, rbp (0) and the
- * return address t4a__hk_start, which calls r13(r12). */
+/* rdi: the context to save this one in; rsi: the context to resume. A
+ * fresh fiber's context is a frame (fiber_frame) of r15, r14, r13 (the
+ * function), r12 (its argument), rbx, rbp (0) and the return address
+ * t4a__hk_start, which calls r13(r12), with t4a__hk_resume to jump to. */
 asm(R"(
   .pushsection .text
   .p2align 4
@@ -42,8 +72,18 @@ t4a__hk_swap:
   pushq %r13
   pushq %r14
   pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
+  movq %rsp, 0(%rdi)
+  leaq t4a__hk_resume(%rip), %rax
+  movq %rax, 8(%rdi)
+  movq %rsi, %rdi
+  movq 0(%rdi), %rsp
+  jmpq *8(%rdi)
+  .size t4a__hk_swap, .-t4a__hk_swap
+  .p2align 4
+  .globl t4a__hk_resume
+  .hidden t4a__hk_resume
+  .type t4a__hk_resume, @function
+t4a__hk_resume:
   popq %r15
   popq %r14
   popq %r13
@@ -51,7 +91,7 @@ t4a__hk_swap:
   popq %rbx
   popq %rbp
   ret
-  .size t4a__hk_swap, .-t4a__hk_swap
+  .size t4a__hk_resume, .-t4a__hk_resume
   .p2align 4
   .globl t4a__hk_start
   .hidden t4a__hk_start
@@ -103,9 +143,10 @@ t4a__hk_longjmp:
  * double, which spills with movaps, crashed). */
 #define T4A_HK_FRAME_WORDS 7
 #elif defined(__aarch64__)
-/* x0: where to save; x1: the stack pointer to resume. The frame: x19-x30
- * and d8-d15 (176 bytes); a fresh one has x19 = the argument, x20 = the
- * function, x29 = 0, x30 = t4a__hk_start, which calls x20(x19). */
+/* x0: the context to save this one in; x1: the context to resume. The
+ * frame: x19-x30 and d8-d15 (176 bytes); a fresh one has x19 = the
+ * argument, x20 = the function, x29 = 0, x30 = t4a__hk_start, which calls
+ * x20(x19). (No inline switch on aarch64: a barrier calls t4a__hk_swap.) */
 asm(R"(
   .pushsection .text
   .p2align 4
@@ -126,7 +167,19 @@ t4a__hk_swap:
   stp d14, d15, [sp, #144]
   mov x2, sp
   str x2, [x0]
-  mov sp, x1
+  adr x3, t4a__hk_resume
+  str x3, [x0, #8]
+  mov x0, x1
+  ldr x2, [x0]
+  mov sp, x2
+  ldr x3, [x0, #8]
+  br x3
+  .size t4a__hk_swap, .-t4a__hk_swap
+  .p2align 4
+  .globl t4a__hk_resume
+  .hidden t4a__hk_resume
+  .type t4a__hk_resume, %function
+t4a__hk_resume:
   ldp x19, x20, [sp, #0]
   ldp x21, x22, [sp, #16]
   ldp x23, x24, [sp, #32]
@@ -139,7 +192,7 @@ t4a__hk_swap:
   ldp d14, d15, [sp, #144]
   add sp, sp, #176
   ret
-  .size t4a__hk_swap, .-t4a__hk_swap
+  .size t4a__hk_resume, .-t4a__hk_resume
   .p2align 4
   .globl t4a__hk_start
   .hidden t4a__hk_start
@@ -213,7 +266,7 @@ struct warp {
 
 /* One CUDA thread. Lives at the top of its own stack. */
 struct fiber {
-  void *sp; /* saved stack pointer while switched out */
+  context c; /* first: a fiber's address is its context's */
   fiber *next, *prev;
   block *blk;
   uint3 tid;
@@ -228,7 +281,7 @@ enum : size_t { FIBER_SLOT = 256 }; /* bytes reserved at the top of each stack *
 static_assert(sizeof(fiber) <= FIBER_SLOT - 64, "fiber fits its slot");
 
 struct block {
-  void *main_sp; /* the worker's own context */
+  context main; /* the worker's own context */
   char *stacks;
   size_t stride, stack_bytes;
   uint32_t n, live, arrived, gen;
@@ -265,14 +318,15 @@ inline void fiber_frame(fiber *f, void (*entry)(void *)) {
   sp[1] = reinterpret_cast<void *>(entry);
   sp[11] = reinterpret_cast<void *>(&t4a__hk_start);
 #endif
-  f->sp = sp;
+  f->c.sp = sp;
+  f->c.pc = reinterpret_cast<void *>(&t4a__hk_resume);
 }
 
 inline void switch_to(tls_state &t, fiber *from, fiber *to) {
   t.tid = to->tid;
   t.self = to;
   to->state = to->state == F_READY ? F_RUN : to->state;
-  t4a__hk_swap(&from->sp, to->sp);
+  t4a__hk_swap(&from->c, &to->c);
 }
 
 /* __activemask's group completes when no other running lane of the warp
@@ -349,6 +403,58 @@ inline void bar_release(block *b) {
   leave(T4A_HK_FAULT_BARRIER, m);
 }
 
+/* me waits at the barrier: the next fiber that can run, made current
+ * (switch_to's bookkeeping; the caller switches). */
+__attribute__((noinline)) inline fiber *bar_next(tls_state &t, block *b, fiber *me) {
+  me->state = F_BAR;
+  me->wait_gen = b->gen;
+  fiber *f = me->next;
+  for (uint32_t k = 1; k < b->live; ++k, f = f->next)
+    if (runnable(b, f)) {
+      t.tid = f->tid;
+      t.self = f;
+      f->state = f->state == F_READY ? F_RUN : f->state;
+      return f;
+    }
+  deadlock(b, "__syncthreads");
+}
+
+/* Suspends `me` here and resumes `to`, without a call or a return on
+ * x86-64: %rbp and where to continue go into me's context, every other
+ * register is declared lost (the compiler saves what is live around it,
+ * in me's frame), and the jump sets %rdi to the resumed context, whose
+ * %rbp the code after the jump reloads (a context t4a__hk_swap saved
+ * restores its own). Nothing is written below %rsp (the red zone). The x87
+ * registers are declared lost too (a long double is not CUDA, but the next
+ * fiber's code must find the x87 stack empty). */
+__attribute__((always_inline)) inline void jump(fiber *me, fiber *to) {
+#if defined(__x86_64__)
+  context *save = &me->c, *go = &to->c;
+  asm volatile("movq %%rbp, 16(%%rsi)\n\t"
+               "leaq 1f(%%rip), %%rax\n\t"
+               "movq %%rax, 8(%%rsi)\n\t"
+               "movq %%rsp, 0(%%rsi)\n\t"
+               "movq 0(%%rdi), %%rsp\n\t"
+               "jmpq *8(%%rdi)\n"
+               "1:\n\t"
+               "movq 16(%%rdi), %%rbp"
+               : "+D"(go), "+S"(save)
+               :
+               : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+                 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+                 "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+#if defined(__AVX512F__)
+                 "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
+                 "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3",
+                 "k4", "k5", "k6", "k7",
+#endif
+                 "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)", "memory",
+                 "cc");
+#else
+  t4a__hk_swap(&me->c, &to->c);
+#endif
+}
+
 inline void bar_wait(tls_state &t, block *b, fiber *me) {
   me->state = F_BAR;
   me->wait_gen = b->gen;
@@ -382,27 +488,26 @@ inline void bar_wait(tls_state &t, block *b, fiber *me) {
   me->next->prev = me->prev;
   if (b->arrived && b->arrived == b->live)
     bar_release(b);
-  if (!b->live) {
-    void *dead;
-    t4a__hk_swap(&dead, b->main_sp);
-  }
+  context dead;
+  if (!b->live)
+    t4a__hk_swap(&dead, &b->main);
   fiber *f = me->next;
   for (uint32_t k = 0; k < b->live; ++k, f = f->next)
     if (runnable(b, f)) {
-      void *dead;
       tls_state &t = ctx();
       t.tid = f->tid;
       t.self = f;
       f->state = f->state == F_READY ? F_RUN : f->state;
-      t4a__hk_swap(&dead, f->sp);
+      t4a__hk_swap(&dead, &f->c);
     }
   deadlock(b, "a thread returned");
 }
 } // namespace t4a__hk
 
 /* __syncthreads and its reductions. The last thread to arrive releases the
- * barrier and goes on; the others wait. */
-__attribute__((noinline)) inline void __syncthreads() {
+ * barrier and goes on; the others wait. __syncthreads is inlined into the
+ * kernel and switches there (jump): see the top of this file for why. */
+__attribute__((always_inline)) inline void __syncthreads() {
   t4a__hk::tls_state &t = t4a__hk::ctx();
   t4a__hk::block *b = t.blk;
   if (__builtin_expect(!b, 0))
@@ -411,7 +516,9 @@ __attribute__((noinline)) inline void __syncthreads() {
     t4a__hk::bar_release(b);
     return;
   }
-  t4a__hk::bar_wait(t, b, t.self);
+  t4a__hk::fiber *me = t.self;
+  t4a__hk::jump(me, t4a__hk::bar_next(t, b, me));
+  me->state = t4a__hk::F_RUN;
 }
 
 namespace t4a__hk {

@@ -175,7 +175,7 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
     t.tid = f0->tid;
     t.self = f0;
     f0->state = F_RUN;
-    t4a__hk_swap(&b.main_sp, f0->sp);
+    t4a__hk_swap(&b.main, &f0->c);
     t.blk = nullptr;
     t.self = nullptr;
   }

@@ -367,6 +367,84 @@ START_TEST(block_reduce_barriers) {
 }
 END_TEST
 
+/* The switch at a barrier keeps everything a thread holds: values of every
+ * kind live across barriers at different call sites, one in a called
+ * function, warp operations between them (whose switch saves contexts the
+ * other way), built optimised, unrolled and at -O0 (frame pointers). */
+static const char LIVE_ACROSS[] =
+    "__device__ __noinline__ int bar_in_callee(int v) { __syncthreads(); return v * 3 + 1; }\n"
+    "extern \"C\" __global__ void k(const float *x, float *out, long long *iout, int rounds) {\n"
+    "  unsigned t = threadIdx.x + blockIdx.x * blockDim.x;\n"
+    "  float f0 = x[t], f1 = f0 * 1.5f, f2 = f0 - 2.0f, f3 = f0 * f0;\n"
+    "  double d0 = (double)f0 * 3.0, d1 = d0 + 0.25;\n"
+    "  int i0 = (int)t * 7, i1 = i0 ^ 0x55, i2 = i0 + 13, i3 = (int)t - 100, acc = 0;\n"
+    "  long long l0 = (long long)t << 33;\n"
+    "  for (int r = 0; r < rounds; ++r) {\n"
+    "    f0 += 1.0f; i0 += 1;\n"
+    "    __syncthreads();\n"
+    "    f1 *= 1.0001f; i1 ^= r; d0 += 0.5;\n"
+    "    acc += __shfl_xor_sync(0xffffffffu, i2 + r, 1);\n"
+    "    __syncthreads();\n"
+    "    f2 -= 0.5f; i2 += 2; l0 += r;\n"
+    "    acc = bar_in_callee(acc) & 0xffff;\n"
+    "    f3 += f0; i3 -= 1; d1 *= 1.0000001;\n"
+    "  }\n"
+    "  out[t * 6] = f0; out[t * 6 + 1] = f1; out[t * 6 + 2] = f2; out[t * 6 + 3] = f3;\n"
+    "  out[t * 6 + 4] = (float)d0; out[t * 6 + 5] = (float)d1;\n"
+    "  iout[t * 6] = i0; iout[t * 6 + 1] = i1; iout[t * 6 + 2] = i2; iout[t * 6 + 3] = i3;\n"
+    "  iout[t * 6 + 4] = acc; iout[t * 6 + 5] = l0;\n"
+    "}\n";
+
+START_TEST(barrier_switch_keeps_live_values) {
+  static const char *const flags[] = {NULL, "-O0 -g", "-funroll-loops", "-O3"};
+  enum { BLOCKS = 2, BS = 96, N = BLOCKS * BS, ROUNDS = 5 };
+  float *x = randf(N, 11);
+  for (size_t v = 0; v < sizeof flags / sizeof *flags; ++v) {
+    hk_mod m;
+    char *log = NULL;
+    ck_assert_msg(hk_build(LIVE_ACROSS, "k.cu", flags[v], &m, &log) == 0, "build (%s):\n%s",
+                  flags[v] ? flags[v] : "default", log ? log : "");
+    free(log);
+    const t4a_hk_kernel *k = kernel(&m, "k");
+    ck_assert_uint_eq(k->flags & T4A_HK_KERNEL_FIBERS, T4A_HK_KERNEL_FIBERS);
+    float out[N * 6];
+    long long iout[N * 6];
+    memset(out, 0xa5, sizeof out), memset(iout, 0xa5, sizeof iout);
+    int rounds = ROUNDS;
+    float *xp = x, *op = out;
+    long long *ip = iout;
+    void *args[] = {&xp, &op, &ip, &rounds};
+    t4a_hk_fault f;
+    ck_assert_int_eq(hk_launch(k, hk_dim(BLOCKS, 1, 1), hk_dim(BS, 1, 1), 0, args, 1, &f), 0);
+    for (unsigned t = 0; t < N; ++t) {
+      float f0 = x[t], f1 = f0 * 1.5f, f2 = f0 - 2.0f, f3 = f0 * f0;
+      double d0 = (double)f0 * 3.0, d1 = d0 + 0.25;
+      int i0 = (int)t * 7, i1 = i0 ^ 0x55, i2 = i0 + 13, i3 = (int)t - 100, acc = 0;
+      long long l0 = (long long)t << 33;
+      for (int r = 0; r < ROUNDS; ++r) {
+        f0 += 1.0f, i0 += 1;
+        f1 *= 1.0001f, i1 ^= r, d0 += 0.5;
+        acc += (int)(t ^ 1u) * 7 + 13 + 2 * r + r; /* lane t ^ 1's i2 + r */
+        f2 -= 0.5f, i2 += 2, l0 += r;
+        acc = (acc * 3 + 1) & 0xffff;
+        f3 += f0, i3 -= 1, d1 *= 1.0000001;
+      }
+      const float wf[6] = {f0, f1, f2, f3, (float)d0, (float)d1};
+      const long long wi[6] = {i0, i1, i2, i3, acc, l0};
+      for (int j = 0; j < 6; ++j) {
+        ck_assert_msg(same_bits(out[t * 6 + (unsigned)j], wf[j]),
+                      "%s: thread %u value %d: %a, want %a", flags[v] ? flags[v] : "default", t, j,
+                      (double)out[t * 6 + (unsigned)j], (double)wf[j]);
+        ck_assert_msg(iout[t * 6 + (unsigned)j] == wi[j], "%s: thread %u int %d: %lld, want %lld",
+                      flags[v] ? flags[v] : "default", t, j, iout[t * 6 + (unsigned)j], wi[j]);
+      }
+    }
+    hk_unload(&m);
+  }
+  free(x);
+}
+END_TEST
+
 START_TEST(early_return_and_barrier_reductions) {
   hk_mod m =
       build("extern \"C\" __global__ void k(const int *pred, int *out, int live) {\n"
@@ -1197,6 +1275,7 @@ static Suite *suite(void) {
   t = tcase_create("fibers");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, block_reduce_barriers);
+  tcase_add_test(t, barrier_switch_keeps_live_values);
   tcase_add_test(t, early_return_and_barrier_reductions);
   tcase_add_test(t, unreachable_barrier_faults);
   tcase_add_test(t, barrier_in_loop_mode_faults);
