@@ -266,16 +266,21 @@ struct warp {
 
 /* One CUDA thread. Lives at the top of its own stack. */
 struct fiber {
+  /* The first cache line: what a switch reads and writes. */
   context c; /* first: a fiber's address is its context's */
-  fiber *next, *prev;
-  block *blk;
+  fiber *next;
+  uint32_t state, wait_gen;
   uint3 tid;
-  uint32_t index, lane, state, wait_gen, released;
+  uint32_t released, index, lane;
+  /* The rest. */
+  fiber *prev;
+  block *blk;
   /* the warp operation it waits in */
   uint32_t op, mask;
   int32_t arg, width;
   uint64_t val, res;
 };
+static_assert(__builtin_offsetof(fiber, prev) == 64, "a switch's fields fill one cache line");
 
 enum : size_t { FIBER_SLOT = 256 }; /* bytes reserved at the top of each stack */
 static_assert(sizeof(fiber) <= FIBER_SLOT - 64, "fiber fits its slot");
@@ -403,6 +408,19 @@ inline void bar_release(block *b) {
   leave(T4A_HK_FAULT_BARRIER, m);
 }
 
+/* Before switching to f: the fiber after it (the next switch's) gets its
+ * frame warmed, from the context its record holds, and the one after that
+ * its record. A block's fibers run round-robin, so each switch would
+ * otherwise wait on lines last touched a whole round earlier, which a
+ * 256-thread block's round pushes out of L1. Prefetches never fault. */
+inline void warm_after(const fiber *f) {
+  const fiber *n = f->next;
+  const char *sp = static_cast<const char *>(n->c.sp);
+  __builtin_prefetch(n->next, 1);
+  __builtin_prefetch(sp, 1);
+  __builtin_prefetch(sp + 64, 1);
+}
+
 /* me waits at the barrier: the next fiber that can run, made current
  * (switch_to's bookkeeping; the caller switches). */
 __attribute__((noinline)) inline fiber *bar_next(tls_state &t, block *b, fiber *me) {
@@ -414,6 +432,7 @@ __attribute__((noinline)) inline fiber *bar_next(tls_state &t, block *b, fiber *
       t.tid = f->tid;
       t.self = f;
       f->state = f->state == F_READY ? F_RUN : f->state;
+      warm_after(f);
       return f;
     }
   deadlock(b, "__syncthreads");
