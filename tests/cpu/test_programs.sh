@@ -50,6 +50,24 @@ check devices "$b/examples/cpp/devices"
 # driver, and exits 0 when any rows ran)
 check t4a_bench "$b/bench/t4a_bench" --backend cuda
 check t4a_soak "$b/tests/soak/t4a_soak"
+# t4a_stages links the CUDA plugin's core (no loader, so no "without a
+# backend" case); on the fake driver it runs its three paths and writes JSON.
+name=t4a_stages
+"$b/bench/t4a_stages" --help >"$tmp/out" 2>"$tmp/err" && grep -q "^usage: " "$tmp/out" ||
+  bad "--help: want exit 0 and the usage on stdout"
+"$b/bench/t4a_stages" --no-such-flag >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "usage: " "$tmp/err" || bad "an unknown flag: want exit 2 and the usage on stderr"
+env $nodriver "$b/bench/t4a_stages" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 4 ] && grep -q T4A_ENODRIVER "$tmp/err" || bad "without a driver: exit $rc, want 4 naming T4A_ENODRIVER"
+fake=$b/tests/fakecuda/.libs
+T4A_CUDA_LIBRARY=$fake/libfakecuda.so T4A_NVRTC_LIBRARY=$fake/libfakenvrtc.so \
+  "$b/bench/t4a_stages" --samples 3 --json "$tmp/stages.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c '"path":' "$tmp/stages.json")" -ge 1 ] &&
+  [ "$(grep -o '"path":' "$tmp/stages.json" | wc -l)" -eq 3 ] && grep -q "the slot (copy_h2d)" "$tmp/out" ||
+  bad "on the fake driver: exit $rc, want 0, three paths in the JSON and the table"
+echo "ok: $name"
 if [ -n "${T4A_TEST_SANITIZED:-}" ]; then # set by .ci/sanitizers
   echo "note: the Python example is left out: this build is instrumented ($T4A_TEST_SANITIZED)"
 elif command -v python3 >/dev/null 2>&1; then
