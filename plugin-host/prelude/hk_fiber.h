@@ -421,11 +421,9 @@ inline void warm_after(const fiber *f) {
   __builtin_prefetch(sp + 64, 1);
 }
 
-/* me waits at the barrier: the next fiber that can run, made current
- * (switch_to's bookkeeping; the caller switches). */
+/* me waits at the barrier (its state says so): the next fiber that can
+ * run, made current (switch_to's bookkeeping; the caller switches). */
 __attribute__((noinline)) inline fiber *bar_next(tls_state &t, block *b, fiber *me) {
-  me->state = F_BAR;
-  me->wait_gen = b->gen;
   fiber *f = me->next;
   for (uint32_t k = 1; k < b->live; ++k, f = f->next)
     if (runnable(b, f)) {
@@ -535,8 +533,19 @@ __attribute__((always_inline)) inline void __syncthreads() {
     t4a__hk::bar_release(b);
     return;
   }
-  t4a__hk::fiber *me = t.self;
-  t4a__hk::jump(me, t4a__hk::bar_next(t, b, me));
+  t4a__hk::fiber *me = t.self, *to = me->next;
+  me->state = t4a__hk::F_BAR;
+  me->wait_gen = b->gen;
+  /* The common case inline: the next thread waits at the barrier before
+   * this one, released (every thread reaches the same barriers). */
+  if (__builtin_expect(to->state == t4a__hk::F_BAR && to->wait_gen != b->gen, 1)) {
+    t.tid = to->tid;
+    t.self = to;
+    t4a__hk::warm_after(to);
+  } else {
+    to = t4a__hk::bar_next(t, b, me);
+  }
+  t4a__hk::jump(me, to);
   me->state = t4a__hk::F_RUN;
 }
 
