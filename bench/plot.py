@@ -9,8 +9,13 @@ t4a_bench JSON file (bench/results/*.json):
                           the same two panels
   launch-cost.svg         host time per launch: a launch, seal+wait after one
                           launch, and a chain of 10,000 launches + seal
+  scaling.svg             the scaling report's threads rows (#33): aggregate
+                          rate against 1-16 threads, each thread its own
+                          runtime (own raw stream) or all on one (one raw
+                          stream), empty launches and 4 KiB pageable H2D;
+                          from SCALING.json (the report's JSON keys)
 
-  python3 bench/plot.py [--check] RESULTS.json OUTDIR      (make figures)
+  python3 bench/plot.py [--check] RESULTS.json OUTDIR [SCALING.json]   (make figures)
 
 With --check it also verifies what a reader would see wrong in each figure
 and exits 1 naming it: an axis that is not logarithmic where the data span
@@ -140,6 +145,43 @@ def launches(cases, out, meta):
     plt.close(fig)
 
 
+def scaling(rows, out, meta):
+    """Rates against threads, t4a beside the driver, for (a) and (b)."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), sharey=False)
+    series = [("own runtime / own stream", "each thread its own runtime (raw: own stream)", "-"),
+              ("one shared runtime / one stream", "one runtime for all (raw: one stream)", "--")]
+    panels = [("empty launches", "Empty launches"), ("4 KiB pageable H2D", "4 KiB pageable H2D")]
+    threads = sorted({r["threads"] for r in rows})
+    for ax, (op, title) in zip(axes, panels):
+        for prefix, label, style in series:
+            pts = sorted((r["threads"], r["ours"], r["raw"]) for r in rows
+                         if r["what"] == "%s, %s" % (prefix, op))
+            if not pts:
+                continue
+            ts = [p[0] for p in pts]
+            ax.plot(ts, [p[1] / 1e3 for p in pts], style, marker="o", color="C0",
+                    label="t4a: " + label)
+            ax.plot(ts, [p[2] / 1e3 for p in pts], style, marker="s", color="C1",
+                    label="driver: " + label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(threads)
+        ax.set_xticklabels([str(t) for t in threads])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlim(min(threads) / 1.3, max(threads) * 1.3)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("threads")
+        ax.set_ylabel("thousand per second, all threads")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.suptitle("Scaling with threads: t4a against the driver\n%s" % meta, fontsize=10)
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    check(fig, out, [(ax, None) for ax in axes])
+    fig.savefig(out, metadata={"Date": None})
+    plt.close(fig)
+
+
 def check(fig, out, axes):
     """--check: what a reader would see wrong, appended to PROBLEMS."""
     if "--check" not in sys.argv:
@@ -183,7 +225,7 @@ def check(fig, out, axes):
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--check"]
-    if len(args) != 2:
+    if len(args) not in (2, 3):
         sys.exit(__doc__)
     with open(args[0]) as f:
         data = json.load(f)
@@ -198,6 +240,15 @@ def main():
     bandwidth(cases, "pinned", "Pinned copies: t4a against the driver",
               os.path.join(outdir, "pinned-bandwidth.svg"), meta)
     launches(cases, os.path.join(outdir, "launch-cost.svg"), meta)
+    if len(args) == 3:
+        with open(args[2]) as f:
+            sdata = json.load(f)
+        if not sdata.get("scaling_threads"):
+            sys.exit("plot.py: %s has no scaling_threads rows" % args[2])
+        smeta = "%d x %s, driver CUDA %s, %d CPUs, %s" % (sdata["gpus"], sdata["gpu"],
+                                                           sdata["driver_cuda"], sdata["cpus"],
+                                                           sdata["date"])
+        scaling(sdata["scaling_threads"], os.path.join(outdir, "scaling.svg"), smeta)
     for p in sorted(set(PROBLEMS), key=PROBLEMS.index):
         print("plot.py --check: " + p, file=sys.stderr)
     sys.exit(1 if PROBLEMS else 0)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/cpu/test_figures.sh -- the figures of docs/performance.md, as a reader
 # sees them:
-#  (a) bench/plot.py --check draws them from the JSON `make figures` reads
+#  (a) bench/plot.py --check draws them from the JSONs `make figures` reads
 #      and finds nothing wrong (logarithmic size axes spanning only the data,
 #      a log bandwidth axis where it spans decades, no legend over a point,
 #      line, bar or label);
@@ -26,12 +26,18 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-json=$(printf 'print-var:\n\t@echo $(FIGURES_JSON)\n' |
-  env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C "$b" -f Makefile -f - print-var)
+var() {
+  printf 'print-var:\n\t@echo $(%s)\n' "$1" |
+    env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C "$b" -f Makefile -f - print-var
+}
+json=$(var FIGURES_JSON)
 [ -f "$json" ] || { echo "ERROR: FIGURES_JSON ($json) not found"; exit 99; }
+scaling=$(var SCALING_JSON)
+[ -f "$scaling" ] || { echo "ERROR: SCALING_JSON ($scaling) not found"; exit 99; }
 
 # (a)
-"$py" "$s/bench/plot.py" --check "$json" "$tmp/drawn" || bad "bench/plot.py --check found problems (above)"
+"$py" "$s/bench/plot.py" --check "$json" "$tmp/drawn" "$scaling" ||
+  bad "bench/plot.py --check found problems (above)"
 
 # (b) rendered, and something drawn: a PNG of the SVG's size, not one colour
 drawn=$(cd "$tmp/drawn" && ls *.svg 2>/dev/null)
@@ -61,7 +67,7 @@ for f in $drawn; do
   if [ "$drew" != "$version" ]; then
     echo "note: docs/figures/$f was drawn by matplotlib $drew, this is $version: not compared"
   elif ! cmp -s "$tmp/drawn/$f" "$s/docs/figures/$f"; then
-    bad "docs/figures/$f is not what bench/plot.py draws from $(basename "$json") (run make figures)"
+    bad "docs/figures/$f is not what bench/plot.py draws from $(basename "$json") and $(basename "$scaling") (run make figures)"
   fi
 done
 [ $fail -eq 0 ] && echo "PASS: the figures draw, check and render as committed"
