@@ -11,11 +11,13 @@
  * loader (t4a_gpu_open_path: a v1.1 plugin as well as a v1.2 one), init, and
  * one runtime on device 0 with default options. The rows: buffer_alloc +
  * buffer_free in steady state (the block cache's path: a freed block is
- * taken again) at 256 B, 64 KiB and 1 MiB. Each sample times --batch pairs
- * (default 4000); A and B alternate which goes first. The report gives each
- * side's median and p99 per pair and two ratios B/A: of the medians, and
- * the median of the per-sample ratios (each sample's B against the A beside
- * it).
+ * taken again) at 256 B, 64 KiB and 1 MiB, each sample --batch pairs
+ * (default 4000); launches of an empty kernel (compiled by each side) and
+ * 64-byte pageable copy_h2d, each sample 200 of them, the runtime sealed
+ * and waited for after each sample (untimed). A and B alternate which goes
+ * first. The report gives each side's median and p99 per operation and two
+ * ratios B/A: of the medians, and the median of the per-sample ratios (each
+ * sample's B against the A beside it).
  *
  * Exit status: 0 done, 1 a call failed, 2 usage. */
 #include "config.h"
@@ -33,6 +35,10 @@ typedef struct side {
   t4a_gpu_backend *b;
   const t4a_gpu_backend_v1 *t;
   t4a_runtime rt;
+  t4a_artifact art;
+  t4a_module mod;
+  t4a_function fn; /* an empty kernel */
+  t4a_buffer buf;  /* the small copies' destination */
 } side;
 
 static void fail(const side *s, const char *what, int rc) {
@@ -53,6 +59,54 @@ static void open_side(side *s) {
     fail(s, "init", rc);
   if ((rc = s->t->runtime_create(0, NULL, &s->rt)) != T4A_OK)
     fail(s, "runtime_create", rc);
+  static const char src[] = "extern \"C\" __global__ void t4a_empty() {}\n";
+  t4a_compile_options o = {.struct_size = sizeof o, .source = src, .name = "empty.cu"};
+  if ((rc = s->t->artifact_compile(&o, &s->art)) != T4A_OK)
+    fail(s, "artifact_compile", rc);
+  if ((rc = s->t->module_load(s->rt, s->art, &s->mod)) != T4A_OK)
+    fail(s, "module_load", rc);
+  if ((rc = s->t->function_get(s->rt, s->mod, "t4a_empty", &s->fn)) != T4A_OK)
+    fail(s, "function_get", rc);
+  if ((rc = s->t->buffer_alloc(s->rt, 4096, &s->buf)) != T4A_OK)
+    fail(s, "buffer_alloc", rc);
+}
+
+static void drain(const side *s) {
+  t4a_witness w;
+  int rc = s->t->seal(s->rt, &w);
+  if (rc == T4A_OK && (rc = s->t->witness_wait(w, T4A_WAIT_FOREVER)) == T4A_OK)
+    rc = s->t->witness_release(w);
+  if (rc != T4A_OK)
+    fail(s, "seal+wait", rc);
+}
+
+/* Seconds per launch over batch launches, drained after (untimed). */
+static double launch(const side *s, uint64_t unused, int batch) {
+  (void)unused;
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {32, 1, 1}};
+  double t0 = bench_now();
+  for (int i = 0; i < batch; i++) {
+    int rc = s->t->launch(s->rt, s->fn, &cfg, NULL);
+    if (rc != T4A_OK)
+      fail(s, "launch", rc);
+  }
+  double t = (bench_now() - t0) / batch;
+  drain(s);
+  return t;
+}
+
+/* Seconds per pageable copy_h2d of `bytes` over batch copies, drained after. */
+static double small_h2d(const side *s, uint64_t bytes, int batch) {
+  static unsigned char host[4096];
+  double t0 = bench_now();
+  for (int i = 0; i < batch; i++) {
+    int rc = s->t->copy_h2d(s->rt, s->buf, 0, host, bytes);
+    if (rc != T4A_OK)
+      fail(s, "copy_h2d", rc);
+  }
+  double t = (bench_now() - t0) / batch;
+  drain(s);
+  return t;
 }
 
 /* Seconds per alloc+free pair over batch pairs. */
@@ -123,7 +177,17 @@ int main(int argc, char **argv) {
   side s[2] = {{.path = paths[0]}, {.path = paths[1]}};
   open_side(&s[0]);
   open_side(&s[1]);
-  static const uint64_t sizes[] = {256, 64 << 10, 1 << 20};
+  typedef struct row {
+    const char *name;
+    double (*op)(const side *, uint64_t, int);
+    uint64_t arg;
+    int batch; /* 0: --batch */
+  } row;
+  static const row rows[] = {{"alloc+free 256 B", alloc_free, 256, 0},
+                             {"alloc+free 64 KiB", alloc_free, 64 << 10, 0},
+                             {"alloc+free 1 MiB", alloc_free, 1 << 20, 0},
+                             {"launch, empty kernel", launch, 0, 200},
+                             {"pageable copy_h2d 64 B", small_h2d, 64, 200}};
   double *v[2], *ratio;
   v[0] = malloc(sizeof(double) * (size_t)samples);
   v[1] = malloc(sizeof(double) * (size_t)samples);
@@ -147,42 +211,46 @@ int main(int argc, char **argv) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   printf("t4a_ab: A %s\n        B %s\n        %s, %ld CPUs, %d samples of %d pairs\n", paths[0],
          paths[1], cpu_model(cpu, sizeof cpu), cpus, samples, batch);
+  printf("(launch and copy rows: samples of 200, drained after each)\n");
   printf("%-28s %10s %10s %10s %10s %9s %9s\n", "row", "A median", "A p99", "B median", "B p99",
          "B/A", "paired");
   if (out)
     fprintf(out, "{\"machine\": \"%s, %ld CPUs\", \"a\": \"%s\", \"b\": \"%s\", \"rows\": [", cpu,
             cpus, paths[0], paths[1]);
-  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    const row *r = &rows[k];
+    int nb = r->batch ? r->batch : batch;
     for (int w = 0; w < 3; w++) /* warm both: caches, the block cache's first blocks */
       for (int j = 0; j < 2; j++)
-        (void)alloc_free(&s[j], sizes[k], batch);
+        (void)r->op(&s[j], r->arg, nb);
     for (int i = 0; i < samples; i++) {
       int first = i & 1;
-      v[first][i] = alloc_free(&s[first], sizes[k], batch);
-      v[!first][i] = alloc_free(&s[!first], sizes[k], batch);
+      v[first][i] = r->op(&s[first], r->arg, nb);
+      v[!first][i] = r->op(&s[!first], r->arg, nb);
       ratio[i] = v[1][i] / v[0][i];
     }
     double ma, mb, pa, pb, mr, unused;
     bench_stats(v[0], samples, false, &ma, &pa);
     bench_stats(v[1], samples, false, &mb, &pb);
     bench_stats(ratio, samples, false, &mr, &unused);
-    char row[64];
-    snprintf(row, sizeof row, "alloc+free %llu B", (unsigned long long)sizes[k]);
-    printf("%-28s %7.1f ns %7.1f ns %7.1f ns %7.1f ns %9.3f %9.3f\n", row, ma * 1e9, pa * 1e9,
+    printf("%-28s %7.1f ns %7.1f ns %7.1f ns %7.1f ns %9.3f %9.3f\n", r->name, ma * 1e9, pa * 1e9,
            mb * 1e9, pb * 1e9, mb / ma, mr);
     if (out)
       fprintf(out,
               "%s\n  {\"row\": \"%s\", \"a_median_ns\": %.2f, \"a_p99_ns\": %.2f, "
               "\"b_median_ns\": %.2f, \"b_p99_ns\": %.2f, \"ratio\": %.4f, \"paired_ratio\": %.4f}",
-              k ? "," : "", row, ma * 1e9, pa * 1e9, mb * 1e9, pb * 1e9, mb / ma, mr);
+              k ? "," : "", r->name, ma * 1e9, pa * 1e9, mb * 1e9, pb * 1e9, mb / ma, mr);
   }
   if (out) {
     fputs("\n]}\n", out);
     fclose(out);
   }
   for (int j = 0; j < 2; j++) {
-    if (s[j].t->runtime_destroy(s[j].rt, T4A_WAIT_FOREVER) != T4A_OK)
-      fail(&s[j], "runtime_destroy", 1);
+    const t4a_gpu_backend_v1 *t = s[j].t;
+    if (t->buffer_free(s[j].rt, s[j].buf) != T4A_OK ||
+        t->module_unload(s[j].rt, s[j].mod) != T4A_OK || t->artifact_release(s[j].art) != T4A_OK ||
+        t->runtime_destroy(s[j].rt, T4A_WAIT_FOREVER) != T4A_OK)
+      fail(&s[j], "teardown", 1);
     t4a_gpu_close(s[j].b);
   }
   free(v[0]);
