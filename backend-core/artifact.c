@@ -319,3 +319,37 @@ int t4a__compile_cache_clear_slot(uint32_t which, const t4a__disk *disk) {
     t4a__disk_clear(disk);
   return T4A_OK;
 }
+
+int t4a__compile_request_check(const t4a_compile_options *o, uint64_t *size) {
+  int rc = t4a__check_struct(o, T4A_COMPILE_OPTIONS_V1_0_SIZE, "t4a_compile_options");
+  if (rc)
+    return rc;
+  if (o->flags & ~(uint32_t)(T4A_COMPILE_PTX | T4A_COMPILE_NO_CACHE))
+    return t4a__fail(T4A_EINVAL,
+                     "artifact_compile: unknown flags 0x%x; use T4A_COMPILE_PTX "
+                     "and T4A_COMPILE_NO_CACHE",
+                     o->flags);
+  if (!o->source)
+    return t4a__fail(T4A_EINVAL, "artifact_compile: source is NULL; pass CUDA C source");
+  *size = o->source_size ? o->source_size : strlen(o->source);
+  if (!*size)
+    return t4a__fail(T4A_EINVAL, "artifact_compile: the source is empty; pass CUDA C source");
+  const char *nul = memchr(o->source, 0, (size_t)*size);
+  if (nul)
+    return t4a__fail(T4A_EINVAL,
+                     "artifact_compile: the source has a NUL byte at offset %zu of "
+                     "%llu; pass text only (or the right source_size)",
+                     (size_t)(nul - o->source), (unsigned long long)*size);
+  if (o->option_count > 256 || (o->option_count && !o->options))
+    return t4a__fail(T4A_EINVAL,
+                     "artifact_compile: %u options with options %s; pass at most "
+                     "256 options in a non-NULL array",
+                     o->option_count, o->options ? "set" : "NULL");
+  for (uint32_t i = 0; i < o->option_count; i++)
+    if (!o->options[i] || strlen(o->options[i]) > 4096)
+      return t4a__fail(T4A_EINVAL,
+                       "artifact_compile: option %u is NULL or longer than 4096 "
+                       "bytes; pass valid strings",
+                       i);
+  return T4A_OK;
+}

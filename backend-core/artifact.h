@@ -52,6 +52,13 @@ bool t4a__artifact_cached(const uint8_t key[32], t4a_artifact *out);
 void t4a__artifact_cache_stats(uint64_t *entries, uint64_t *hits);
 void t4a__artifact_cache_clear(void);
 
+/* artifact_compile's request checks, the same for every plugin: the struct,
+ * the flags, the source (not NULL, not empty, no NUL byte within its size),
+ * the option array (at most 256, each a string of at most 4096 bytes).
+ * Sets *size to the source's size. What depends on the backend (the device,
+ * the architecture, the flags it cannot honour) the plugin checks after. */
+int t4a__compile_request_check(const t4a_compile_options *o, uint64_t *size);
+
 /* The compile caches' two slots, the same for every plugin: a plugin hands
  * in its disk cache (diskcache.h) and its count of compiles performed. */
 struct t4a__disk;

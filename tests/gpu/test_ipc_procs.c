@@ -92,13 +92,19 @@ static void child_ok(const char *what, int rc) {
 }
 #define CHILD_OK(expr) child_ok(#expr, (expr))
 
-static t4a_runtime ipc_runtime(void) {
+/* A runtime on device 0 that may share memory with other processes (the
+ * child's and the parent's alike). */
+static int create_ipc_runtime(t4a_runtime *rt) {
   t4a_runtime_options o;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.flags = T4A_RUNTIME_IPC;
+  return T->runtime_create(0, &o, rt);
+}
+
+static t4a_runtime ipc_runtime(void) {
   t4a_runtime rt;
-  CHILD_OK(T->runtime_create(0, &o, &rt));
+  CHILD_OK(create_ipc_runtime(&rt));
   return rt;
 }
 
@@ -312,12 +318,8 @@ static void kill_peer(peer *p) {
 }
 
 static t4a_runtime parent_ipc_runtime(void) {
-  t4a_runtime_options o;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.flags = T4A_RUNTIME_IPC;
   t4a_runtime rt;
-  RT_OK(T->runtime_create(0, &o, &rt));
+  RT_OK(create_ipc_runtime(&rt));
   return rt;
 }
 
