@@ -94,6 +94,9 @@ int t4a__slot_copy_h2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, const
   t4a__buffer *b;
   if (!src && bytes)
     return t4a__fail(T4A_EINVAL, "copy_h2d: src is NULL; pass the host data");
+  const t4a__runtime *p = t4a__rt_peek(h);
+  if (p) /* the stream's line, the buffer table, the staging's sizes, the counters */
+    t4a__rt_warm(&p->stream, &p->mem.bufs, &p->stage.direct_h2d, &p->c.copies_h2d_pageable);
   int rc = begin(h, "copy_h2d", dst, dst_offset, bytes, "destination", &rt, &b);
   if (rc)
     return rc;

@@ -60,6 +60,11 @@ static const char *const fixed[] = {"c++",         "-std=c++17",      "-O2",
 /* g++ marks some inline statics STB_GNU_UNIQUE, which makes dlclose keep
  * the module loaded for good; clang++ has no such symbols (nor the option). */
 static const char no_unique[] = "-fno-gnu-unique";
+/* A frame larger than a page (a kernel's big local array) probes each page
+ * as it grows, so that a fiber whose stack is too small hits its guard page
+ * (a contained fault in checked mode) instead of reaching past it into the
+ * next fiber's stack (g++ 8 and clang++ 11 have the option). */
+static const char clash[] = "-fstack-clash-protection";
 
 /* ---- the request ---------------------------------------------------------------------- */
 
@@ -270,6 +275,8 @@ int t4a__slot_artifact_compile(const t4a_compile_options *o, t4a_artifact *out) 
     a.v[a.count++] = fixed[i];
   if (!c.clang)
     a.v[a.count++] = no_unique;
+  if (c.major >= (c.clang ? 11 : 8))
+    a.v[a.count++] = clash;
   if (checked) /* loop-mode threads keep their index for fault_here (a key of its own) */
     a.v[a.count++] = "-DT4A_HK_CHECKED=1";
   char *log = NULL;

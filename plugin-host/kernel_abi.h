@@ -67,8 +67,8 @@ typedef struct t4a_hk_worker {
                            with a PROT_NONE guard page below it (not counted in stack_bytes):
                            stack i is [stacks + i * (stack_bytes + page), + stack_bytes),
                            page = the system page size (getpagesize()); the prelude wants
-                           stack_bytes >= 4096 + 2304 and keeps its fiber record within
-                           2304 bytes of the top */
+                           stack_bytes >= 4096 + 4352 and keeps its fiber record within
+                           4352 bytes of the top */
   uint64_t stack_bytes; /* usable bytes of one stack, a multiple of the page size */
   uint32_t stack_count; /* >= the block's thread count */
   uint32_t reserved;

@@ -23,8 +23,9 @@
  *
  * Each thread that runs blocks owns what a block borrows (t4a_hk_worker):
  * fiber stacks (mapped on first need, as many as the largest block of a
- * synchronising kernel it ran, each 64 KiB with a PROT_NONE guard page
- * below it, MAP_NORESERVE: only touched pages cost memory) and the dynamic
+ * synchronising kernel it ran, each T4A_HOST_STACK_KIB (default below) with
+ * a PROT_NONE guard page below it, MAP_NORESERVE: only touched pages cost
+ * memory) and the dynamic
  * shared memory (grown to the largest request, 256-byte aligned). A pool
  * thread keeps them in its own struct, a runtime's worker in a
  * thread-local one; all are freed at the plugin's unload. */
@@ -42,7 +43,16 @@
 #include "common/env.h"
 #include "plugin-host/kernel.h"
 
-#define STACK_BYTES (64u << 10)
+/* A fiber's stack (a CUDA thread's, in a kernel that synchronises), unless
+ * T4A_HOST_STACK_KIB (16-4096) says otherwise: what a kernel's locals,
+ * its calls and printf get (CUDA's own default is 1 KiB of stack, but a
+ * GPU thread's local arrays are not on it; here they are). Measured on the
+ * H200 host's Xeon, the barrier's cost did not follow the size beyond that
+ * machine's noise (7.5-14 ns per thread and barrier from 32 to 252 KiB, a
+ * 256-thread block; performance.md), so the default stays 64 KiB. */
+#define STACK_DEFAULT_KIB 64u
+#define STACK_MIN_KIB 16u
+#define STACK_MAX_KIB 4096u
 #define MAX_STACKS 1024u
 #define SPIN_NS 20000u
 #define MAX_THREADS 1024u
@@ -102,6 +112,27 @@ uint32_t t4a__hk_pool_size(void) {
   return size_;
 }
 
+static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
+static size_t stack_bytes_; /* a whole number of pages */
+
+static void decide_stack(void) {
+  uint64_t kib = STACK_DEFAULT_KIB;
+  const char *v = t4a__getenv("T4A_HOST_STACK_KIB");
+  if (v && *v) {
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (!*end && x >= STACK_MIN_KIB && x <= STACK_MAX_KIB)
+      kib = x;
+  }
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  stack_bytes_ = ((size_t)kib * 1024u + page - 1) / page * page;
+}
+
+static size_t stack_bytes(void) {
+  pthread_once(&stack_once, decide_stack);
+  return stack_bytes_;
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -134,7 +165,7 @@ static bool ensure_stacks(hkw *c, uint32_t n) {
     count *= 2;
   if (count > MAX_STACKS)
     count = MAX_STACKS;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), stride = STACK_BYTES + page;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), sb = stack_bytes(), stride = sb + page;
   size_t bytes = (size_t)count * stride;
   char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
@@ -149,7 +180,7 @@ static bool ensure_stacks(hkw *c, uint32_t n) {
   c->map = m;
   c->map_bytes = bytes;
   c->w.stacks = m + page; /* stack i at stacks + i * (stack_bytes + page), its guard below it */
-  c->w.stack_bytes = STACK_BYTES;
+  c->w.stack_bytes = sb;
   c->w.stack_count = count;
   return true;
 }

@@ -296,13 +296,16 @@ struct block {
   warp warps[32];
 };
 
-/* Fiber i's record sits (i % 32) cache lines below its stack's top: the
+/* Fiber i's record sits (i % 64) cache lines below its stack's top: the
  * stacks are a whole number of pages apart, and without the offset every
  * fiber's record and saved registers would share their address's low 12
  * bits, so each switch's loads (the next fiber's registers) would wait on
  * the stores just made (the previous one's) through 4K aliasing on Intel
- * cores, and all of them would compete for the same L1 sets. */
-enum : size_t { FIBER_COLORS = 32, FIBER_COLOR_BYTES = 64 };
+ * cores, and all of them would compete for the same L1 sets. 64 offsets
+ * cover all of an L1's 64 sets (a 48 KiB, 12-way L1 holds a 256-thread
+ * block's records and frames then; with 32, half the sets took them all:
+ * 11-13 ns against 7-8 per thread and barrier on the H200 host's Xeon). */
+enum : size_t { FIBER_COLORS = 64, FIBER_COLOR_BYTES = 64 };
 
 inline fiber *fiber_at(const block *b, uint32_t i) {
   return reinterpret_cast<fiber *>(b->stacks + i * b->stride + b->stack_bytes - FIBER_SLOT -

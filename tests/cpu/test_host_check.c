@@ -57,6 +57,29 @@ static const char source[] =
     "    v = deep(1 << 20);\n"
     "  out[blockIdx.x * blockDim.x + threadIdx.x] = v;\n"
     "}\n"
+    "__device__ __noinline__ int low_end(int v) {\n"
+    "  volatile char big[96 * 1024]; /* its lowest byte only */\n"
+    "  big[0] = (char)v;\n"
+    "  return big[0];\n"
+    "}\n"
+    "extern \"C\" __global__ void k_low_end(int t, int *out) {\n"
+    "  int v = 0;\n"
+    "  __syncthreads();\n"
+    "  if ((int)threadIdx.x == t)\n"
+    "    v = low_end(t);\n"
+    "  out[blockIdx.x * blockDim.x + threadIdx.x] = v;\n"
+    "}\n"
+    "extern \"C\" __global__ void k_locals(int *out) {\n"
+    "  volatile char big[96 * 1024]; /* more than a default fiber stack */\n"
+    "  __syncthreads();\n"
+    "  for (int i = 0; i < (int)sizeof big; i += 4096)\n"
+    "    big[i] = (char)(threadIdx.x + i / 4096);\n"
+    "  __syncthreads();\n"
+    "  int s = 0;\n"
+    "  for (int i = 0; i < (int)sizeof big; i += 4096)\n"
+    "    s += big[i];\n"
+    "  out[blockIdx.x * blockDim.x + threadIdx.x] = s;\n"
+    "}\n"
     "extern \"C\" __global__ void k_saxpy(int n, float a, const float *x, float *y) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  if (i < n)\n"
@@ -275,6 +298,51 @@ START_TEST(a_fiber_stack_overflow_faults) {
 }
 END_TEST
 
+/* A thread whose locals outgrow its fiber's stack (96 KiB of a default 64),
+ * touching only their lowest byte, which lies in the next fiber's stack:
+ * the frame probes each page as it grows (the compile's
+ * -fstack-clash-protection), so the thread meets its own guard page instead
+ * of writing into its neighbour's stack unseen. */
+START_TEST(locals_larger_than_the_stack_fault) {
+  kset k = open_set();
+  t4a_buffer outb;
+  uint64_t out = alloc(&k, 64 * 4, &outb);
+  int t = 5;
+  void *args[] = {&t, &out};
+  go(&k, "k_low_end", 1, 32, args);
+  expect_faulted(&k, "kernel 'k_low_end' faulted (an access outside the live buffers) in block (0, "
+                     "0, 0), thread (5, 0, 0): SIGSEGV at address 0x");
+}
+END_TEST
+
+/* ... and with T4A_HOST_STACK_KIB asking for more, it runs, with the right
+ * answers (read when the first synchronising block runs: each test is its
+ * own process here). */
+START_TEST(a_larger_stack_when_asked_for) {
+  setenv("T4A_HOST_STACK_KIB", "256", 1);
+  kset k = open_set();
+  t4a_buffer outb;
+  uint64_t out = alloc(&k, 64 * 4, &outb);
+  void *args[] = {&out};
+  go(&k, "k_locals", 2, 32, args);
+  sync_ok(k.rt);
+  int got[64];
+  OK(T->copy_d2h(k.rt, got, outb, 0, sizeof got));
+  for (int i = 0; i < 64; i++) {
+    int t = i % 32, want = 0;
+    for (int j = 0; j < 24; j++)
+      want += (signed char)(t + j);
+    ck_assert_int_eq(got[i], want);
+  }
+  OK(T->buffer_free(k.rt, outb));
+  OK(T->module_unload(k.rt, k.m));
+  OK(T->artifact_release(k.a));
+  OK(T->runtime_destroy(k.rt, T4A_WAIT_FOREVER));
+  OK(T->runtime_destroy(k.sibling, T4A_WAIT_FOREVER));
+  unsetenv("T4A_HOST_STACK_KIB");
+}
+END_TEST
+
 START_TEST(a_trap_faults_likewise) {
   kset k = open_set();
   int b = 6, t = 12;
@@ -353,6 +421,8 @@ int main(void) {
   tcase_add_test(tc, a_write_into_the_slack_breaks_the_canary);
   tcase_add_test(tc, a_write_to_a_freed_buffer_faults);
   tcase_add_test(tc, a_fiber_stack_overflow_faults);
+  tcase_add_test(tc, locals_larger_than_the_stack_fault);
+  tcase_add_test(tc, a_larger_stack_when_asked_for);
   tcase_add_test(tc, a_trap_faults_likewise);
   tcase_add_test(tc, a_fault_outside_a_kernel_is_the_processs_own);
   suite_add_tcase(s, tc);
