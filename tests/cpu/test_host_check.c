@@ -306,7 +306,7 @@ END_TEST
 START_TEST(locals_larger_than_the_stack_fault) {
   kset k = open_set();
   t4a_buffer outb;
-  uint64_t out = alloc(&k, 64 * 4, &outb);
+  uint64_t out = alloc(&k, 64 * sizeof(int), &outb);
   int t = 5;
   void *args[] = {&t, &out};
   go(&k, "k_low_end", 1, 32, args);
@@ -322,7 +322,7 @@ START_TEST(a_larger_stack_when_asked_for) {
   setenv("T4A_HOST_STACK_KIB", "256", 1);
   kset k = open_set();
   t4a_buffer outb;
-  uint64_t out = alloc(&k, 64 * 4, &outb);
+  uint64_t out = alloc(&k, 64 * sizeof(int), &outb);
   void *args[] = {&out};
   go(&k, "k_locals", 2, 32, args);
   sync_ok(k.rt);
