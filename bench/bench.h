@@ -96,6 +96,9 @@ double bench_now(void); /* bench/stats.c: CLOCK_MONOTONIC, in seconds */
 /* Sorts v[0..n) and gives its median and p99: the value 99% of samples are
  * no worse than (the 99th percentile of times, the 1st of bandwidths). */
 void bench_stats(double *v, int n, bool higher_is_better, double *median, double *p99);
+/* bench/stats.c: whether a status says the host lacks what the rows need
+ * (a driver, a device, a compiler): the programs exit 4 for it, else 1. */
+bool bench_unusable(int status);
 void bench_check(int rc, const char *what);
 void bench_cu(t4a__CUresult r, const char *what);
 

@@ -223,6 +223,12 @@ def check(fig, out, axes):
                 PROBLEMS.append("%s: the legend covers the label '%s'" % (name, text.get_text()))
 
 
+def run_meta(data):
+    """The figure's second title line: the machine and date of a run."""
+    return "%d x %s, driver CUDA %s, %d CPUs, %s" % (data["gpus"], data["gpu"], data["driver_cuda"],
+                                                    data["cpus"], data["date"])
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--check"]
     if len(args) not in (2, 3):
@@ -231,9 +237,7 @@ def main():
         data = json.load(f)
     outdir = args[1]
     os.makedirs(outdir, exist_ok=True)
-    meta = "%d x %s, driver CUDA %s, %d CPUs, %s" % (data["gpus"], data["gpu"],
-                                                      data["driver_cuda"], data["cpus"],
-                                                      data["date"])
+    meta = run_meta(data)
     cases = data["cases"]
     bandwidth(cases, "pageable", "Pageable copies: t4a (bounded staging) against the driver",
               os.path.join(outdir, "pageable-bandwidth.svg"), meta)
@@ -245,10 +249,7 @@ def main():
             sdata = json.load(f)
         if not sdata.get("scaling_threads"):
             sys.exit("plot.py: %s has no scaling_threads rows" % args[2])
-        smeta = "%d x %s, driver CUDA %s, %d CPUs, %s" % (sdata["gpus"], sdata["gpu"],
-                                                           sdata["driver_cuda"], sdata["cpus"],
-                                                           sdata["date"])
-        scaling(sdata["scaling_threads"], os.path.join(outdir, "scaling.svg"), smeta)
+        scaling(sdata["scaling_threads"], os.path.join(outdir, "scaling.svg"), run_meta(sdata))
     for p in sorted(set(PROBLEMS), key=PROBLEMS.index):
         print("plot.py --check: " + p, file=sys.stderr)
     sys.exit(1 if PROBLEMS else 0)

@@ -1,5 +1,5 @@
 /* bench/stats.c -- the clock and the statistics every bench program reports
- * with (bench/t4a_bench, bench/t4a_ab): see bench.h. */
+ * with (bench/t4a_bench, bench/t4a_ab, bench/t4a_stages): see bench.h. */
 #include "config.h"
 
 #include <math.h>
@@ -25,4 +25,9 @@ void bench_stats(double *v, int n, bool higher_is_better, double *median, double
   int i = (int)ceil(0.99 * n) - 1;
   i = i < 0 ? 0 : i >= n ? n - 1 : i;
   *p99 = higher_is_better ? v[n - 1 - i] : v[i];
+}
+
+bool bench_unusable(int status) {
+  return status == T4A_ENODRIVER || status == T4A_ESTUBDRIVER || status == T4A_ENODEVICE ||
+         status == T4A_EDRIVEROLD || status == T4A_EDRIVERMISMATCH || status == T4A_ENOCOMPILER;
 }

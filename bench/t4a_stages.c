@@ -46,9 +46,7 @@ static void ok(int rc, const char *what) {
   t4a_error_info e = {.struct_size = sizeof e};
   t4a__slot_last_error(&e);
   fprintf(stderr, "t4a_stages: %s: %s: %s\n", what, t4a_status_name(rc), e.message);
-  int unusable = rc == T4A_ENODRIVER || rc == T4A_ESTUBDRIVER || rc == T4A_ENODEVICE ||
-                 rc == T4A_EDRIVEROLD || rc == T4A_EDRIVERMISMATCH || rc == T4A_ENOCOMPILER;
-  exit(unusable ? 4 : 1);
+  exit(bench_unusable(rc) ? 4 : 1);
 }
 
 static void cu(t4a__CUresult r, const char *what) {

@@ -94,16 +94,20 @@ static __thread hkw *mine;      /* a runtime worker's context */
 static pthread_once_t size_once = PTHREAD_ONCE_INIT;
 static uint32_t size_; /* pool threads (the workers run blocks too) */
 
+/* The decimal number in environment variable `name`, or 0 when it is unset,
+ * empty or not a number. */
+static uint64_t env_number(const char *name) {
+  const char *v = t4a__getenv(name);
+  char *end = NULL;
+  unsigned long long x = v && *v ? strtoull(v, &end, 10) : 0;
+  return end && !*end ? (uint64_t)x : 0;
+}
+
 static void decide_size(void) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t n = cpus > 0 ? (uint64_t)cpus : 1;
-  const char *v = t4a__getenv("T4A_HOST_THREADS");
-  if (v && *v) {
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (!*end && x >= 1)
-      n = x > MAX_THREADS ? MAX_THREADS : x;
-  }
+  uint64_t n = cpus > 0 ? (uint64_t)cpus : 1, x = env_number("T4A_HOST_THREADS");
+  if (x >= 1)
+    n = x > MAX_THREADS ? MAX_THREADS : x;
   size_ = (uint32_t)(n - 1);
 }
 
@@ -116,14 +120,9 @@ static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
 static size_t stack_bytes_; /* a whole number of pages */
 
 static void decide_stack(void) {
-  uint64_t kib = STACK_DEFAULT_KIB;
-  const char *v = t4a__getenv("T4A_HOST_STACK_KIB");
-  if (v && *v) {
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (!*end && x >= STACK_MIN_KIB && x <= STACK_MAX_KIB)
-      kib = x;
-  }
+  uint64_t kib = env_number("T4A_HOST_STACK_KIB");
+  if (kib < STACK_MIN_KIB || kib > STACK_MAX_KIB)
+    kib = STACK_DEFAULT_KIB;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   stack_bytes_ = ((size_t)kib * 1024u + page - 1) / page * page;
 }

@@ -330,11 +330,25 @@ inline void fiber_frame(fiber *f, void (*entry)(void *)) {
   f->c.pc = reinterpret_cast<void *>(&t4a__hk_resume);
 }
 
-inline void switch_to(tls_state &t, fiber *from, fiber *to) {
-  t.tid = to->tid;
-  t.self = to;
-  to->state = to->state == F_READY ? F_RUN : to->state;
-  t4a__hk_swap(&from->c, &to->c);
+/* f runs next: the thread's state names it (threadIdx reads it), and a
+ * fiber not started yet is running from now on. */
+inline void make_current(tls_state &t, fiber *f) {
+  t.tid = f->tid;
+  t.self = f;
+  f->state = f->state == F_READY ? F_RUN : f->state;
+}
+
+/* Before switching to f: the fiber after it (the next switch's) gets its
+ * frame warmed, from the context its record holds, and the one after that
+ * its record. A block's fibers run round-robin, so each switch would
+ * otherwise wait on lines last touched a whole round earlier, which a
+ * 256-thread block's round pushes out of L1. Prefetches never fault. */
+inline void warm_after(const fiber *f) {
+  const fiber *n = f->next;
+  const char *sp = static_cast<const char *>(n->c.sp);
+  __builtin_prefetch(n->next, 1);
+  __builtin_prefetch(sp, 1);
+  __builtin_prefetch(sp + 64, 1);
 }
 
 /* __activemask's group completes when no other running lane of the warp
@@ -382,15 +396,26 @@ inline bool runnable(block *b, fiber *f) {
 }
 
 /* me waits (its state says for what): runs the next fiber that can. */
-inline void wait(tls_state &t, block *b, fiber *me, const char *what) {
+/* me waits (its state says for what): the next fiber in the ring that can
+ * run, made current; the caller switches to it. None: the block would hang
+ * on a GPU, and the run ends (`what` names where). */
+__attribute__((noinline)) inline fiber *pick_next(tls_state &t, block *b, fiber *me,
+                                                  const char *what) {
   fiber *f = me->next;
   for (uint32_t k = 1; k < b->live; ++k, f = f->next)
     if (runnable(b, f)) {
-      switch_to(t, me, f);
-      me->state = F_RUN;
-      return;
+      make_current(t, f);
+      warm_after(f);
+      return f;
     }
   deadlock(b, what);
+}
+
+/* me waits: runs the next fiber that can, through t4a__hk_swap. */
+inline void wait(tls_state &t, block *b, fiber *me, const char *what) {
+  fiber *f = pick_next(t, b, me, what);
+  t4a__hk_swap(&me->c, &f->c);
+  me->state = F_RUN;
 }
 
 /* Releases the barrier of generation gen (all running threads arrived). */
@@ -409,34 +434,6 @@ inline void bar_release(block *b) {
            "synchronisation in it); call it from the kernel's source, not through a pointer",
            what, ctx().kernel);
   leave(T4A_HK_FAULT_BARRIER, m);
-}
-
-/* Before switching to f: the fiber after it (the next switch's) gets its
- * frame warmed, from the context its record holds, and the one after that
- * its record. A block's fibers run round-robin, so each switch would
- * otherwise wait on lines last touched a whole round earlier, which a
- * 256-thread block's round pushes out of L1. Prefetches never fault. */
-inline void warm_after(const fiber *f) {
-  const fiber *n = f->next;
-  const char *sp = static_cast<const char *>(n->c.sp);
-  __builtin_prefetch(n->next, 1);
-  __builtin_prefetch(sp, 1);
-  __builtin_prefetch(sp + 64, 1);
-}
-
-/* me waits at the barrier (its state says so): the next fiber that can
- * run, made current (switch_to's bookkeeping; the caller switches). */
-__attribute__((noinline)) inline fiber *bar_next(tls_state &t, block *b, fiber *me) {
-  fiber *f = me->next;
-  for (uint32_t k = 1; k < b->live; ++k, f = f->next)
-    if (runnable(b, f)) {
-      t.tid = f->tid;
-      t.self = f;
-      f->state = f->state == F_READY ? F_RUN : f->state;
-      warm_after(f);
-      return f;
-    }
-  deadlock(b, "__syncthreads");
 }
 
 /* Suspends `me` here and resumes `to`, without a call or a return on
@@ -514,10 +511,7 @@ inline void bar_wait(tls_state &t, block *b, fiber *me) {
   fiber *f = me->next;
   for (uint32_t k = 0; k < b->live; ++k, f = f->next)
     if (runnable(b, f)) {
-      tls_state &t = ctx();
-      t.tid = f->tid;
-      t.self = f;
-      f->state = f->state == F_READY ? F_RUN : f->state;
+      make_current(ctx(), f);
       t4a__hk_swap(&dead, &f->c);
     }
   deadlock(b, "a thread returned");
@@ -542,11 +536,10 @@ __attribute__((always_inline)) inline void __syncthreads() {
   /* The common case inline: the next thread waits at the barrier before
    * this one, released (every thread reaches the same barriers). */
   if (__builtin_expect(to->state == t4a__hk::F_BAR && to->wait_gen != b->gen, 1)) {
-    t.tid = to->tid;
-    t.self = to;
+    t4a__hk::make_current(t, to);
     t4a__hk::warm_after(to);
   } else {
-    to = t4a__hk::bar_next(t, b, me);
+    to = t4a__hk::pick_next(t, b, me, "__syncthreads");
   }
   t4a__hk::jump(me, to);
   me->state = t4a__hk::F_RUN;
