@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define T4A_HK_ABI_VERSION 1u
+#define T4A_HK_ABI_VERSION 2u
 #define T4A_HK_MODULE_SYMBOL "t4a_hk_module_v1"
 
 typedef struct t4a_hk_dim3 {
@@ -67,14 +67,20 @@ typedef struct t4a_hk_worker {
                            with a PROT_NONE guard page below it (not counted in stack_bytes):
                            stack i is [stacks + i * (stack_bytes + page), + stack_bytes),
                            page = the system page size (getpagesize()); the prelude wants
-                           stack_bytes >= 4096 + 4352 and keeps its fiber record within
-                           4352 bytes of the top */
+                           stack_bytes >= 4096 + 4096 and starts stack i up to 4096 bytes
+                           below its top */
   uint64_t stack_bytes; /* usable bytes of one stack, a multiple of the page size */
   uint32_t stack_count; /* >= the block's thread count */
   uint32_t reserved;
   void *shared; /* the block's dynamic shared memory: shared_bytes, 256-byte aligned */
   uint64_t shared_bytes;
+  void *fibers; /* stack_count fiber records of T4A_HK_FIBER_BYTES each, contiguous, 64-byte
+                   aligned: the prelude's scheduler state, one per thread of a block */
 } t4a_hk_worker;
+
+/* The bytes of one fiber record (t4a_hk_worker.fibers): at least the
+ * prelude's record (it checks). */
+#define T4A_HK_FIBER_BYTES 256u
 
 /* A kernel of a module: one `extern "C" __global__` function. */
 typedef struct t4a_hk_kernel {

@@ -14,17 +14,30 @@
  *    as the address: resuming pops them and returns to t4a__hk_swap's
  *    caller;
  *  - a barrier (__syncthreads, x86-64) suspends inline, in the kernel's own
- *    code (jump() below): it saves %rbp and the address of the code after
- *    it, tells the compiler every other register is lost (so the compiler
- *    keeps what is live in the fiber's frame), and jumps. No call and no
- *    return: the resumed thread continues at its own barrier. A switch
- *    through a call would resume the next thread by returning to where
- *    *it* called from while the CPU's return predictor expects the caller
- *    that just suspended; when a kernel's consecutive barriers are
- *    different call sites (two __syncthreads in a loop body, or one loop
- *    the compiler unrolled), every switch mispredicted its return (on the
- *    H200 host's Xeon 25-40 ns per thread and barrier against 11-17 with
- *    one call site; on this AMD 19-23 against 7-10).
+ *    code (jump() below): it saves the callee-saved registers and the
+ *    address of the code after it in the context, tells the compiler the
+ *    caller-saved ones are lost, and jumps. No call and no return: the
+ *    resumed thread continues at its own barrier and reloads its registers
+ *    from its context. A switch through a call would resume the next
+ *    thread by returning to where *it* called from while the CPU's return
+ *    predictor expects the caller that just suspended; when a kernel's
+ *    consecutive barriers are different call sites (two __syncthreads in a
+ *    loop body, or one loop the compiler unrolled), every switch
+ *    mispredicted its return (on the H200 host's Xeon 25-40 ns per thread
+ *    and barrier against 11-17 with one call site; on this AMD 19-23
+ *    against 7-10).
+ *
+ * Where a switch's memory is: the fibers' records are one array the worker
+ * lends (t4a_hk_worker.fibers), a context in each record's first cache line,
+ * so a switch reads and writes records, which neighbour each other, and not
+ * the fibers' stacks: what a kernel keeps live across a barrier stays in the
+ * callee-saved registers the context holds (the compiler spills to the
+ * stack only what does not fit in them). Each stack is pages of its own
+ * (with its guard page), so a switch that touched the next fiber's stack
+ * took a TLB entry per thread: a 256-thread block's round outgrew the
+ * Xeon's first-level TLB and every switch waited on the second (10-12 ns
+ * per thread and barrier there with records at the stacks' tops, 6-9 with
+ * these; bench/results/2026-12-02-h200-barrier-probe.md).
  *
  * Scheduling: the live fibers form a ring in thread order. A fiber that
  * waits switches to the next fiber in the ring that can run (one that has
@@ -40,13 +53,14 @@
  * do not change it. */
 
 namespace t4a__hk {
-/* A suspended context; the assembly below uses the offsets. */
-struct context {
-  void *sp; /* 0: its stack pointer */
-  void *pc; /* 8: where to jump, %rdi (x0) = this context */
-  void *bp; /* 16: its frame pointer (an inline switch's) */
+/* A suspended context, one cache line; the assembly below uses the offsets. */
+struct alignas(64) context {
+  void *sp;       /* 0: its stack pointer */
+  void *pc;       /* 8: where to jump, %rdi (x0) = this context */
+  void *regs[6];  /* 16: an inline switch's %rbx, %rbp, %r12, %r13, %r14, %r15 */
 };
-static_assert(__builtin_offsetof(context, pc) == 8 && __builtin_offsetof(context, bp) == 16,
+static_assert(__builtin_offsetof(context, pc) == 8 && __builtin_offsetof(context, regs) == 16 &&
+                  sizeof(context) == 64,
               "the switch's assembly uses these offsets");
 } // namespace t4a__hk
 
@@ -264,29 +278,29 @@ struct warp {
   uint32_t act;     /* lanes waiting in __activemask */
 };
 
-/* One CUDA thread. Lives at the top of its own stack. */
-struct fiber {
-  /* The first cache line: what a switch reads and writes. */
+/* One CUDA thread: an element of the array the worker lends, its stack
+ * elsewhere (fiber_frame). */
+struct alignas(64) fiber {
   context c; /* first: a fiber's address is its context's */
+  /* The second cache line: what the scheduler reads. */
   fiber *next;
   uint32_t state, wait_gen;
   uint3 tid;
   uint32_t released, index, lane;
-  /* The rest. */
   fiber *prev;
   block *blk;
-  /* the warp operation it waits in */
-  uint32_t op, mask;
+  uint32_t op, mask; /* the warp operation it waits in */
+  /* The rest. */
   int32_t arg, width;
   uint64_t val, res;
 };
-static_assert(__builtin_offsetof(fiber, prev) == 64, "a switch's fields fill one cache line");
-
-enum : size_t { FIBER_SLOT = 256 }; /* bytes reserved at the top of each stack */
-static_assert(sizeof(fiber) <= FIBER_SLOT - 64, "fiber fits its slot");
+static_assert(__builtin_offsetof(fiber, next) == 64 && __builtin_offsetof(fiber, arg) == 128,
+              "a switch's fields fill two cache lines");
+static_assert(sizeof(fiber) <= T4A_HK_FIBER_BYTES, "the worker lends enough for a fiber");
 
 struct block {
   context main; /* the worker's own context */
+  fiber *fibers; /* the lent records, one per thread */
   char *stacks;
   size_t stride, stack_bytes;
   uint32_t n, live, arrived, gen;
@@ -296,25 +310,26 @@ struct block {
   warp warps[32];
 };
 
-/* Fiber i's record sits (i % 64) cache lines below its stack's top: the
- * stacks are a whole number of pages apart, and without the offset every
- * fiber's record and saved registers would share their address's low 12
- * bits, so each switch's loads (the next fiber's registers) would wait on
- * the stores just made (the previous one's) through 4K aliasing on Intel
- * cores, and all of them would compete for the same L1 sets. 64 offsets
- * cover all of an L1's 64 sets (a 48 KiB, 12-way L1 holds a 256-thread
- * block's records and frames then; with 32, half the sets took them all:
- * 11-13 ns against 7-8 per thread and barrier on the H200 host's Xeon). */
-enum : size_t { FIBER_COLORS = 64, FIBER_COLOR_BYTES = 64 };
+inline fiber *fiber_at(const block *b, uint32_t i) { return b->fibers + i; }
 
-inline fiber *fiber_at(const block *b, uint32_t i) {
-  return reinterpret_cast<fiber *>(b->stacks + i * b->stride + b->stack_bytes - FIBER_SLOT -
-                                   (i % FIBER_COLORS) * FIBER_COLOR_BYTES);
+/* Fiber i's stack starts (i % 64) cache lines below its top: the stacks are
+ * a whole number of pages apart, and without the offset every fiber's
+ * frames would share their addresses' low 12 bits, so a switch's loads (the
+ * next fiber's spills) would wait on the stores just made (the previous
+ * one's) through 4K aliasing on Intel cores, and all of them would compete
+ * for the same L1 sets. 64 offsets cover all of an L1's 64 sets. */
+enum : size_t { FIBER_COLORS = 64, FIBER_COLOR_BYTES = 64 };
+enum : size_t { STACK_TOP_RESERVE = FIBER_COLORS * FIBER_COLOR_BYTES };
+
+inline char *stack_top(const block *b, uint32_t i) {
+  return b->stacks + i * b->stride + b->stack_bytes - FIBER_COLOR_BYTES -
+         (i % FIBER_COLORS) * FIBER_COLOR_BYTES;
 }
 
-/* A fresh context for f: switching to it calls b->entry(f) on f's stack. */
-inline void fiber_frame(fiber *f, void (*entry)(void *)) {
-  void **sp = reinterpret_cast<void **>(reinterpret_cast<char *>(f) - 64) - T4A_HK_FRAME_WORDS;
+/* A fresh context for f: switching to it calls b->entry(f) on the stack
+ * whose top is `top` (16-byte aligned). */
+inline void fiber_frame(fiber *f, char *top, void (*entry)(void *)) {
+  void **sp = reinterpret_cast<void **>(top) - T4A_HK_FRAME_WORDS;
   for (int i = 0; i < T4A_HK_FRAME_WORDS; ++i)
     sp[i] = nullptr;
 #if defined(__x86_64__)
@@ -338,17 +353,14 @@ inline void make_current(tls_state &t, fiber *f) {
   f->state = f->state == F_READY ? F_RUN : f->state;
 }
 
-/* Before switching to f: the fiber after it (the next switch's) gets its
- * frame warmed, from the context its record holds, and the one after that
- * its record. A block's fibers run round-robin, so each switch would
- * otherwise wait on lines last touched a whole round earlier, which a
- * 256-thread block's round pushes out of L1. Prefetches never fault. */
-inline void warm_after(const fiber *f) {
+/* Before switching to f: the record (both lines) of the fiber after it
+ * (the next switch's) is fetched now, so the next switch does not wait for it.
+ * Always inlined: GCC finds an out-of-line function of prefetches alone
+ * free of side effects and drops its calls. Prefetches never fault. */
+__attribute__((always_inline)) inline void warm_after(const fiber *f) {
   const fiber *n = f->next;
-  const char *sp = static_cast<const char *>(n->c.sp);
-  __builtin_prefetch(n->next, 1);
-  __builtin_prefetch(sp, 1);
-  __builtin_prefetch(sp + 64, 1);
+  __builtin_prefetch(&n->c, 1);
+  __builtin_prefetch(&n->next, 1);
 }
 
 /* __activemask's group completes when no other running lane of the warp
@@ -437,29 +449,40 @@ inline void bar_release(block *b) {
 }
 
 /* Suspends `me` here and resumes `to`, without a call or a return on
- * x86-64: %rbp and where to continue go into me's context, every other
- * register is declared lost (the compiler saves what is live around it,
- * in me's frame), and the jump sets %rdi to the resumed context, whose
- * %rbp the code after the jump reloads (a context t4a__hk_swap saved
+ * x86-64: the callee-saved registers and where to continue go into me's
+ * context, the caller-saved ones are declared lost (the compiler keeps
+ * what is live across the barrier in the callee-saved ones, and spills the
+ * rest to me's frame), and the jump sets %rdi to the resumed context, whose
+ * registers the code after the jump reloads (a context t4a__hk_swap saved
  * restores its own). Nothing is written below %rsp (the red zone). The x87
  * registers are declared lost too (a long double is not CUDA, but the next
  * fiber's code must find the x87 stack empty). */
 __attribute__((always_inline)) inline void jump(fiber *me, fiber *to) {
 #if defined(__x86_64__)
   context *save = &me->c, *go = &to->c;
-  asm volatile("movq %%rbp, 16(%%rsi)\n\t"
+  asm volatile("movq %%rbx, 16(%%rsi)\n\t"
+               "movq %%rbp, 24(%%rsi)\n\t"
+               "movq %%r12, 32(%%rsi)\n\t"
+               "movq %%r13, 40(%%rsi)\n\t"
+               "movq %%r14, 48(%%rsi)\n\t"
+               "movq %%r15, 56(%%rsi)\n\t"
                "leaq 1f(%%rip), %%rax\n\t"
                "movq %%rax, 8(%%rsi)\n\t"
                "movq %%rsp, 0(%%rsi)\n\t"
                "movq 0(%%rdi), %%rsp\n\t"
                "jmpq *8(%%rdi)\n"
                "1:\n\t"
-               "movq 16(%%rdi), %%rbp"
+               "movq 16(%%rdi), %%rbx\n\t"
+               "movq 24(%%rdi), %%rbp\n\t"
+               "movq 32(%%rdi), %%r12\n\t"
+               "movq 40(%%rdi), %%r13\n\t"
+               "movq 48(%%rdi), %%r14\n\t"
+               "movq 56(%%rdi), %%r15"
                : "+D"(go), "+S"(save)
                :
-               : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
-                 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-                 "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+               : "rax", "rcx", "rdx", "r8", "r9", "r10", "r11", "xmm0", "xmm1", "xmm2", "xmm3",
+                 "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+                 "xmm13", "xmm14", "xmm15",
 #if defined(__AVX512F__)
                  "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
                  "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3",

@@ -114,9 +114,9 @@ template <auto K> void fiber_entry(void *arg) {
   fiber_exit(f);
 }
 
-/* Fiber mode: each thread a fiber on a lent stack (hk_fiber.h). Stack i
- * is [stacks + i * (stack_bytes + page), + stack_bytes), its guard page
- * below it; its fiber record is near its top (fiber_at). */
+/* Fiber mode: each thread a fiber (hk_fiber.h), its record the lent
+ * w->fibers[i], its stack the lent stack i: [stacks + i * (stack_bytes +
+ * page), + stack_bytes), its guard page below it. */
 template <auto K>
 __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t first, uint64_t count,
                                             const t4a_hk_worker *w) {
@@ -125,12 +125,12 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
   tls_state &t = ctx();
   const uint32_t bx = l->block.x, by = l->block.y, gx = l->grid.x, gy = l->grid.y;
   const uint32_t n = bx * by * l->block.z;
-  if (!w->stacks || w->stack_count < n)
-    lent_too_little("fiber stacks", w->stacks ? w->stack_count : 0, n);
-  if (w->stack_bytes < FIBER_SLOT + FIBER_COLORS * FIBER_COLOR_BYTES + 4096)
-    lent_too_little("bytes of fiber stack", w->stack_bytes,
-                    FIBER_SLOT + FIBER_COLORS * FIBER_COLOR_BYTES + 4096);
+  if (!w->stacks || !w->fibers || w->stack_count < n)
+    lent_too_little("fiber stacks and records", w->stacks && w->fibers ? w->stack_count : 0, n);
+  if (w->stack_bytes < STACK_TOP_RESERVE + 4096)
+    lent_too_little("bytes of fiber stack", w->stack_bytes, STACK_TOP_RESERVE + 4096);
   block b;
+  b.fibers = static_cast<fiber *>(w->fibers);
   b.stacks = static_cast<char *>(w->stacks);
   b.stack_bytes = w->stack_bytes;
   b.stride = w->stack_bytes + (size_t)getpagesize();
@@ -160,7 +160,7 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
       f->prev = prev;
       prev->next = f;
       prev = f;
-      fiber_frame(f, b.entry);
+      fiber_frame(f, stack_top(&b, i), b.entry);
       if (++x == bx) {
         x = 0;
         if (++y == by)
