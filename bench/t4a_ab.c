@@ -14,7 +14,8 @@
  * taken again) at 256 B, 64 KiB and 1 MiB, each sample --batch pairs
  * (default 4000); launches of an empty kernel (compiled by each side) and
  * 64-byte pageable copy_h2d, each sample 200 of them, the runtime sealed
- * and waited for after each sample (untimed). A and B alternate which goes
+ * and waited for after each sample (untimed); round trips (a launch, seal,
+ * witness_wait, witness_release), each sample 50 of them. A and B alternate which goes
  * first. The report gives each side's median and p99 per operation and two
  * ratios B/A: of the medians, and the median of the per-sample ratios (each
  * sample's B against the A beside it).
@@ -93,6 +94,20 @@ static double launch(const side *s, uint64_t unused, int batch) {
   double t = (bench_now() - t0) / batch;
   drain(s);
   return t;
+}
+
+/* Seconds per round trip (one launch, seal, wait, release) over batch ones. */
+static double round_trip(const side *s, uint64_t unused, int batch) {
+  (void)unused;
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {32, 1, 1}};
+  double t0 = bench_now();
+  for (int i = 0; i < batch; i++) {
+    int rc = s->t->launch(s->rt, s->fn, &cfg, NULL);
+    if (rc != T4A_OK)
+      fail(s, "launch", rc);
+    drain(s);
+  }
+  return (bench_now() - t0) / batch;
 }
 
 /* Seconds per pageable copy_h2d of `bytes` over batch copies, drained after. */
@@ -187,7 +202,8 @@ int main(int argc, char **argv) {
                              {"alloc+free 64 KiB", alloc_free, 64 << 10, 0},
                              {"alloc+free 1 MiB", alloc_free, 1 << 20, 0},
                              {"launch, empty kernel", launch, 0, 200},
-                             {"pageable copy_h2d 64 B", small_h2d, 64, 200}};
+                             {"pageable copy_h2d 64 B", small_h2d, 64, 200},
+                             {"seal+wait after a launch", round_trip, 0, 50}};
   double *v[2], *ratio;
   v[0] = malloc(sizeof(double) * (size_t)samples);
   v[1] = malloc(sizeof(double) * (size_t)samples);

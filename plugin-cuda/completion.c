@@ -133,12 +133,14 @@ static void retire_process(t4a__runtime *rt) {
 
 /* ---- progress ----------------------------------------------------------------- */
 
-int t4a__rt_progress(t4a__runtime *rt) {
+/* Seals up to `known` completed (their event was waited for): no query. */
+static int progress(t4a__runtime *rt, uint64_t known) {
   t4a__completion *d = &rt->done;
   int rc = T4A_OK;
   while (d->pending_count && !rt->fault) {
     t4a__seal *s = pending_at(d, 0);
-    t4a__CUresult r = t4a__be.cu.cuEventQuery(s->event->ev);
+    t4a__CUresult r =
+        s->seq <= known ? T4A__CUDA_SUCCESS : t4a__be.cu.cuEventQuery(s->event->ev);
     if (r == T4A__CUDA_ERROR_NOT_READY)
       break;
     if (r != T4A__CUDA_SUCCESS) {
@@ -157,6 +159,10 @@ int t4a__rt_progress(t4a__runtime *rt) {
   retire_process(rt);
   return rc;
 }
+
+int t4a__rt_progress(t4a__runtime *rt) { return progress(rt, 0); }
+
+int t4a__rt_progress_known(t4a__runtime *rt, uint64_t seq) { return progress(rt, seq); }
 
 int t4a__seal_epoch(t4a__runtime *rt, uint64_t *seq) {
   t4a__completion *d = &rt->done;

@@ -109,6 +109,11 @@ int t4a__completion_init(t4a__runtime *rt, bool timing);
  * retirements. A failed event makes rt faulted (its status returned). */
 int t4a__rt_progress(t4a__runtime *rt);
 
+/* The same, knowing that seal seq completed (a cuEventSynchronize of its
+ * event succeeded): by stream order, so did every seal before it; those
+ * complete without a query. */
+int t4a__rt_progress_known(t4a__runtime *rt, uint64_t seq);
+
 /* Records an event closing the current epoch (when it has work) and
  * returns the epoch the caller's witness covers. */
 int t4a__seal_epoch(t4a__runtime *rt, uint64_t *seq);

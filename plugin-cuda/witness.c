@@ -201,7 +201,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-#define SPIN_NS 20000ull /* busy-poll this long before blocking */
+#define SPIN_NS 20000ull /* a timed wait busy-polls this long before it sleeps */
 
 int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
   int init = t4a__require_init(); /* T4A_ENOTINIT before init, as every runtime slot */
@@ -229,7 +229,8 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
       return t4a__fail(T4A_ETIMEOUT, "witness_wait: not complete after %llu ns; wait longer",
                        (unsigned long long)timeout_ns);
     }
-    if (now - start < SPIN_NS) { /* spin: a short round trip should not sleep */
+    bool forever = deadline == UINT64_MAX;
+    if (!forever && now - start < SPIN_NS) { /* spin: a short round trip should not sleep */
       t4a__rt_unlock(rt);
       continue;
     }
@@ -241,10 +242,14 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
       continue;
     }
     t4a__event *e = t4a__epoch_event(rt, ref.seq);
-    if (deadline == UINT64_MAX && e) {
-      /* block in the driver without holding the runtime; the pin keeps ev
-       * alive, even through a destroy after a fault (nothing is due: the
-       * unlock runs no callback while the pin is held) */
+    if (forever && e) {
+      /* Block in the driver without holding the runtime, at once: the
+       * driver waits for the event as cuStreamSynchronize waits for a
+       * stream (spinning or yielding as the context's scheduling flags
+       * say), where polling cuEventQuery under our locks saw the completion
+       * up to one poll late. The pin keeps ev alive, even through a destroy
+       * after a fault (nothing is due: the unlock runs no callback while the
+       * pin is held). */
       t4a__CUevent ev = e->ev;
       e->pins++;
       t4a__rt_unlock(rt);
@@ -252,8 +257,16 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
       pthread_mutex_lock(&rt->slot.lock);
       if (rt->slot.alive && rt->slot.gen == ref.rt_gen) { /* else destroyed after a fault */
         t4a__event_unpin(rt, e);
-        if (r != T4A__CUDA_SUCCESS && r != T4A__CUDA_ERROR_NOT_READY)
+        if (r == T4A__CUDA_SUCCESS) {
+          /* seal ref.seq completed: no query to learn it again */
+          t4a__rt_progress_known(rt, ref.seq);
+          if ((rc = t4a__epoch_state(rt, ref.seq)) != T4A_ENOTREADY) {
+            t4a__rt_unlock(rt);
+            return rc;
+          }
+        } else if (r != T4A__CUDA_ERROR_NOT_READY) {
           t4a__rt_cu_fail(rt, r, "witness_wait: the runtime's work failed");
+        }
       }
       t4a__rt_unlock(rt);
       continue; /* re-evaluate under the lock */
