@@ -223,7 +223,8 @@ R fake_sym_cuFuncSetAttribute(t4a__CUfunction f, t4a__CUfunction_attribute a, in
  * may also refuse that (FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1: a plain
  * CUDA_ERROR_INVALID_CONTEXT, not a misuse), which the plugin must handle
  * by making the context current and launching again. cuLaunchKernelEx
- * (fake_launch_ex.c) follows the same rules. */
+ * (fake_launch_ex.c) and cuEventRecord (fake_stream.c) follow the same
+ * rules. */
 R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *sp, geometry *g,
                     void **params, void **extra) {
   R r;

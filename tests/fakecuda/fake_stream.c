@@ -352,6 +352,11 @@ R fake_sym_cuEventRecord(t4a__CUevent e, t4a__CUstream s) {
   if (!r && e->imported)
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
                     "cuEventRecord: the fake does not model records of an opened IPC event");
+  /* as a launch (fake_module.c): the real driver records with another
+   * context current, or none; FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models one
+   * that refuses (a plain CUDA_ERROR_INVALID_CONTEXT) */
+  if (!r && fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 && fake_current() != e->o.ctx)
+    r = T4A__CUDA_ERROR_INVALID_CONTEXT;
   if (!r) {
     op o = {.kind = OP_RECORD, .event = e, .gen = ++e->recorded};
     e->failed = 0;

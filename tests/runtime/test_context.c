@@ -282,9 +282,10 @@ START_TEST(every_call_works_as_a_threads_first) {
 END_TEST
 
 #ifdef T4A_TEST_FAKE
-/* A driver that wants the function's context current for a launch (the
- * fake on request: a plain CUDA_ERROR_INVALID_CONTEXT) gets it: the plugin
- * makes the context current, launches again, and restores the caller's. */
+/* A driver that wants the function's context current for a launch, or the
+ * event's for a seal's record (the fake on request: a plain
+ * CUDA_ERROR_INVALID_CONTEXT) gets it: the plugin makes the context
+ * current, calls again, and restores the caller's. */
 START_TEST(a_driver_wanting_the_context_gets_it) {
   setenv("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", "1", 1);
   t4a_runtime rt = rt_create();
@@ -351,6 +352,19 @@ START_TEST(a_driver_wanting_the_context_gets_it) {
   for (size_t i = 0; i < M; i++)
     ck_assert_uint_eq(host[i], 0x2e2e2e2eu);
   RT_OK(T->graph_release(rt, g));
+  /* and so does seal's cuEventRecord: with no context current it is
+   * refused once and made again, and the seal covers the work (a seal
+   * and wait first, so that the seal's event comes from the pool: making
+   * one leaves the runtime's context current) */
+  rt_sync(rt);
+  RT_OK(T->launch(rt, fill, &cfg, args));
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuEventRecord");
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w));
+  ck_assert_uint_eq(rt_fake_calls("cuEventRecord") - before, 2);
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
   free(host);
   RT_OK(T->buffer_free(rt, b));
   RT_OK(T->module_unload(rt, m));
