@@ -294,29 +294,31 @@ START_TEST(witness_wait_does_not_hold_the_runtime) {
 }
 END_TEST
 
-/* A wait without a timeout looks once and then waits in the driver (the
- * event's cuEventSynchronize, as cuStreamSynchronize would): no polling of
- * cuEventQuery meanwhile (the wait used to poll for 20 us first, and see a
- * short round trip's completion up to one poll late), and once the driver
- * says the event completed, no query to learn it again. On the fake driver
+/* A wait without a timeout that outlasts its spin blocks in the driver
+ * (the pinned event's cuEventSynchronize), without polling meanwhile; once
+ * the driver says the event completed, the seal is known complete without
+ * a query to learn it again (t4a__rt_progress_known). On the fake driver
  * its calls are counted; elsewhere the wait's result is checked. */
-START_TEST(a_wait_without_timeout_waits_in_the_driver) {
+START_TEST(a_long_wait_blocks_in_the_driver_and_asks_no_more) {
   t4a_runtime rt = rt_create();
   rt_gate g;
   rt_gate_close(&g, rt);
   waiter x = {{0}, -1};
   RT_OK(T->seal(rt, &x.w));
-  uint64_t queries = rt_fake_calls("cuEventQuery"), syncs = rt_fake_calls("cuEventSynchronize");
+  uint64_t syncs = rt_fake_calls("cuEventSynchronize");
   rt_thread waiting;
   rt_thread_start(&waiting, wait_forever, &x);
+  ck_assert_msg(!rt_thread_wait(&waiting, 0.1), "the wait returned before the gate opened");
+  /* 100 ms: far past the 20 us spin, so the waiter is in the driver */
+  uint64_t queries = rt_fake_calls("cuEventQuery");
   ck_assert_msg(!rt_thread_wait(&waiting, 0.05), "the wait returned before the gate opened");
-  if (rt_on_fake()) /* the one look before it blocked */
-    ck_assert_uint_le(rt_fake_calls("cuEventQuery") - queries, 1);
+  if (rt_on_fake()) /* blocked: no polling */
+    ck_assert_uint_eq(rt_fake_calls("cuEventQuery"), queries);
   rt_gate_open(&g);
   rt_thread_join(&waiting);
   ck_assert_int_eq(x.rc, T4A_OK);
   if (rt_on_fake()) {
-    ck_assert_uint_le(rt_fake_calls("cuEventQuery") - queries, 1);
+    ck_assert_uint_eq(rt_fake_calls("cuEventQuery"), queries);
     ck_assert_uint_eq(rt_fake_calls("cuEventSynchronize") - syncs, 1);
   }
   RT_OK(T->witness_query(x.w)); /* complete, and known so */
@@ -577,7 +579,7 @@ int main(void) {
   tcase_add_test(tc, a_runtime_waits_for_another_runtimes_witness);
   tcase_add_test(tc, witness_wait_does_not_hold_the_runtime);
   tcase_add_test(tc, a_deadline_that_overflows_still_waits);
-  tcase_add_test(tc, a_wait_without_timeout_waits_in_the_driver);
+  tcase_add_test(tc, a_long_wait_blocks_in_the_driver_and_asks_no_more);
   tc = rt_tcase(s, "retirement", 60);
   tcase_add_test(tc, pinned_buffer_is_not_reused_while_a_copy_is_pending);
   tcase_add_test(tc, a_retirement_waits_for_a_seal_covering_its_work);
