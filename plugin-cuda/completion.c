@@ -139,8 +139,7 @@ static int progress(t4a__runtime *rt, uint64_t known) {
   int rc = T4A_OK;
   while (d->pending_count && !rt->fault) {
     t4a__seal *s = pending_at(d, 0);
-    t4a__CUresult r =
-        s->seq <= known ? T4A__CUDA_SUCCESS : t4a__be.cu.cuEventQuery(s->event->ev);
+    t4a__CUresult r = s->seq <= known ? T4A__CUDA_SUCCESS : t4a__be.cu.cuEventQuery(s->event->ev);
     if (r == T4A__CUDA_ERROR_NOT_READY)
       break;
     if (r != T4A__CUDA_SUCCESS) {

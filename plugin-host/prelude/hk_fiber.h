@@ -55,9 +55,9 @@
 namespace t4a__hk {
 /* A suspended context, one cache line; the assembly below uses the offsets. */
 struct alignas(64) context {
-  void *sp;       /* 0: its stack pointer */
-  void *pc;       /* 8: where to jump, %rdi (x0) = this context */
-  void *regs[6];  /* 16: an inline switch's %rbx, %rbp, %r12, %r13, %r14, %r15 */
+  void *sp;      /* 0: its stack pointer */
+  void *pc;      /* 8: where to jump, %rdi (x0) = this context */
+  void *regs[6]; /* 16: an inline switch's %rbx, %rbp, %r12, %r13, %r14, %r15 */
 };
 static_assert(__builtin_offsetof(context, pc) == 8 && __builtin_offsetof(context, regs) == 16 &&
                   sizeof(context) == 64,
@@ -299,7 +299,7 @@ static_assert(__builtin_offsetof(fiber, next) == 64 && __builtin_offsetof(fiber,
 static_assert(sizeof(fiber) <= T4A_HK_FIBER_BYTES, "the worker lends enough for a fiber");
 
 struct block {
-  context main; /* the worker's own context */
+  context main;  /* the worker's own context */
   fiber *fibers; /* the lent records, one per thread */
   char *stacks;
   size_t stride, stack_bytes;
@@ -481,8 +481,8 @@ __attribute__((always_inline)) inline void jump(fiber *me, fiber *to) {
                : "+D"(go), "+S"(save)
                :
                : "rax", "rcx", "rdx", "r8", "r9", "r10", "r11", "xmm0", "xmm1", "xmm2", "xmm3",
-                 "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-                 "xmm13", "xmm14", "xmm15",
+                 "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+                 "xmm14", "xmm15",
 #if defined(__AVX512F__)
                  "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
                  "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3",
