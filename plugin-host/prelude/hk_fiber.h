@@ -35,8 +35,8 @@
  * stack only what does not fit in them). Each stack is pages of its own
  * (with its guard page), so a switch that touched the next fiber's stack
  * took a TLB entry per thread: a 256-thread block's round outgrew the
- * Xeon's first-level TLB and every switch waited on the second (10-12 ns
- * per thread and barrier there with records at the stacks' tops, 6-9 with
+ * Xeon's first-level TLB and every switch waited on the second (9-11.5 ns
+ * per thread and barrier there with records at the stacks' tops, 4-7 with
  * these; bench/results/2026-12-02-h200-barrier-probe.md).
  *
  * Scheduling: the live fibers form a ring in thread order. A fiber that
