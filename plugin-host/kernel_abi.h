@@ -74,8 +74,9 @@ typedef struct t4a_hk_worker {
   uint32_t reserved;
   void *shared; /* the block's dynamic shared memory: shared_bytes, 256-byte aligned */
   uint64_t shared_bytes;
-  void *fibers; /* stack_count fiber records of T4A_HK_FIBER_BYTES each, contiguous, 64-byte
-                   aligned: the prelude's scheduler state, one per thread of a block */
+  void *fibers; /* stack_count * T4A_HK_FIBER_BYTES bytes, 64-byte aligned, for the prelude's
+                   scheduler state: one record per thread of a block, laid out from the start
+                   (a record is at most T4A_HK_FIBER_BYTES; the prelude checks both) */
 } t4a_hk_worker;
 
 /* The bytes of one fiber record (t4a_hk_worker.fibers): at least the

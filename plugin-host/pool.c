@@ -25,8 +25,9 @@
  * fiber stacks (mapped on first need, as many as the largest block of a
  * synchronising kernel it ran, each T4A_HOST_STACK_KIB (default below) with
  * a PROT_NONE guard page below it, MAP_NORESERVE: only touched pages cost
- * memory), the fibers' records (in the same mapping, after the stacks: one
- * array, so that a barrier's switches stay within a few pages) and the
+ * memory), the fibers' records (in the same mapping, after the stacks and a
+ * guard page of their own: one array, so that a barrier's switches stay
+ * within a few pages) and the
  * dynamic shared memory (grown to the largest request, 256-byte aligned). A pool
  * thread keeps them in its own struct, a runtime's worker in a
  * thread-local one; all are freed at the plugin's unload. */
@@ -167,12 +168,13 @@ static bool ensure_stacks(hkw *c, uint32_t n) {
   if (count > MAX_STACKS)
     count = MAX_STACKS;
   size_t page = (size_t)sysconf(_SC_PAGESIZE), sb = stack_bytes(), stride = sb + page;
-  size_t bytes = (size_t)count * stride + (size_t)count * T4A_HK_FIBER_BYTES; /* records last */
+  /* the stacks, a guard page, the fibers' records */
+  size_t bytes = (size_t)count * stride + page + (size_t)count * T4A_HK_FIBER_BYTES;
   char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (m == MAP_FAILED)
     return false;
-  for (uint32_t i = 0; i < count; i++)
+  for (uint32_t i = 0; i <= count; i++) /* the last: between the last stack and the records */
     if (mprotect(m + (size_t)i * stride, page, PROT_NONE) != 0) {
       munmap(m, bytes);
       return false;
@@ -183,7 +185,7 @@ static bool ensure_stacks(hkw *c, uint32_t n) {
   c->w.stacks = m + page; /* stack i at stacks + i * (stack_bytes + page), its guard below it */
   c->w.stack_bytes = sb;
   c->w.stack_count = count;
-  c->w.fibers = m + (size_t)count * stride; /* after the last stack's top: page aligned */
+  c->w.fibers = m + (size_t)count * stride + page; /* above the last stack's guard */
   return true;
 }
 

@@ -30,14 +30,16 @@
  * Where a switch's memory is: the fibers' records are one array the worker
  * lends (t4a_hk_worker.fibers), a context in each record's first cache line,
  * so a switch reads and writes records, which neighbour each other, and not
- * the fibers' stacks: what a kernel keeps live across a barrier stays in the
- * callee-saved registers the context holds (the compiler spills to the
- * stack only what does not fit in them). Each stack is pages of its own
- * (with its guard page), so a switch that touched the next fiber's stack
- * took a TLB entry per thread: a 256-thread block's round outgrew the
- * Xeon's first-level TLB and every switch waited on the second (9-11.5 ns
- * per thread and barrier there with records at the stacks' tops, 4-7 with
- * these; bench/results/2026-12-02-h200-barrier-probe.md).
+ * the fibers' stacks: the integers and pointers a kernel keeps live across
+ * a barrier stay in the callee-saved registers the context holds (the
+ * compiler spills to the stack what does not fit in them, and every
+ * floating-point value: x86-64 has no callee-saved vector registers).
+ * Each stack is pages of its own (with its guard page), so a switch that
+ * touched the next fiber's stack took a TLB entry per thread: a 256-thread
+ * block's round outgrew the Xeon's first-level TLB and every switch waited
+ * on the second (8.7-11.5 ns per thread and barrier there with records at
+ * the stacks' tops, 4-7 with these;
+ * bench/results/2026-12-02-h200-barrier-probe.md).
  *
  * Scheduling: the live fibers form a ring in thread order. A fiber that
  * waits switches to the next fiber in the ring that can run (one that has

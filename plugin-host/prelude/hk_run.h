@@ -125,8 +125,9 @@ __attribute__((noinline)) void fiber_blocks(const t4a_hk_launch *l, uint64_t fir
   tls_state &t = ctx();
   const uint32_t bx = l->block.x, by = l->block.y, gx = l->grid.x, gy = l->grid.y;
   const uint32_t n = bx * by * l->block.z;
-  if (!w->stacks || !w->fibers || w->stack_count < n)
-    lent_too_little("fiber stacks and records", w->stacks && w->fibers ? w->stack_count : 0, n);
+  const bool records = w->fibers && reinterpret_cast<__UINTPTR_TYPE__>(w->fibers) % 64 == 0;
+  if (!w->stacks || !records || w->stack_count < n)
+    lent_too_little("fiber stacks and records", w->stacks && records ? w->stack_count : 0, n);
   if (w->stack_bytes < STACK_TOP_RESERVE + 4096)
     lent_too_little("bytes of fiber stack", w->stack_bytes, STACK_TOP_RESERVE + 4096);
   block b;

@@ -69,6 +69,19 @@ static const char source[] =
     "    v = low_end(t);\n"
     "  out[blockIdx.x * blockDim.x + threadIdx.x] = v;\n"
     "}\n"
+    "__device__ __noinline__ int above_top(int v, int up) {\n"
+    "  volatile char here[16];\n"
+    "  here[0] = (char)v;\n"
+    "  here[up] = (char)v; /* up bytes above a local: past its stack's top */\n"
+    "  return here[0];\n"
+    "}\n"
+    "extern \"C\" __global__ void k_above_top(int t, int up, int *out) {\n"
+    "  int v = 0;\n"
+    "  __syncthreads();\n"
+    "  if ((int)threadIdx.x == t)\n"
+    "    v = above_top(t, up);\n"
+    "  out[blockIdx.x * blockDim.x + threadIdx.x] = v;\n"
+    "}\n"
     "extern \"C\" __global__ void k_locals(int *out) {\n"
     "  volatile char big[96 * 1024]; /* more than a default fiber stack */\n"
     "  __syncthreads();\n"
@@ -343,6 +356,24 @@ START_TEST(a_larger_stack_when_asked_for) {
 }
 END_TEST
 
+/* A write just past the top of the last fiber stack (a 32-thread block's
+ * thread 31: the worker maps 32 stacks, then the fibers' records) meets
+ * the guard page between the stacks and the records: a local is less than
+ * 4 KiB below its stack's top (the top's offset is at most 4 KiB, the
+ * frames small), so 4 KiB above it lies in that page. Without the page the
+ * write would land in the scheduler's records unseen. */
+START_TEST(a_write_past_the_last_stacks_top_faults) {
+  kset k = open_set();
+  t4a_buffer outb;
+  uint64_t out = alloc(&k, 64 * sizeof(int), &outb);
+  int t = 31, up = 4096;
+  void *args[] = {&t, &up, &out};
+  go(&k, "k_above_top", 1, 32, args);
+  expect_faulted(&k, "kernel 'k_above_top' faulted (an access outside the live buffers) in block "
+                     "(0, 0, 0), thread (31, 0, 0): SIGSEGV at address 0x");
+}
+END_TEST
+
 START_TEST(a_trap_faults_likewise) {
   kset k = open_set();
   int b = 6, t = 12;
@@ -422,6 +453,7 @@ int main(void) {
   tcase_add_test(tc, a_write_to_a_freed_buffer_faults);
   tcase_add_test(tc, a_fiber_stack_overflow_faults);
   tcase_add_test(tc, locals_larger_than_the_stack_fault);
+  tcase_add_test(tc, a_write_past_the_last_stacks_top_faults);
   tcase_add_test(tc, a_larger_stack_when_asked_for);
   tcase_add_test(tc, a_trap_faults_likewise);
   tcase_add_test(tc, a_fault_outside_a_kernel_is_the_processs_own);

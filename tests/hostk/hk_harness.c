@@ -119,18 +119,19 @@ const t4a_hk_kernel *hk_kernel(const hk_mod *m, const char *name) {
 int hk_worker_init(hk_worker *w, uint32_t stacks, uint64_t stack_bytes, uint64_t shared_bytes) {
   memset(w, 0, sizeof *w);
   uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-  w->map_bytes = (uint64_t)stacks * (stack_bytes + page + T4A_HK_FIBER_BYTES);
+  /* the stacks, a guard page, the fibers' records (as plugin-host/pool.c) */
+  w->map_bytes = (uint64_t)stacks * (stack_bytes + page + T4A_HK_FIBER_BYTES) + page;
   if (stacks) {
     char *m = mmap(NULL, w->map_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
       return -1;
-    for (uint32_t i = 0; i < stacks; ++i)
+    for (uint32_t i = 0; i <= stacks; ++i)
       if (mprotect(m + i * (stack_bytes + page), page, PROT_NONE))
         return -1;
     w->map = m;
     w->w.stacks = m + page;
-    w->w.fibers = m + stacks * (stack_bytes + page); /* the records after the last stack */
+    w->w.fibers = m + stacks * (stack_bytes + page) + page; /* the records, above a guard */
   }
   w->w.stack_bytes = stack_bytes;
   w->w.stack_count = stacks;

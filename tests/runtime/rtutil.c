@@ -95,6 +95,7 @@ static const char *const initcheck_left_out[] = {
     "a_runtime_waits_for_another_runtimes_witness",
     "witness_wait_does_not_hold_the_runtime",
     "a_deadline_that_overflows_still_waits",
+    "a_long_wait_blocks_in_the_driver_and_asks_no_more",
     "pinned_buffer_is_not_reused_while_a_copy_is_pending",
     "a_retirement_waits_for_a_seal_covering_its_work",
     "same_device_copy_follows_the_source",
