@@ -81,16 +81,21 @@ static void drain(const side *s) {
     fail(s, "seal+wait", rc);
 }
 
+/* One launch of the empty kernel, one block of 32 threads. */
+static void launch_empty(const side *s) {
+  static const t4a_launch_config cfg = {
+      .struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {32, 1, 1}};
+  int rc = s->t->launch(s->rt, s->fn, &cfg, NULL);
+  if (rc != T4A_OK)
+    fail(s, "launch", rc);
+}
+
 /* Seconds per launch over batch launches, drained after (untimed). */
 static double launch(const side *s, uint64_t unused, int batch) {
   (void)unused;
-  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {32, 1, 1}};
   double t0 = bench_now();
-  for (int i = 0; i < batch; i++) {
-    int rc = s->t->launch(s->rt, s->fn, &cfg, NULL);
-    if (rc != T4A_OK)
-      fail(s, "launch", rc);
-  }
+  for (int i = 0; i < batch; i++)
+    launch_empty(s);
   double t = (bench_now() - t0) / batch;
   drain(s);
   return t;
@@ -99,12 +104,9 @@ static double launch(const side *s, uint64_t unused, int batch) {
 /* Seconds per round trip (one launch, seal, wait, release) over batch ones. */
 static double round_trip(const side *s, uint64_t unused, int batch) {
   (void)unused;
-  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {1, 1, 1}, .block = {32, 1, 1}};
   double t0 = bench_now();
   for (int i = 0; i < batch; i++) {
-    int rc = s->t->launch(s->rt, s->fn, &cfg, NULL);
-    if (rc != T4A_OK)
-      fail(s, "launch", rc);
+    launch_empty(s);
     drain(s);
   }
   return (bench_now() - t0) / batch;

@@ -167,22 +167,15 @@ int t4a__seal_epoch(t4a__runtime *rt, uint64_t *seq) {
   t4a__completion *d = &rt->done;
   if (d->dirty) {
     t4a__event *e = NULL;
-    t4a__CUcontext saved;
     int rc = t4a__event_get(rt, rt->ordinal, &e);
     if (rc)
       return rc;
-    /* As a launch (launch.c): no context made current first; the event
-     * and the stream name theirs. A driver that wants it current says so
-     * (invalid context or handle), and the record is made again the usual
-     * way. Saves a cuCtxGetCurrent per seal. */
-    t4a__CUresult r = t4a__be.cu.cuEventRecord(e->ev, rt->stream);
-    if (r == T4A__CUDA_ERROR_INVALID_CONTEXT || r == T4A__CUDA_ERROR_INVALID_HANDLE) {
-      if ((rc = t4a__ctx_enter(rt, &saved))) {
-        t4a__event_put(rt, e);
-        return rc;
-      }
-      r = t4a__be.cu.cuEventRecord(e->ev, rt->stream);
-      t4a__ctx_leave(rt, saved);
+    /* as a launch: no context made current unless the driver asks for it */
+    t4a__CUresult r;
+    T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc, t4a__be.cu.cuEventRecord(e->ev, rt->stream));
+    if (rc) {
+      t4a__event_put(rt, e);
+      return rc;
     }
     if (r != T4A__CUDA_SUCCESS) {
       t4a__event_put(rt, e);

@@ -201,14 +201,10 @@ int t4a__slot_graph_launch(t4a_runtime h, t4a_graph gh) {
       (rc = graph_get(rt, gh, "graph_launch", &g)) || (rc = check_live(rt, g, "graph_launch")))
     goto out;
   /* as launch: no context made current unless the driver asks for it */
-  t4a__CUresult r = t4a__be.cu.cuGraphLaunch(g->exec, rt->stream);
-  if (r == T4A__CUDA_ERROR_INVALID_CONTEXT || r == T4A__CUDA_ERROR_INVALID_HANDLE) {
-    t4a__CUcontext saved;
-    if ((rc = t4a__ctx_enter(rt, &saved)))
-      goto out;
-    r = t4a__be.cu.cuGraphLaunch(g->exec, rt->stream);
-    t4a__ctx_leave(rt, saved);
-  }
+  t4a__CUresult r;
+  T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc, t4a__be.cu.cuGraphLaunch(g->exec, rt->stream));
+  if (rc)
+    goto out;
   if (r != T4A__CUDA_SUCCESS) {
     rc = t4a__rt_cu_fail(rt, r, "graph_launch of a graph of %llu nodes failed",
                          (unsigned long long)g->nodes);

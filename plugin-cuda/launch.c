@@ -51,25 +51,15 @@ int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cf
   if ((rc = t4a__function_get(rt, fh, "launch", &f)) ||
       (rc = t4a__check_geometry(rt, f, cfg->grid, cfg->block, cfg->shared_bytes, "launch")))
     goto out;
-  /* The hot path makes no context current: the driver launches in the
-   * context of the function and the stream (measured on driver 580.159.04,
-   * CUDA 13.0: a launch with another device's context current, or none,
-   * succeeds and leaves the caller's context alone), which saves a
-   * cuCtxGetCurrent per launch. A driver that wants the context current
-   * says so (invalid context or handle): then the launch is made again the
-   * usual way. */
-  t4a__CUresult r = t4a__be.cu.cuLaunchKernel(f->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2],
-                                              cfg->block[0], cfg->block[1], cfg->block[2],
-                                              cfg->shared_bytes, rt->stream, args, NULL);
-  if (r == T4A__CUDA_ERROR_INVALID_CONTEXT || r == T4A__CUDA_ERROR_INVALID_HANDLE) {
-    t4a__CUcontext saved;
-    if ((rc = t4a__ctx_enter(rt, &saved)))
-      goto out;
-    r = t4a__be.cu.cuLaunchKernel(f->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0],
-                                  cfg->block[1], cfg->block[2], cfg->shared_bytes, rt->stream, args,
-                                  NULL);
-    t4a__ctx_leave(rt, saved);
-  }
+  /* no context made current unless the driver asks for it (runtime.h) */
+  t4a__CUresult r;
+  T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
+                              t4a__be.cu.cuLaunchKernel(f->fn, cfg->grid[0], cfg->grid[1],
+                                                        cfg->grid[2], cfg->block[0], cfg->block[1],
+                                                        cfg->block[2], cfg->shared_bytes,
+                                                        rt->stream, args, NULL));
+  if (rc)
+    goto out;
   if (r != T4A__CUDA_SUCCESS) {
     rc = t4a__rt_cu_fail(rt, r, "launch of '%s' failed", f->name);
     goto out;

@@ -175,14 +175,10 @@ int t4a__slot_launch_ex(t4a_runtime h, t4a_function fh, const t4a_launch_ex_conf
                            .attrs = n ? attrs : NULL,
                            .numAttrs = n};
   /* as launch: no context made current unless the driver asks for it */
-  t4a__CUresult r = t4a__be.cu.cuLaunchKernelEx(&c, f->fn, args, NULL);
-  if (r == T4A__CUDA_ERROR_INVALID_CONTEXT || r == T4A__CUDA_ERROR_INVALID_HANDLE) {
-    t4a__CUcontext saved;
-    if ((rc = t4a__ctx_enter(rt, &saved)))
-      goto out;
-    r = t4a__be.cu.cuLaunchKernelEx(&c, f->fn, args, NULL);
-    t4a__ctx_leave(rt, saved);
-  }
+  t4a__CUresult r;
+  T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc, t4a__be.cu.cuLaunchKernelEx(&c, f->fn, args, NULL));
+  if (rc)
+    goto out;
   if (r != T4A__CUDA_SUCCESS) {
     rc = t4a__rt_cu_fail(rt, r, "launch_ex of '%s' failed", f->name);
     goto out;

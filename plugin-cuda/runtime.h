@@ -130,6 +130,27 @@ void t4a__rt_reset(t4a__runtime *rt);
 int t4a__ctx_enter(t4a__runtime *rt, t4a__CUcontext *saved);
 void t4a__ctx_leave(t4a__runtime *rt, t4a__CUcontext saved);
 
+/* The hot path's driver calls that name their context through a stream or
+ * a function (cuLaunchKernel, cuLaunchKernelEx, cuGraphLaunch, a seal's
+ * cuEventRecord): `r = call` with no context made current first (measured
+ * on driver 580.159.04: they succeed with another device's context current,
+ * or none, and leave it alone), saving a cuCtxGetCurrent each. A driver
+ * that wants the context current after all says so (an invalid context or
+ * handle): then the call is made again with rt's context current. `rc` (an
+ * int, T4A_OK before) gets the failure of making it current; r is the first
+ * call's then. */
+#define T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc, call)                                               \
+  do {                                                                                             \
+    (r) = (call);                                                                                  \
+    if ((r) == T4A__CUDA_ERROR_INVALID_CONTEXT || (r) == T4A__CUDA_ERROR_INVALID_HANDLE) {         \
+      t4a__CUcontext t4a__saved_;                                                                  \
+      if (((rc) = t4a__ctx_enter((rt), &t4a__saved_)) == T4A_OK) {                                 \
+        (r) = (call);                                                                              \
+        t4a__ctx_leave((rt), t4a__saved_);                                                         \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+
 /* Records a failed driver call on rt: like t4a__cu_fail, and a device
  * fault also marks rt (and its device) faulted. */
 int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...)

@@ -220,6 +220,13 @@ typedef struct waiter {
   int rc;
 } waiter;
 
+/* A witness in x whose work waits behind the closed gate g. */
+static void seal_behind_gate(t4a_runtime rt, rt_gate *g, waiter *x) {
+  rt_gate_close(g, rt);
+  *x = (waiter){{0}, -1};
+  RT_OK(T->seal(rt, &x->w));
+}
+
 static void *wait_forever(void *arg) {
   waiter *x = arg;
   x->rc = T->witness_wait(x->w, T4A_WAIT_FOREVER);
@@ -264,9 +271,8 @@ static void *calls_on_the_runtime(void *arg) {
 START_TEST(witness_wait_does_not_hold_the_runtime) {
   t4a_runtime rt = rt_create();
   rt_gate g;
-  rt_gate_close(&g, rt);
-  waiter x = {{0}, -1};
-  RT_OK(T->seal(rt, &x.w));
+  waiter x;
+  seal_behind_gate(rt, &g, &x);
   rt_thread waiting, calling;
   rt_thread_start(&waiting, wait_forever, &x);
   ck_assert_msg(!rt_thread_wait(&waiting, 0.1), "the wait returned early"); /* now blocked */
@@ -302,9 +308,8 @@ END_TEST
 START_TEST(a_long_wait_blocks_in_the_driver_and_asks_no_more) {
   t4a_runtime rt = rt_create();
   rt_gate g;
-  rt_gate_close(&g, rt);
-  waiter x = {{0}, -1};
-  RT_OK(T->seal(rt, &x.w));
+  waiter x;
+  seal_behind_gate(rt, &g, &x);
   uint64_t syncs = rt_fake_calls("cuEventSynchronize");
   rt_thread waiting;
   rt_thread_start(&waiting, wait_forever, &x);
@@ -334,9 +339,8 @@ END_TEST
 START_TEST(a_deadline_that_overflows_still_waits) {
   t4a_runtime rt = rt_create();
   rt_gate g;
-  rt_gate_close(&g, rt);
-  waiter x = {{0}, -1};
-  RT_OK(T->seal(rt, &x.w));
+  waiter x;
+  seal_behind_gate(rt, &g, &x);
   rt_thread waiting;
   rt_thread_start(&waiting, wait_very_long, &x);
   bool returned = rt_thread_wait(&waiting, 0.2);
