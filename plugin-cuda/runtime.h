@@ -191,6 +191,19 @@ void t4a__rt_quarantine(const t4a__runtime *rt);
  * left: their driver objects cannot be released from a destructor). */
 static inline void t4a__runtimes_unload(void) { t4a__rtable_unload(); }
 
+/* ---- launch.c: a launch's geometry checks (module.h) ---- */
+
+static inline int t4a__check_geometry(const t4a__runtime *rt, t4a__function *f,
+                                      const uint32_t grid[3], const uint32_t block[3],
+                                      uint32_t shared, const char *what) {
+  const t4a__geometry_seen *s = &f->seen;
+  if (s->grid[0] && s->grid[0] == grid[0] && s->grid[1] == grid[1] && s->grid[2] == grid[2] &&
+      s->block[0] == block[0] && s->block[1] == block[1] && s->block[2] == block[2] &&
+      s->shared == shared && s->limits_gen == rt->code.limits_gen)
+    return T4A_OK;
+  return t4a__check_geometry_full(rt, f, grid, block, shared, what);
+}
+
 /* ---- priority.c (v1.1): stream priority, with rt's context current ---- */
 
 /* Asks the device's priority range into rt (0 .. 0 without the call). */

@@ -297,6 +297,50 @@ START_TEST(the_shared_memory_limit_is_the_modules_kernels) {
 }
 END_TEST
 
+/* A launch's geometry is checked before the driver sees it, every time:
+ * the plugin remembers the geometry that last passed for a function handle
+ * and skips the checks when the next launch repeats it, so a handle's
+ * first launch (nothing seen yet: an all-zero geometry is refused) and a
+ * launch after the kernel's limit changed (the same geometry, now over the
+ * limit) must be checked again. */
+START_TEST(a_geometry_that_passed_is_checked_again_when_the_limits_change) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact a = test_ptx();
+  t4a_module m;
+  t4a_function f = load(rt, a, &m, "t4a_fill_u32");
+  uint64_t n = 1000;
+  uint32_t v = (uint32_t)t4a_test_seed() | 1u, got[1000];
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, n * 4, &d));
+  uint64_t p;
+  RT_OK(T->buffer_device_address(rt, d, &p));
+  void *args[] = {&p, &v, &n};
+  uint64_t calls = rt_fake_calls("cuLaunchKernel");
+  t4a_launch_config zero = {.struct_size = sizeof zero}; /* a fresh handle's memory is zero */
+  RT_EXPECT(T->launch(rt, f, &zero, args), T4A_EINVAL);
+  RT_DETAIL("grid.x = 0");
+  uint32_t raised = 64u << 10;
+  ck_assert_int_le((int32_t)raised, DEV.max_shared_per_block_optin);
+  RT_OK(T->function_set_max_dynamic_shared(rt, f, raised));
+  t4a_launch_config c = geometry(4, 64, raised);
+  for (int i = 0; i < 2; i++) /* the second launch repeats a geometry seen */
+    RT_OK(T->launch(rt, f, &c, args));
+  memset(got, 0, sizeof got);
+  RT_OK(T->copy_d2h(rt, got, d, 0, n * 4));
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(got[i], v);
+  RT_OK(T->function_set_max_dynamic_shared(rt, f, raised - 4096)); /* lowered */
+  RT_EXPECT(T->launch(rt, f, &c, args), T4A_EINVAL);
+  RT_DETAIL("65536 bytes of dynamic shared memory exceed the 61440");
+  RT_EXPECT(T->launch(rt, f, &zero, args), T4A_EINVAL);
+  if (rt_on_fake()) /* both refusals were the plugin's: the driver saw the two good launches */
+    ck_assert_uint_eq(rt_fake_calls("cuLaunchKernel"), calls + 2);
+  RT_OK(T->buffer_free(rt, d));
+  RT_OK(T->artifact_release(a));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 START_TEST(function_attributes_are_the_drivers) {
   t4a_runtime rt = rt_create();
   t4a_artifact a = test_ptx();
@@ -1197,6 +1241,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, thread_limits_per_axis_and_per_function);
   tcase_add_test(tc, function_attributes_are_the_drivers);
   tcase_add_test(tc, the_shared_memory_limit_is_the_modules_kernels);
+  tcase_add_test(tc, a_geometry_that_passed_is_checked_again_when_the_limits_change);
   RT_CUDA_ONLY(tc, raw_function_launches_through_the_driver, "the raw seam (NULL slots on host)");
   tcase_add_test(tc, module_unload_is_deferred_behind_queued_kernels);
   tcase_add_test(tc, module_unload_works_from_any_context);
