@@ -307,6 +307,25 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
   return s->fill == s->hot_window ? t4a__staging_close_fill(rt) : T4A_OK;
 }
 
+/* A copy that fits the open hot window: the memcpy and the DMA, no more
+ * (the open window's chunk is counted in use already, and its event comes
+ * when it is closed); else h2d_hot opens one. Small copies are what makes
+ * this the hot path: a pinned DMA call costs the driver less than its
+ * pageable one (docs/performance.md, session 6). */
+static int h2d_small(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
+  t4a__staging *s = &rt->stage;
+  uint64_t used = fill_used(bytes);
+  if (!s->fill || !s->open_hot || s->fill + used > s->hot_window)
+    return h2d_hot(rt, dst, src, bytes);
+  char *piece = s->chunks[s->open].ptr + s->fill;
+  memcpy(piece, src, (size_t)bytes);
+  int rc = h2d_dma(rt, dst, piece, bytes);
+  if (rc)
+    return rc;
+  s->fill += used;
+  return s->fill == s->hot_window ? t4a__staging_close_fill(rt) : T4A_OK;
+}
+
 /* A piece of a large copy: its memcpy runs on the copy threads while the
  * next piece's starts; its DMA (and, if it fills its chunk, the chunk's
  * event) follows once the memcpy finished. */
@@ -358,7 +377,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
   if (bytes <= s->direct_h2d)
     return h2d_dma(rt, dst, src, bytes); /* the driver stages it: see direct_limit */
   if (bytes <= s->hot_window)
-    return h2d_hot(rt, dst, src, bytes);
+    return h2d_small(rt, dst, src, bytes);
   int rc;
   if (s->fill && s->open_hot && (rc = t4a__staging_close_fill(rt)))
     return rc;
