@@ -55,15 +55,34 @@ static void streaming(t4a__staging *s) {
   s->stream_d2h = !none && (both || !v || !*v || strcmp(v, "d2h") == 0 || strcmp(v, "1") == 0);
 }
 
-/* Host-to-device copies of at most 64 KiB bypass the staging: the driver
+/* Host-to-device copies of at most 16 KiB bypass the staging: the driver
  * copies that little into its own command stream at once and returns
  * without waiting for the stream (CUDA documents that copies of 64 KiB or
- * less from pageable memory never wait), which costs less than our memcpy,
- * DMA call and chunk bookkeeping (measured on the H200 host: 2.0 against
- * 2.5 us at 4 KiB; docs/performance.md). Above 64 KiB the driver may wait
- * for the stream, so larger copies always use the staging.
+ * less from pageable memory never wait), which costs no more than our
+ * memcpy and pinned DMA call at these sizes (measured on the H200 host,
+ * session 6: pageable copies of 1 KiB-16 KiB sat at 0.85-1.03x the driver
+ * through the staging's hot window against 0.94-0.99x direct, in a batch
+ * of 500 with the wait). From 16 KiB up, and 64 KiB above all (the driver's
+ * 1.12-1.38x there through the window against 0.93-0.99x direct), the
+ * driver's own staging of the pageable source costs more than our memcpy
+ * into a window that stays in the caches and a DMA from pinned memory.
  * T4A_PAGEABLE_DIRECT (bytes, 0..65536) is the tuning knob. */
-static uint64_t direct_limit(void) { return knob("T4A_PAGEABLE_DIRECT", 64u << 10, 0, 64u << 10); }
+#define DIRECT_DEFAULT (16u << 10)
+static uint64_t direct_limit(void) {
+  return knob("T4A_PAGEABLE_DIRECT", DIRECT_DEFAULT, 0, 64u << 10);
+}
+
+/* A copy of one element of 1, 2 or 4 bytes, aligned to its size (a scalar:
+ * a flag, a count, a parameter), is a memset of that value: the driver takes
+ * cuMemsetD8/D16/D32Async of one element for about two thirds of its small
+ * pageable copy (1.21-1.26 against 1.82-1.94 us on the H200 host, session
+ * 6), with the same stream order and the source read before the call
+ * returns. T4A_PAGEABLE_MEMSET=0 (a tuning knob) sends them to the driver's
+ * copy instead. */
+static bool memset_tiny(void) {
+  const char *v = t4a__getenv("T4A_PAGEABLE_MEMSET");
+  return !(v && strcmp(v, "0") == 0);
+}
 
 /* Host-to-device copies above the direct limit and up to the hot window
  * (default HOT_DEFAULT, at most a chunk) fill windows at the start of two
@@ -119,6 +138,7 @@ static void tune(t4a__staging *s) {
   s->hot_next = 0;
   streaming(s);
   s->direct_h2d = direct_limit();
+  s->memset_tiny = memset_tiny();
 }
 
 /* The chunk layout of a staging of `bytes`: at least two chunks, so
@@ -307,6 +327,35 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
   return s->fill == s->hot_window ? t4a__staging_close_fill(rt) : T4A_OK;
 }
 
+/* A scalar's copy as a memset (see memset_tiny): true when it was one,
+ * with the driver's result in *rc; false (nothing done) when its size or
+ * alignment has no memset, or the driver lacks that one. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "h2d_tiny passes the host's bytes as a value: host and device must agree");
+static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
+                     int *rc) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  t4a__CUresult r;
+  if (bytes == 1) {
+    r = cu->cuMemsetD8Async(dst, *(const unsigned char *)src, 1, rt->stream);
+  } else if (bytes == 2 && !(dst & 1) && cu->cuMemsetD16Async) {
+    uint16_t v; /* the host's bytes as they are (both ends little-endian) */
+    memcpy(&v, src, 2);
+    r = cu->cuMemsetD16Async(dst, v, 1, rt->stream);
+  } else if (bytes == 4 && !(dst & 3) && cu->cuMemsetD32Async) {
+    uint32_t v;
+    memcpy(&v, src, 4);
+    r = cu->cuMemsetD32Async(dst, v, 1, rt->stream);
+  } else {
+    return false;
+  }
+  *rc = r == T4A__CUDA_SUCCESS
+            ? T4A_OK
+            : t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemsetD%uAsync of one element failed",
+                              (unsigned)bytes * 8);
+  return true;
+}
+
 /* A copy that fits the open hot window: the memcpy and the DMA, no more
  * (the open window's chunk is counted in use already, and its event comes
  * when it is closed); else h2d_hot opens one. Small copies are what makes
@@ -372,13 +421,15 @@ static void piece_abandon(t4a__runtime *rt, h2d_piece *p) {
  * before the current one's ends. */
 int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__staging *s = &rt->stage;
+  int rc;
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_h2d: the runtime has no staging; recreate it");
+  if (bytes <= 4 && s->memset_tiny && h2d_tiny(rt, dst, src, bytes, &rc))
+    return rc;
   if (bytes <= s->direct_h2d)
     return h2d_dma(rt, dst, src, bytes); /* the driver stages it: see direct_limit */
   if (bytes <= s->hot_window)
     return h2d_small(rt, dst, src, bytes);
-  int rc;
   if (s->fill && s->open_hot && (rc = t4a__staging_close_fill(rt)))
     return rc;
   const char *from = src;

@@ -34,6 +34,7 @@ typedef struct t4a__staging {
   uint32_t spin_us;     /* copy threads look for the next part this long (copypool.h) */
   bool stream_h2d, stream_d2h; /* non-temporal stores into / out of staging */
   uint64_t direct_h2d;         /* host-to-device copies up to this size bypass the staging */
+  bool memset_tiny;            /* ... and aligned ones of 1, 2 or 4 bytes are a memset */
   t4a__chunk *chunks;
   uint64_t peak_bytes;
 } t4a__staging;

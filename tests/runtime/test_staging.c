@@ -1,10 +1,11 @@
 /* tests/runtime/test_staging.c -- how pageable copies use the staging, and
  * how runtimes reuse a destroyed runtime's parts (both lanes):
- *  - host-to-device copies of at most 64 KiB bypass the staging; larger
+ *  - host-to-device copies of at most 16 KiB bypass the staging (and
+ *    aligned ones of 1, 2 or 4 bytes are one-element memsets); larger
  *    ones fill a chunk and record its event once, and a filled chunk is
  *    never reused before its DMAs ran (a gate holds the stream while copies
  *    wrap around the staging several times);
- *  - mid-size host-to-device copies (above 64 KiB, up to the hot window)
+ *  - mid-size host-to-device copies (above 16 KiB, up to the hot window)
  *    reuse windows at the start of two chunks, so the same few MiB of
  *    staging stay in the host's caches; T4A_STAGING_HOT=0 turns that off;
  *  - copies of every size, mixed, land in call order with the stream held
@@ -52,7 +53,7 @@ START_TEST(h2d_copies_share_a_chunk_and_its_event) {
   t4a_buffer d;
   RT_OK(T->buffer_alloc(rt, total, &d));
   t4a_runtime_counters before = rt_counters(rt);
-  /* copies just above the direct limit (64 KiB), of odd sizes: pieces of a chunk */
+  /* copies above the direct limit (16 KiB), of odd sizes: pieces of a chunk */
   uint64_t off = 0, copies = 0;
   for (int i = 0; off < total; i++, copies++) {
     uint64_t n = 64 * KiB + 1 + (uint64_t)(i * 7919) % (64 * KiB);
@@ -78,19 +79,19 @@ START_TEST(h2d_copies_share_a_chunk_and_its_event) {
 }
 END_TEST
 
-/* Copies of at most 64 KiB go to the driver as they are: no staging, no
+/* Copies of at most 16 KiB go to the driver as they are: no staging, no
  * event, exact, and the source may be reused at once. */
 START_TEST(small_h2d_copies_bypass_the_staging) {
   t4a_runtime rt = rt_create_with(1 * MiB, 0);
   enum { N = 256 * 1024 };
-  unsigned char *src = malloc(N), *back = malloc(N), *scratch = malloc(64 * KiB);
+  unsigned char *src = malloc(N), *back = malloc(N), *scratch = malloc(16 * KiB);
   t4a_test_fill_random(src, N, t4a_test_seed());
   t4a_buffer d;
   RT_OK(T->buffer_alloc(rt, N, &d));
   t4a_runtime_counters before = rt_counters(rt);
   uint64_t off = 0, copies = 0;
   for (int i = 0; off < N; i++, copies++) {
-    uint64_t n = 1 + (uint64_t)(i * 4099) % (64 * KiB);
+    uint64_t n = 1 + (uint64_t)(i * 4099) % (16 * KiB);
     n = n < N - off ? n : N - off;
     memcpy(scratch, src + off, n);
     RT_OK(T->copy_h2d(rt, d, off, scratch, n));
@@ -101,6 +102,9 @@ START_TEST(small_h2d_copies_bypass_the_staging) {
   ck_assert_uint_eq(after.staging_events_recorded, before.staging_events_recorded);
   ck_assert_uint_eq(after.staging_peak_bytes, before.staging_peak_bytes);
   ck_assert_uint_eq(after.copies_h2d_pageable - before.copies_h2d_pageable, copies);
+  /* just above the limit, a copy goes through the staging's hot window */
+  RT_OK(T->copy_h2d(rt, d, 0, src, 16 * KiB + 1));
+  ck_assert_uint_gt(rt_counters(rt).staging_peak_bytes, before.staging_peak_bytes);
   memset(back, 0xee, N);
   RT_OK(T->copy_d2h(rt, back, d, 0, N));
   ck_assert(memcmp(src, back, N) == 0);
@@ -109,6 +113,55 @@ START_TEST(small_h2d_copies_bypass_the_staging) {
   free(src);
   free(back);
   free(scratch);
+}
+END_TEST
+
+/* A copy of one 1-, 2- or 4-byte element, aligned to its size, is a memset
+ * of that value (one cuMemsetD8/D16/D32Async); other tiny copies, and
+ * misaligned ones, are the driver's copy. Every one lands exactly, and the
+ * bytes around it are untouched, whatever the alignment. */
+START_TEST(scalar_copies_are_memsets_of_their_value) {
+  t4a_runtime rt = rt_create_with(1 * MiB, 0);
+  enum { N = 4096 };
+  unsigned char *want = malloc(N), *back = malloc(N), scratch[8];
+  uint64_t seed = t4a_test_seed();
+  t4a_test_fill_random(want, N, seed);
+  t4a_buffer d;
+  RT_OK(T->buffer_alloc(rt, N, &d));
+  RT_OK(T->copy_h2d(rt, d, 0, want, N)); /* the poison around each copy: known bytes */
+  static const char *const entry[] = {"cuMemsetD8Async", "cuMemsetD16Async", "cuMemsetD32Async",
+                                      "cuMemcpyHtoDAsync"};
+  uint64_t calls[4], expect[4] = {0, 0, 0, 0};
+  for (int e = 0; e < 4; e++)
+    calls[e] = rt_fake_calls(entry[e]);
+  t4a_runtime_counters before = rt_counters(rt);
+  uint64_t x = seed | 1;
+  for (int i = 0; i < 600; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    uint64_t n = 1 + x % 8, off = (x >> 8) % (N - 8);
+    for (uint64_t k = 0; k < n; k++)
+      scratch[k] = (unsigned char)(x >> (16 + 5 * k));
+    RT_OK(T->copy_h2d(rt, d, off, scratch, n));
+    memcpy(want + off, scratch, n);
+    memset(scratch, 0xa5, sizeof scratch); /* the source may be reused at once */
+    bool aligned = off % n == 0;
+    expect[n == 1 ? 0 : n == 2 && aligned ? 1 : n == 4 && aligned ? 2 : 3]++;
+  }
+  t4a_runtime_counters after = rt_counters(rt);
+  ck_assert_uint_eq(after.copies_h2d_pageable - before.copies_h2d_pageable, 600);
+  ck_assert_uint_eq(after.staging_peak_bytes, before.staging_peak_bytes);
+  memset(back, 0xee, N);
+  RT_OK(T->copy_d2h(rt, back, d, 0, N));
+  ck_assert_msg(memcmp(want, back, N) == 0, "seed %llu", (unsigned long long)seed);
+  if (rt_on_fake())
+    for (int e = 0; e < 4; e++)
+      ck_assert_msg(rt_fake_calls(entry[e]) - calls[e] == expect[e], "%s: %llu calls, not %llu",
+                    entry[e], (unsigned long long)(rt_fake_calls(entry[e]) - calls[e]),
+                    (unsigned long long)expect[e]);
+  RT_OK(T->buffer_free(rt, d));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+  free(want);
+  free(back);
 }
 END_TEST
 
@@ -479,6 +532,7 @@ static Suite *suite(void) {
                                    "none (its pageable copies are direct)";
   RT_CUDA_ONLY(fill, h2d_copies_share_a_chunk_and_its_event, no_staging);
   RT_CUDA_ONLY(fill, small_h2d_copies_bypass_the_staging, no_staging);
+  tcase_add_test(fill, scalar_copies_are_memsets_of_their_value);
   RT_CUDA_ONLY(fill, one_chunk_d2h_copies_record_no_event, no_staging);
   RT_CUDA_ONLY(fill, filled_chunks_wait_for_their_dmas, no_staging);
   RT_CUDA_ONLY(fill, mid_size_h2d_copies_reuse_two_hot_windows, no_staging);
