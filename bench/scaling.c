@@ -18,7 +18,8 @@
 
 #include "bench/bench.h"
 
-enum { RUNS = 7, MAX_T = 16 }; /* 3 runs left the 1-2 thread rows swinging 0.78-1.12 between calls */
+/* 3 runs left the 1-2 thread rows swinging 0.78-1.12 between calls */
+enum { RUNS = 7, MAX_T = 16 };
 enum side { OURS_OWN, RAW_OWN, OURS_SHARED, RAW_SHARED };
 enum op { OP_LAUNCH, OP_COPY };
 
