@@ -31,7 +31,9 @@ int t4a__slot_function_set_max_dynamic_shared(t4a_runtime h, t4a_function fh, ui
     rc = t4a__rt_cu_fail(rt, r, "function_set_max_dynamic_shared: cuFuncSetAttribute failed");
   else {
     f->max_dynamic = (int32_t)bytes;
-    /* the kernel's limit, which every handle of it shares: each checks again */
+    /* every handle's geometry seen is checked again (each against its own
+     * cached limit: another handle of the kernel keeps the old one, and the
+     * driver refuses what the new one does not allow) */
     rt->code.limits_gen++;
   }
 out:

@@ -328,8 +328,9 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
 /* A scalar's copy as a memset (see memset_tiny): true when it was one,
  * with the driver's result in *rc; false (nothing done) when its size or
  * alignment has no memset, or the driver lacks that one. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-               "h2d_tiny passes the host's bytes as a value: host and device must agree");
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "h2d_tiny passes the host's bytes as a value: it needs a little-endian host, as the device"
+#endif
 static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
                      int *rc) {
   const t4a__cuda_api *cu = &t4a__be.cu;
@@ -362,7 +363,10 @@ static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, ui
 static int h2d_small(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__staging *s = &rt->stage;
   uint64_t used = fill_used(bytes);
-  if (!s->fill || !s->open_hot || s->fill + used > s->hot_window)
+  /* a copy the copy threads would split, or one with streaming stores, is
+   * h2d_hot's (its t4a__parallel_memcpy), whatever the window */
+  if (!s->fill || !s->open_hot || s->fill + used > s->hot_window || bytes >= s->split_min ||
+      s->stream_h2d)
     return h2d_hot(rt, dst, src, bytes);
   char *piece = s->chunks[s->open].ptr + s->fill;
   memcpy(piece, src, (size_t)bytes);

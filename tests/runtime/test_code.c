@@ -329,6 +329,15 @@ START_TEST(a_geometry_that_passed_is_checked_again_when_the_limits_change) {
   RT_OK(T->copy_d2h(rt, got, d, 0, n * 4));
   for (uint64_t i = 0; i < n; i++)
     ck_assert_uint_eq(got[i], v);
+  /* another geometry through the same handle, the limits unchanged: checked
+   * (each value the memo compares, one at a time) */
+  t4a_launch_config bad[4] = {c, c, c, c};
+  bad[0].shared_bytes = raised + 4;
+  bad[1].block[2] = (uint32_t)DEV.max_block_dim[2] + 1;
+  bad[2].grid[1] = (uint32_t)DEV.max_grid_dim[1] + 1;
+  bad[3].block[0] = (uint32_t)DEV.max_block_dim[0] + 1;
+  for (int i = 0; i < 4; i++)
+    RT_EXPECT(T->launch(rt, f, &bad[i], args), T4A_EINVAL);
   RT_OK(T->function_set_max_dynamic_shared(rt, f, raised - 4096)); /* lowered */
   RT_EXPECT(T->launch(rt, f, &c, args), T4A_EINVAL);
   RT_DETAIL("65536 bytes of dynamic shared memory exceed the 61440");
