@@ -42,6 +42,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   t4a__staging *s = &rt->stage;
   if (!s->count || !s->ring || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_d2h: the runtime has no staging; recreate it");
+  const uint32_t ring = s->ring; /* (closing the fill leaves the layout as it is) */
   int rc = t4a__staging_close_fill(rt);
   if (rc)
     return rc;
@@ -57,8 +58,8 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   t4a__copy_task tasks[2];
   bool pending = false; /* piece done - 1's memcpy out is in flight */
   while (done < pieces && rc == T4A_OK) {
-    while (issued < pieces && issued - released < s->ring) {
-      t4a__chunk *c = &s->chunks[(first + issued) % s->ring];
+    while (issued < pieces && issued - released < ring) {
+      t4a__chunk *c = &s->chunks[(first + issued) % ring];
       if ((rc = t4a__chunk_acquire(rt, c)))
         break;
       uint64_t off = issued * s->chunk_bytes;
@@ -74,7 +75,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
       t4a__staging_note_in_use(rt);
       issued++;
     }
-    t4a__chunk *c = &s->chunks[(first + done) % s->ring];
+    t4a__chunk *c = &s->chunks[(first + done) % ring];
     if (rc || (rc = t4a__chunk_acquire(rt, c)))
       break;
     uint64_t off = done * s->chunk_bytes;
@@ -90,7 +91,7 @@ int t4a__staged_d2h(t4a__runtime *rt, void *dst, t4a__CUdeviceptr src, uint64_t 
   }
   if (pending) /* on an error too: the threads must be done with dst before we return */
     t4a__copy_finish(&tasks[(done - 1) & 1]);
-  s->next = (uint32_t)((first + pieces) % s->ring);
+  s->next = (uint32_t)((first + pieces) % ring);
   return rc;
 }
 
