@@ -29,26 +29,17 @@ int t4a__slot_function_set_max_dynamic_shared(t4a_runtime h, t4a_function fh, ui
       f->fn, T4A__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
   if (r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "function_set_max_dynamic_shared: cuFuncSetAttribute failed");
-  else {
+  else
     f->max_dynamic = (int32_t)bytes;
-    /* every handle's geometry seen is checked again (each against its own
-     * cached limit: another handle of the kernel keeps the old one, and the
-     * driver refuses what the new one does not allow) */
-    rt->code.limits_gen++;
-  }
 out:
   t4a__rt_unlock(rt);
   return rc;
 }
 
-int t4a__check_geometry_full(const t4a__runtime *rt, t4a__function *f, const uint32_t grid[3],
-                             const uint32_t block[3], uint32_t shared, const char *what) {
+int t4a__check_geometry(const t4a__runtime *rt, const t4a__function *f, const uint32_t grid[3],
+                        const uint32_t block[3], uint32_t shared, const char *what) {
   t4a__limits l = {&t4a__be.devices[rt->ordinal].info, f->name, f->max_threads, f->max_dynamic};
-  int rc = t4a__check_launch(&l, grid, block, shared, what); /* backend-core/geometry.c */
-  if (rc == T4A_OK)
-    f->seen = (t4a__geometry_seen){
-        {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared, rt->code.limits_gen};
-  return rc;
+  return t4a__check_launch(&l, grid, block, shared, what); /* backend-core/geometry.c */
 }
 
 int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cfg, void **args) {

@@ -32,23 +32,13 @@ typedef struct t4a__occupancy {
   bool nonportable_allowed; /* NON_PORTABLE_CLUSTER_SIZE_ALLOWED set on the function */
 } t4a__occupancy;
 
-/* The geometry a launch through one function handle last passed the
- * checks with, and the runtime's limits generation then: the same geometry
- * under the same limits passes them again (t4a__check_geometry). grid[0]
- * is 0 (never a valid grid) until a launch passed. */
-typedef struct t4a__geometry_seen {
-  uint32_t grid[3], block[3], shared;
-  uint32_t limits_gen;
-} t4a__geometry_seen;
-
 typedef struct t4a__function {
   t4a__hslot h;
   t4a__CUfunction fn;
   uint32_t module;     /* index of its module */
   int32_t max_threads; /* per block, for this kernel */
   int32_t static_shared;
-  int32_t max_dynamic;     /* dynamic shared memory allowed now */
-  t4a__geometry_seen seen; /* launch.c */
+  int32_t max_dynamic; /* dynamic shared memory allowed now */
   char name[64];
   t4a__occupancy occ; /* v1.1 */
 } t4a__function;
@@ -56,10 +46,6 @@ typedef struct t4a__function {
 typedef struct t4a__modules {
   t4a__htable mods;  /* of t4a__module */
   t4a__htable funcs; /* of t4a__function */
-  /* Advanced by every change of a kernel's limits (its dynamic shared
-   * memory, through any handle): a geometry seen under another generation
-   * is checked again. */
-  uint32_t limits_gen;
 } t4a__modules;
 
 void t4a__modules_init(t4a__runtime *rt);
@@ -72,14 +58,9 @@ void t4a__modules_fini(t4a__runtime *rt, bool idle);
 int t4a__function_get(t4a__runtime *rt, t4a_function h, const char *what, t4a__function **out);
 
 /* launch.c: launch geometry against the device's and f's limits
- * (T4A_EINVAL naming the bad value; `what` names the call). A geometry
- * that passed for f under the runtime's current limits generation
- * (f->seen) passes without the checks: the same values against the same
- * limits, so the same verdict, without reading the device's limits after
- * the driver's last call evicted them (a launch's hot path). */
-int t4a__check_geometry_full(const t4a__runtime *rt, t4a__function *f, const uint32_t grid[3],
-                             const uint32_t block[3], uint32_t shared, const char *what);
-/* (t4a__check_geometry, inline, is in runtime.h: it reads rt's generation) */
+ * (T4A_EINVAL naming the bad value; `what` names the call). */
+int t4a__check_geometry(const t4a__runtime *rt, const t4a__function *f, const uint32_t grid[3],
+                        const uint32_t block[3], uint32_t shared, const char *what);
 
 /* occupancy.c: the driver's occupancy answers for f, cached per
  * configuration (t4a__occupancy); T4A_EUNSUPPORTED without the entry

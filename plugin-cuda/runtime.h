@@ -157,6 +157,25 @@ int t4a__rt_cu_record(t4a__runtime *rt, t4a__CUresult r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define t4a__rt_cu_fail(rt, r, ...) t4a__failed(t4a__rt_cu_record((rt), (r), __VA_ARGS__))
 
+/* Whether the driver has the memset of element_size (1, 2 or 4) bytes: the
+ * 8-bit one is required, the 16- and 32-bit ones are not. */
+static inline bool t4a__rt_has_memset(unsigned element_size) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  return element_size == 1 ||
+         (element_size == 2 ? cu->cuMemsetD16Async != NULL : cu->cuMemsetD32Async != NULL);
+}
+
+/* cuMemsetD8/D16/D32Async of `count` elements of element_size bytes with
+ * `value` on rt's stream (t4a__rt_has_memset first; the driver wants a
+ * context current). */
+static inline t4a__CUresult t4a__rt_memset(const t4a__runtime *rt, t4a__CUdeviceptr p,
+                                           uint32_t value, unsigned element_size, size_t count) {
+  const t4a__cuda_api *cu = &t4a__be.cu;
+  return element_size == 1   ? cu->cuMemsetD8Async(p, (unsigned char)value, count, rt->stream)
+         : element_size == 2 ? cu->cuMemsetD16Async(p, (unsigned short)value, count, rt->stream)
+                             : cu->cuMemsetD32Async(p, value, count, rt->stream);
+}
+
 /* Marks work as enqueued since the last seal. */
 static inline void t4a__rt_dirty(t4a__runtime *rt) { rt->done.dirty = true; }
 
@@ -190,19 +209,6 @@ void t4a__rt_quarantine(const t4a__runtime *rt);
 /* Plugin teardown: frees the structs of destroyed runtimes (live ones are
  * left: their driver objects cannot be released from a destructor). */
 static inline void t4a__runtimes_unload(void) { t4a__rtable_unload(); }
-
-/* ---- launch.c: a launch's geometry checks (module.h) ---- */
-
-static inline int t4a__check_geometry(const t4a__runtime *rt, t4a__function *f,
-                                      const uint32_t grid[3], const uint32_t block[3],
-                                      uint32_t shared, const char *what) {
-  const t4a__geometry_seen *s = &f->seen;
-  if (s->grid[0] && s->grid[0] == grid[0] && s->grid[1] == grid[1] && s->grid[2] == grid[2] &&
-      s->block[0] == block[0] && s->block[1] == block[1] && s->block[2] == block[2] &&
-      s->shared == shared && s->limits_gen == rt->code.limits_gen)
-    return T4A_OK;
-  return t4a__check_geometry_full(rt, f, grid, block, shared, what);
-}
 
 /* ---- priority.c (v1.1): stream priority, with rt's context current ---- */
 

@@ -301,14 +301,19 @@ static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, ui
 }
 
 /* A mid-size copy (at most the hot window) into the open hot window, or a
- * fresh window at the start of the next hot chunk. */
+ * fresh window at the start of the next hot chunk. A copy into the window
+ * already open is the memcpy and the DMA call, no more: its chunk is counted
+ * in use already and its event comes when the window is closed (small
+ * copies make this a hot path: from 16 KiB a pinned DMA call costs the
+ * driver less than its pageable one; docs/performance.md, session 6). */
 static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__staging *s = &rt->stage;
   int rc;
   if (s->fill && (!s->open_hot || s->fill + bytes > s->hot_window) &&
       (rc = t4a__staging_close_fill(rt)))
     return rc;
-  if (!s->fill) {
+  bool opened = !s->fill;
+  if (opened) {
     if ((rc = t4a__chunk_acquire(rt, &s->chunks[s->hot_next])))
       return rc;
     s->open = s->hot_next;
@@ -321,7 +326,8 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
     return rc;
   uint64_t used = fill_used(bytes);
   s->fill = s->fill + used < s->hot_window ? s->fill + used : s->hot_window;
-  t4a__staging_note_in_use(rt);
+  if (opened)
+    t4a__staging_note_in_use(rt);
   return s->fill == s->hot_window ? t4a__staging_close_fill(rt) : T4A_OK;
 }
 
@@ -333,48 +339,16 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
 #endif
 static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
                      int *rc) {
-  const t4a__cuda_api *cu = &t4a__be.cu;
-  t4a__CUresult r;
-  if (bytes == 1) {
-    r = cu->cuMemsetD8Async(dst, *(const unsigned char *)src, 1, rt->stream);
-  } else if (bytes == 2 && !(dst & 1) && cu->cuMemsetD16Async) {
-    uint16_t v; /* the host's bytes as they are (both ends little-endian) */
-    memcpy(&v, src, 2);
-    r = cu->cuMemsetD16Async(dst, v, 1, rt->stream);
-  } else if (bytes == 4 && !(dst & 3) && cu->cuMemsetD32Async) {
-    uint32_t v;
-    memcpy(&v, src, 4);
-    r = cu->cuMemsetD32Async(dst, v, 1, rt->stream);
-  } else {
+  unsigned size = (unsigned)bytes;
+  if ((size != 1 && size != 2 && size != 4) || (dst & (size - 1)) || !t4a__rt_has_memset(size))
     return false;
-  }
+  uint32_t v = 0; /* the host's bytes as they are, in the low ones (both ends little-endian) */
+  memcpy(&v, src, size);
+  t4a__CUresult r = t4a__rt_memset(rt, dst, v, size, 1);
   *rc = r == T4A__CUDA_SUCCESS
             ? T4A_OK
-            : t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemsetD%uAsync of one element failed",
-                              (unsigned)bytes * 8);
+            : t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemsetD%uAsync of one element failed", size * 8);
   return true;
-}
-
-/* A copy that fits the open hot window: the memcpy and the DMA, no more
- * (the open window's chunk is counted in use already, and its event comes
- * when it is closed); else h2d_hot opens one. Small copies are what makes
- * this the hot path: a pinned DMA call costs the driver less than its
- * pageable one (docs/performance.md, session 6). */
-static int h2d_small(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
-  t4a__staging *s = &rt->stage;
-  uint64_t used = fill_used(bytes);
-  /* a copy the copy threads would split, or one with streaming stores, is
-   * h2d_hot's (its t4a__parallel_memcpy), whatever the window */
-  if (!s->fill || !s->open_hot || s->fill + used > s->hot_window || bytes >= s->split_min ||
-      s->stream_h2d)
-    return h2d_hot(rt, dst, src, bytes);
-  char *piece = s->chunks[s->open].ptr + s->fill;
-  memcpy(piece, src, (size_t)bytes);
-  int rc = h2d_dma(rt, dst, piece, bytes);
-  if (rc)
-    return rc;
-  s->fill += used;
-  return s->fill == s->hot_window ? t4a__staging_close_fill(rt) : T4A_OK;
 }
 
 /* A piece of a large copy: its memcpy runs on the copy threads while the
@@ -431,7 +405,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
   if (bytes <= s->direct_h2d)
     return h2d_dma(rt, dst, src, bytes); /* the driver stages it: see direct_limit */
   if (bytes <= s->hot_window)
-    return h2d_small(rt, dst, src, bytes);
+    return h2d_hot(rt, dst, src, bytes);
   if (s->fill && s->open_hot && (rc = t4a__staging_close_fill(rt)))
     return rc;
   const char *from = src;

@@ -188,9 +188,7 @@ int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pat
     goto out;
   if (!count)
     goto out;
-  const t4a__cuda_api *cu = &t4a__be.cu;
-  if ((element_size == 2 && !cu->cuMemsetD16Async) ||
-      (element_size == 4 && !cu->cuMemsetD32Async)) {
+  if (!t4a__rt_has_memset(element_size)) {
     rc = t4a__fail(T4A_EUNSUPPORTED, "memset: the driver lacks cuMemsetD%uAsync; update it",
                    element_size * 8);
     goto out;
@@ -201,11 +199,7 @@ int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pat
   t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
   if ((rc = t4a__ctx_enter(rt, &saved)))
     goto out;
-  t4a__CUresult r =
-      element_size == 1 ? cu->cuMemsetD8Async(p, (unsigned char)pattern, (size_t)count, rt->stream)
-      : element_size == 2
-          ? cu->cuMemsetD16Async(p, (unsigned short)pattern, (size_t)count, rt->stream)
-          : cu->cuMemsetD32Async(p, pattern, (size_t)count, rt->stream);
+  t4a__CUresult r = t4a__rt_memset(rt, p, pattern, element_size, (size_t)count);
   t4a__ctx_leave(rt, saved);
   if (r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);

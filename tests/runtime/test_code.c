@@ -297,12 +297,13 @@ START_TEST(the_shared_memory_limit_is_the_modules_kernels) {
 }
 END_TEST
 
-/* A launch's geometry is checked before the driver sees it, every time:
- * the plugin remembers the geometry that last passed for a function handle
- * and skips the checks when the next launch repeats it, so a handle's
- * first launch (nothing seen yet: an all-zero geometry is refused) and a
- * launch after the kernel's limit changed (the same geometry, now over the
- * limit) must be checked again. */
+/* A launch's geometry is checked before the driver sees it, every time: a
+ * handle's first launch (an all-zero geometry, which a fresh handle's zeroed
+ * memory would match, is refused), another geometry through a handle after
+ * a good launch, and the same geometry after the kernel's limit changed.
+ * (A memo of the geometry a handle last passed with, skipping the checks on
+ * a repeat, was tried and measured neutral on the H200; this test guards
+ * any such shortcut.) */
 START_TEST(a_geometry_that_passed_is_checked_again_when_the_limits_change) {
   t4a_runtime rt = rt_create();
   t4a_artifact a = test_ptx();
@@ -316,7 +317,7 @@ START_TEST(a_geometry_that_passed_is_checked_again_when_the_limits_change) {
   RT_OK(T->buffer_device_address(rt, d, &p));
   void *args[] = {&p, &v, &n};
   uint64_t calls = rt_fake_calls("cuLaunchKernel");
-  t4a_launch_config zero = {.struct_size = sizeof zero}; /* a fresh handle's memory is zero */
+  t4a_launch_config zero = {.struct_size = sizeof zero}; /* grid, block and shared all 0 */
   RT_EXPECT(T->launch(rt, f, &zero, args), T4A_EINVAL);
   RT_DETAIL("grid.x = 0");
   uint32_t raised = 64u << 10;
@@ -330,7 +331,7 @@ START_TEST(a_geometry_that_passed_is_checked_again_when_the_limits_change) {
   for (uint64_t i = 0; i < n; i++)
     ck_assert_uint_eq(got[i], v);
   /* another geometry through the same handle, the limits unchanged: checked
-   * (each value the memo compares, one at a time) */
+   * (one bad value at a time) */
   t4a_launch_config bad[4] = {c, c, c, c};
   bad[0].shared_bytes = raised + 4;
   bad[1].block[2] = (uint32_t)DEV.max_block_dim[2] + 1;
