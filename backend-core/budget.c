@@ -35,6 +35,6 @@ int t4a__budget_ask(t4a__rtslot *s, t4a_runtime h, const t4a__budget *b,
   t4a__rtslot *again;
   int rc = t4a__rtable_lock(h, "buffer_alloc (after its out-of-memory callback)", &again);
   if (rc) /* destroyed: the slot (never freed) is locked all the same, see budget.h */
-    pthread_mutex_lock(&s->lock);
+    t4a__lock_take(&s->lock);
   return rc;
 }

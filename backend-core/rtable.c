@@ -26,17 +26,17 @@ t4a__rtslot *t4a__rtable_take(size_t size) {
     t4a__rtslot *s = atomic_load(&slots[i]);
     if (!s) /* freed by an unload */
       continue;
-    pthread_mutex_lock(&s->lock);
+    t4a__lock_take(&s->lock);
     if (!s->alive && !s->reserved) {
       rt = s;
       rt->reserved = true;
     }
-    pthread_mutex_unlock(&s->lock);
+    t4a__lock_give(&s->lock);
   }
   if (!rt && slots_used < T4A__MAX_RUNTIMES && size >= sizeof *rt) {
     rt = calloc(1, size);
     if (rt) {
-      pthread_mutex_init(&rt->lock, NULL);
+      t4a__lock_init(&rt->lock);
       rt->index = slots_used;
       rt->reserved = true;
       /* the slot's handle sequence starts where the plugin's does, so that
@@ -48,7 +48,7 @@ t4a__rtslot *t4a__rtable_take(size_t size) {
   }
   pthread_mutex_unlock(&slots_lock);
   if (rt)
-    pthread_mutex_lock(&rt->lock);
+    t4a__lock_take(&rt->lock);
   return rt;
 }
 
@@ -58,9 +58,9 @@ int t4a__rtable_lock(t4a_runtime h, const char *what, t4a__rtslot **out) {
   t4a__rtslot *rt = t4a__rtable_slot(t4a__h_rt(h.bits));
   if (!rt)
     return t4a__fail(T4A_EHANDLE, "%s: unknown runtime handle; pass one from runtime_create", what);
-  pthread_mutex_lock(&rt->lock);
+  t4a__lock_take(&rt->lock);
   if (!rt->alive || rt->gen != t4a__h_gen(h.bits)) {
-    pthread_mutex_unlock(&rt->lock);
+    t4a__lock_give(&rt->lock);
     return t4a__handle_reject(&t4a__runtime_kind, h.bits, 0, what, false);
   }
   *out = rt;
@@ -79,7 +79,7 @@ void t4a__rtable_defer(t4a__rtslot *s, t4a__call *c) {
 void t4a__rtable_unlock_due(t4a__rtslot *s) {
   t4a__call *c = s->due;
   s->due = s->due_tail = NULL;
-  pthread_mutex_unlock(&s->lock);
+  t4a__lock_give(&s->lock);
   while (c) {
     t4a__call *next = c->next; /* c may be freed by its own call */
     c->fn(c->arg);
@@ -91,11 +91,11 @@ void t4a__rtable_unlock_keep(t4a__rtslot *s, t4a__calls *kept) {
   kept->head = s->due;
   kept->tail = s->due_tail;
   s->due = s->due_tail = NULL;
-  pthread_mutex_unlock(&s->lock);
+  t4a__lock_give(&s->lock);
 }
 
 void t4a__rtable_relock(t4a__rtslot *s, const t4a__calls *kept) {
-  pthread_mutex_lock(&s->lock);
+  t4a__lock_take(&s->lock);
   if (!kept->head)
     return;
   kept->tail->next = s->due; /* none, unless queued meanwhile: after the kept ones */
@@ -110,7 +110,6 @@ void t4a__rtable_unload(void) {
     t4a__rtslot *rt = atomic_load(&slots[i]);
     if (rt && !rt->alive && !rt->reserved) {
       atomic_store(&slots[i], NULL);
-      pthread_mutex_destroy(&rt->lock);
       free(rt);
     }
   }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "backend-core/handle.h"
+#include "backend-core/lock.h"
 #include "t4a/gpu_backend_v1.h"
 
 /* A call due once the runtime's lock is let go (t4a__rtable_defer):
@@ -48,7 +49,7 @@ typedef struct t4a__calls {
 
 /* The head of every backend's runtime struct. */
 typedef struct t4a__rtslot {
-  pthread_mutex_t lock; /* guards the whole runtime struct */
+  t4a__lock lock; /* guards the whole runtime struct (lock.h) */
   uint32_t index, gen;
   bool alive;
   bool reserved; /* taken by a runtime_create in progress */
@@ -89,7 +90,7 @@ static inline void t4a__rtable_unlock(t4a__rtslot *s) {
   if (s->due)
     t4a__rtable_unlock_due(s);
   else
-    pthread_mutex_unlock(&s->lock);
+    t4a__lock_give(&s->lock);
 }
 
 /* Lets s's lock go for a moment without running the calls due: they go to

@@ -38,11 +38,11 @@ static void enable_peers(int32_t ordinal, t4a__CUcontext ctx) {
     t4a__runtime *o = t4a__rt_slot(i);
     if (!o)
       break;
-    pthread_mutex_lock(&o->slot.lock);
+    t4a__lock_take(&o->slot.lock);
     bool peer = o->slot.alive && o->ordinal != ordinal;
     int32_t dev = o->ordinal;
     t4a__CUcontext octx = o->ctx;
-    pthread_mutex_unlock(&o->slot.lock);
+    t4a__lock_give(&o->slot.lock);
     if (peer) {
       t4a__peer_enable(ordinal, dev, ctx, octx);
       t4a__peer_enable(dev, ordinal, octx, ctx);

@@ -31,7 +31,7 @@ static int lock_handle(t4a_runtime h, const char *what, t4a__runtime **out, bool
                           "%s: device %d faulted earlier (sticky for every runtime on it); "
                           "destroy the runtimes on it and create new ones",
                           what, (int)rt->ordinal);
-    pthread_mutex_unlock(&rt->slot.lock);
+    t4a__lock_give(&rt->slot.lock);
     return rc;
   }
   *out = rt;

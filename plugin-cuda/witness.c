@@ -123,12 +123,12 @@ static int wlock_runtime(t4a_witness w, const char *what, wref *ref, t4a__runtim
   if (ref->final != 1)
     return ref->final;
   t4a__runtime *rt = t4a__rt_slot(ref->rt_index);
-  pthread_mutex_lock(&rt->slot.lock);
+  t4a__lock_take(&rt->slot.lock);
   if (rt->slot.alive && rt->slot.gen == ref->rt_gen) {
     *out = rt;
     return T4A_OK;
   }
-  pthread_mutex_unlock(&rt->slot.lock);
+  t4a__lock_give(&rt->slot.lock);
   /* destroyed after wread: destroy stored the final status first */
   rc = wread(w, what, ref);
   return rc ? rc : ref->final;
@@ -254,7 +254,7 @@ int t4a__slot_witness_wait(t4a_witness w, uint64_t timeout_ns) {
       e->pins++;
       t4a__rt_unlock(rt);
       t4a__CUresult r = t4a__be.cu.cuEventSynchronize(ev);
-      pthread_mutex_lock(&rt->slot.lock);
+      t4a__lock_take(&rt->slot.lock);
       if (rt->slot.alive && rt->slot.gen == ref.rt_gen) { /* else destroyed after a fault */
         t4a__event_unpin(rt, e);
         if (r == T4A__CUDA_SUCCESS) {
@@ -358,7 +358,7 @@ int t4a__witness_pin_check(const t4a__wpin *p, const char *what) {
 void t4a__witness_unpin(t4a__wpin *p) {
   if (!p->e)
     return;
-  pthread_mutex_lock(&p->src->slot.lock);
+  t4a__lock_take(&p->src->slot.lock);
   if (p->src->slot.alive && p->src->slot.gen == p->gen)
     t4a__event_unpin(p->src, p->e);
   t4a__rt_unlock(p->src);

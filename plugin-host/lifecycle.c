@@ -60,7 +60,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
     t4a__mark_release(rt->last_mark);
     reset(rt);
     s->reserved = false;
-    pthread_mutex_unlock(&s->lock);
+    t4a__lock_give(&s->lock);
     return rc;
   }
   rt->opts = o;
@@ -72,7 +72,7 @@ int t4a__slot_runtime_create(int32_t ordinal, const t4a_runtime_options *opts, t
     t4a__mark_release(rt->last_mark);
     reset(rt);
     s->reserved = false;
-    pthread_mutex_unlock(&s->lock);
+    t4a__lock_give(&s->lock);
     return rc;
   }
   t4a__htable_init(&rt->hosts, sizeof(t4a__hhost));

@@ -63,12 +63,43 @@ START_TEST(a_reused_entry_never_repeats_a_handle) {
 }
 END_TEST
 
+/* A table made where a dead one was (a runtime created in a destroyed
+ * one's slot) never hands out a handle the dead table did, even from the
+ * same entry: each table takes its generations from the process's
+ * sequence in blocks, never from a start of its own. */
+START_TEST(a_fresh_table_never_repeats_a_dead_tables_handles) {
+  static const t4a__hkind kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc", NULL, "freed"};
+  enum { N = 700 }; /* more than one block of each table */
+  static uint64_t dead[N];
+  t4a__htable t;
+  t4a__htable_init(&t, sizeof(t4a__hslot));
+  for (int i = 0; i < N; i++) {
+    uint32_t index = 99;
+    ck_assert_int_eq(t4a__htable_take(&t, "test", &index), 0);
+    dead[i] = t4a__htable_publish(&t, index, &kind, 0);
+    t4a__htable_release(&t, index);
+  }
+  t4a__htable_fini(&t);
+  t4a__htable_init(&t, sizeof(t4a__hslot)); /* the new runtime's table */
+  for (int i = 0; i < N; i++) {
+    uint32_t index = 99;
+    ck_assert_int_eq(t4a__htable_take(&t, "test", &index), 0);
+    uint64_t h = t4a__htable_publish(&t, index, &kind, 0);
+    for (int j = 0; j < N; j++)
+      ck_assert_msg(h != dead[j], "the fresh table's handle %d repeats the dead one's %d", i, j);
+    t4a__htable_release(&t, index);
+  }
+  t4a__htable_fini(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("handle");
   TCase *tc = tcase_create("handle");
   tcase_add_test(tc, reference_counts_saturate_instead_of_wrapping);
   tcase_add_test(tc, handles_round_trip_and_generations_skip_zero);
   tcase_add_test(tc, a_reused_entry_never_repeats_a_handle);
+  tcase_add_test(tc, a_fresh_table_never_repeats_a_dead_tables_handles);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }
