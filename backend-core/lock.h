@@ -17,9 +17,9 @@
  * the sleeper's count, retry and system call (nanoseconds against
  * microseconds). Sleepers therefore sleep with a timeout
  * (T4A__LOCK_NAP_NS) and look again: a wakeup so missed costs at most one
- * nap, never mutual exclusion or progress. A contended taker spins briefly
- * before it sleeps (a runtime's critical sections are short: a table call's
- * bookkeeping, its driver call).
+ * nap, never mutual exclusion or progress. A contended taker does not spin
+ * before it sleeps (lock.c says why); a nap that runs out doubles, up to
+ * T4A__LOCK_NAP_MAX_NS.
  *
  * Not recursive, no owner check, no condition variables: the runtime's lock
  * never needed them. */
@@ -39,8 +39,9 @@ typedef struct t4a__lock {
 #ifndef T4A__LOCK_NAP_NS
 #define T4A__LOCK_NAP_NS 200000LL
 #endif
+#define T4A__LOCK_NAP_MAX_NS (32 * T4A__LOCK_NAP_NS) /* naps that run out double up to this */
 
-void t4a__lock_contended(t4a__lock *l); /* lock.c: spin, then sleep */
+void t4a__lock_contended(t4a__lock *l); /* lock.c: sleeps until the lock is taken */
 void t4a__lock_wake(t4a__lock *l);      /* lock.c: wakes one sleeper */
 
 static inline void t4a__lock_init(t4a__lock *l) {
