@@ -59,22 +59,21 @@ void t4a__htable_untake(t4a__htable *t, uint32_t index) {
  * a runtime created in a destroyed runtime's slot has fresh tables whose
  * entries would otherwise restart at 1, so the dead runtime's buffer,
  * module or function handles would name the new runtime's objects. Each
- * table takes the sequence in blocks of 256 (under the lock that guards
- * the table, as its every use), so publishing costs an atomic operation
- * once per 256 handles and no thread-local lookup (a plugin's thread-local
- * is a call to __tls_get_addr, on every buffer_alloc); a generation recurs
- * only after 2^28 values of the whole process's sequence (and then must
- * also land on the same runtime slot, table and index to matter). */
-#define GEN_BLOCK 256u
+ * thread takes the sequence in blocks of 1024, so publishing costs an
+ * atomic operation once per 1024 handles, and a generation recurs only
+ * after 2^28 publications in the whole process (and then must also land
+ * on the same runtime slot, table and index to matter). */
+#define GEN_BLOCK 1024u
 static _Atomic uint32_t gen_sequence = 1;
+static _Thread_local uint32_t gen_next_local, gen_end_local;
 
-static uint32_t gen_fresh(t4a__htable *t) {
+static uint32_t gen_fresh(void) {
   for (;;) {
-    if (t->gen_next == t->gen_end) {
-      t->gen_next = atomic_fetch_add_explicit(&gen_sequence, GEN_BLOCK, memory_order_relaxed);
-      t->gen_end = t->gen_next + GEN_BLOCK;
+    if (gen_next_local == gen_end_local) {
+      gen_next_local = atomic_fetch_add_explicit(&gen_sequence, GEN_BLOCK, memory_order_relaxed);
+      gen_end_local = gen_next_local + GEN_BLOCK;
     }
-    uint32_t gen = t->gen_next++ & T4A__GEN_MASK;
+    uint32_t gen = gen_next_local++ & T4A__GEN_MASK;
     if (gen)
       return gen;
   }
@@ -97,9 +96,9 @@ uint64_t t4a__htable_publish(t4a__htable *t, uint32_t index, const t4a__hkind *k
    * too, so a fresh value differs from every earlier one (until 2^28 more,
    * then skipped once). Adding one here, or at release, made values the
    * sequence hands out later, and a released handle came back to life. */
-  uint32_t gen = gen_fresh(t);
+  uint32_t gen = gen_fresh();
   while (gen == s->gen)
-    gen = gen_fresh(t);
+    gen = gen_fresh();
   s->gen = gen;
   s->live = true;
   s->next_free = 0;

@@ -84,10 +84,9 @@ typedef struct t4a__hslot {
 typedef struct t4a__htable {
   char *items;
   uint32_t item_size;
-  uint32_t count, cap;        /* entries ever used, allocated */
-  uint32_t free_head;         /* index + 1 of the first free entry, 0 = none */
-  uint32_t live;              /* entries published and not released */
-  uint32_t gen_next, gen_end; /* this table's block of the generation sequence (handle.c) */
+  uint32_t count, cap; /* entries ever used, allocated */
+  uint32_t free_head;  /* index + 1 of the first free entry, 0 = none */
+  uint32_t live;       /* entries published and not released */
 } t4a__htable;
 
 /* An empty table of entries of item_size bytes (a t4a__hslot first). */
