@@ -10,6 +10,17 @@
 #include "backend-core/handle.h"
 #include "tests/testutil.h"
 
+static const t4a__hkind kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc", NULL, "freed"};
+
+/* Takes an entry of t, publishes it and releases it: the handle it had. */
+static uint64_t publish_once(t4a__htable *t) {
+  uint32_t index = 99;
+  ck_assert_int_eq(t4a__htable_take(t, "test", &index), 0);
+  uint64_t h = t4a__htable_publish(t, index, &kind, 0);
+  t4a__htable_release(t, index);
+  return h;
+}
+
 START_TEST(reference_counts_saturate_instead_of_wrapping) {
   uint32_t refs = 1;
   ck_assert(t4a__ref_take(&refs));
@@ -39,7 +50,6 @@ END_TEST
  * one, publish bumped a clash by one, and the process-wide sequence then
  * handed out those very values.) */
 START_TEST(a_reused_entry_never_repeats_a_handle) {
-  static const t4a__hkind kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc", NULL, "freed"};
   t4a__htable t;
   t4a__htable_init(&t, sizeof(t4a__hslot));
   enum { N = 2000 };
@@ -65,29 +75,21 @@ END_TEST
 
 /* A table made where a dead one was (a runtime created in a destroyed
  * one's slot) never hands out a handle the dead table did, even from the
- * same entry: each table takes its generations from the process's
- * sequence in blocks, never from a start of its own. */
+ * same entry: generations come from the process's sequence, never from a
+ * start of the table's own. */
 START_TEST(a_fresh_table_never_repeats_a_dead_tables_handles) {
-  static const t4a__hkind kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc", NULL, "freed"};
-  enum { N = 700 }; /* more than one block of each table */
+  enum { N = 700 }; /* more than a block of the sequence */
   static uint64_t dead[N];
   t4a__htable t;
   t4a__htable_init(&t, sizeof(t4a__hslot));
-  for (int i = 0; i < N; i++) {
-    uint32_t index = 99;
-    ck_assert_int_eq(t4a__htable_take(&t, "test", &index), 0);
-    dead[i] = t4a__htable_publish(&t, index, &kind, 0);
-    t4a__htable_release(&t, index);
-  }
+  for (int i = 0; i < N; i++)
+    dead[i] = publish_once(&t);
   t4a__htable_fini(&t);
   t4a__htable_init(&t, sizeof(t4a__hslot)); /* the new runtime's table */
   for (int i = 0; i < N; i++) {
-    uint32_t index = 99;
-    ck_assert_int_eq(t4a__htable_take(&t, "test", &index), 0);
-    uint64_t h = t4a__htable_publish(&t, index, &kind, 0);
+    uint64_t h = publish_once(&t);
     for (int j = 0; j < N; j++)
       ck_assert_msg(h != dead[j], "the fresh table's handle %d repeats the dead one's %d", i, j);
-    t4a__htable_release(&t, index);
   }
   t4a__htable_fini(&t);
 }
@@ -99,20 +101,16 @@ END_TEST
  * table, tried once to skip a thread-local lookup, went with the table and
  * spent 256 values each: the first handle came back at lifetime 2^20.) */
 START_TEST(generations_outlast_a_million_short_lived_tables) {
-  static const t4a__hkind kind = {T4A__TAG_BUFFER, "buffer", "buffer_alloc", NULL, "freed"};
   uint64_t first = 0;
   for (uint32_t life = 0; life < (1u << 21); life++) {
     t4a__htable t;
     t4a__htable_init(&t, sizeof(t4a__hslot));
-    uint32_t index = 99;
-    ck_assert_int_eq(t4a__htable_take(&t, "test", &index), 0);
-    uint64_t h = t4a__htable_publish(&t, index, &kind, 0);
+    uint64_t h = publish_once(&t);
     if (life == 0)
       first = h;
     else if (h == first)
       ck_abort_msg("lifetime %u's handle repeats lifetime 0's: 0x%llx", life,
                    (unsigned long long)h);
-    t4a__htable_release(&t, index);
     t4a__htable_fini(&t);
   }
 }
