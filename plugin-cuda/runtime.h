@@ -106,11 +106,13 @@ static inline t4a__runtime *t4a__rt_peek(t4a_runtime h) { return t4a__rt_slot(t4
  * misses overlap each other and the lock. Measured paired (bench/t4a_ab, the
  * H200 host, three runs): a 64-byte copy_h2d 0.988, 0.988, 0.993x of the
  * build without; a launch 1.014, 0.994, 1.002x (not kept there). */
-static inline void t4a__rt_warm(const void *a, const void *b, const void *c, const void *d) {
+static inline void t4a__rt_warm(const void *a, const void *b, const void *c, const void *d,
+                                const void *e) {
   __builtin_prefetch(a, 1);
   __builtin_prefetch(b, 1);
   __builtin_prefetch(c, 1);
   __builtin_prefetch(d, 1);
+  __builtin_prefetch(e, 1);
 }
 
 static inline t4a_runtime t4a__rt_handle(const t4a__runtime *rt) {
@@ -178,6 +180,35 @@ static inline t4a__CUresult t4a__rt_memset(const t4a__runtime *rt, t4a__CUdevice
 
 /* Marks work as enqueued since the last seal. */
 static inline void t4a__rt_dirty(t4a__runtime *rt) { rt->done.dirty = true; }
+
+/* A hot enqueue's bookkeeping done ahead of its driver call (rt locked):
+ * the count, the bytes (may be NULL) and the dirty flag are written while
+ * their lines are warm, and put back if the call fails. After the call they
+ * would be cold (the driver's work evicts them), and the lock's release, a
+ * locked instruction, waits for every store before it: each line written
+ * after the call is a miss on the call's critical path. */
+typedef struct t4a__rt_ahead {
+  uint64_t *count, *bytes;
+  uint64_t count_was, bytes_was;
+  bool dirty_was;
+} t4a__rt_ahead;
+
+static inline t4a__rt_ahead t4a__rt_count_ahead(t4a__runtime *rt, uint64_t *count, uint64_t *bytes,
+                                                uint64_t n) {
+  t4a__rt_ahead a = {count, bytes, *count, bytes ? *bytes : 0, rt->done.dirty};
+  (*count)++;
+  if (bytes)
+    *bytes += n;
+  rt->done.dirty = true;
+  return a;
+}
+
+static inline void t4a__rt_count_undo(t4a__runtime *rt, const t4a__rt_ahead *a) {
+  *a->count = a->count_was;
+  if (a->bytes)
+    *a->bytes = a->bytes_was;
+  rt->done.dirty = a->dirty_was;
+}
 
 /* The result of a release call that has no status to report it (an undo
  * path, the spare parts): on failure the handle is kept. True if released. */

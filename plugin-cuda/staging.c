@@ -300,6 +300,19 @@ static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, ui
   return T4A_OK;
 }
 
+int t4a__direct_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
+  t4a__CUresult r;
+  int rc = T4A_OK;
+  T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
+                              t4a__be.cu.cuMemcpyHtoDAsync(dst, src, (size_t)bytes, rt->stream));
+  if (rc)
+    return rc;
+  if (r != T4A__CUDA_SUCCESS)
+    return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
+                           (unsigned long long)bytes);
+  return T4A_OK;
+}
+
 /* A mid-size copy (at most the hot window) into the open hot window, or a
  * fresh window at the start of the next hot chunk. A copy into the window
  * already open is the memcpy and the DMA call, no more: its chunk is counted

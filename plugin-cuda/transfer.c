@@ -77,8 +77,14 @@ out:
 
 T4A__PINNED_COPY_SLOTS(pinned_copy)
 
-/* Runs a staged copy with rt's context current. */
+/* Runs a staged copy with rt's context current. A small host-to-device
+ * copy that goes to the driver's own pageable call names its context
+ * through the stream, as a launch does: it is made with no context made
+ * current first (a cuCtxGetCurrent saved on every small copy), and again
+ * with rt's current if the driver refuses (T4A__RT_CALL_IN_ITS_CONTEXT). */
 static int staged(t4a__runtime *rt, bool to_device, t4a__CUdeviceptr dptr, void *host, uint64_t n) {
+  if (to_device && t4a__staging_direct(&rt->stage, n))
+    return t4a__direct_h2d(rt, dptr, host, n);
   t4a__CUcontext saved;
   int rc = t4a__ctx_enter(rt, &saved);
   if (rc)
@@ -96,7 +102,8 @@ int t4a__slot_copy_h2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, const
     return t4a__fail(T4A_EINVAL, "copy_h2d: src is NULL; pass the host data");
   const t4a__runtime *p = t4a__rt_peek(h);
   if (p) /* the stream's line, the buffer table, the staging's sizes, the counters */
-    t4a__rt_warm(&p->stream, &p->mem.bufs, &p->stage.direct_h2d, &p->c.copies_h2d_pageable);
+    t4a__rt_warm(&p->stream, &p->mem.bufs, &p->stage.direct_h2d, &p->c.copies_h2d_pageable,
+                 &p->done.dirty);
   int rc = begin(h, "copy_h2d", dst, dst_offset, bytes, "destination", &rt, &b);
   if (rc)
     return rc;
@@ -105,8 +112,16 @@ int t4a__slot_copy_h2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, const
     t4a__rt_unlock(rt);
     return rc;
   }
-  if (bytes && (rc = staged(rt, true, b->ptr + dst_offset, (void *)(uintptr_t)src, bytes)) == 0)
-    count(rt, &rt->c.copies_h2d_pageable, &rt->c.bytes_h2d, bytes);
+  if (bytes) {
+    /* Counted before the driver's call and undone if it fails: the lines
+     * are warm now (prefetched above); after the driver's pageable call,
+     * which sweeps the caches, each write would be a miss that the lock's
+     * release waits for (t4a__rt_ahead). */
+    t4a__rt_ahead ahead =
+        t4a__rt_count_ahead(rt, &rt->c.copies_h2d_pageable, &rt->c.bytes_h2d, bytes);
+    if ((rc = staged(rt, true, b->ptr + dst_offset, (void *)(uintptr_t)src, bytes)))
+      t4a__rt_count_undo(rt, &ahead);
+  }
   t4a__rt_unlock(rt);
   return rc;
 }

@@ -402,6 +402,66 @@ START_TEST(a_launch_refused_for_its_context_is_made_again) {
 }
 END_TEST
 
+/* The hot enqueues count ahead of their driver call (plugin-cuda/runtime.h)
+ * and must put it all back when the call fails: a copy_h2d (the driver's
+ * pageable call, and a staged one) and a launch refused by the driver leave
+ * the counters as they were and the runtime clean (the next seal records
+ * nothing); one made again after a refusal for its context counts once. */
+START_TEST(a_failed_enqueue_counts_nothing) {
+  t4a_runtime rt = rt_create();
+  t4a_artifact art;
+  const char *ptx = rt_test_ptx();
+  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "test.ptx", &art));
+  t4a_module m;
+  RT_OK(T->module_load(rt, art, &m));
+  t4a_function fill;
+  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &fill));
+  enum { N = 4099 };
+  t4a_buffer b;
+  RT_OK(T->buffer_alloc(rt, MiB, &b));
+  uint64_t addr = 0, n = N;
+  uint32_t value = 0x0badf00du;
+  RT_OK(T->buffer_device_address(rt, b, &addr));
+  void *args[] = {&addr, &value, &n};
+  t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {8, 1, 1}, .block = {128, 1, 1}};
+  static unsigned char src[MiB];
+  t4a_witness w;
+  RT_OK(T->seal(rt, &w)); /* clean: nothing since this seal */
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
+  t4a_runtime_counters before = rt_counters(rt);
+  const uint64_t sizes[] = {64, MiB}; /* the driver's pageable call; the staging */
+  for (size_t i = 0; i < 2; i++) {
+    inject("cuMemcpyHtoDAsync", 1, 999);
+    RT_EXPECT(T->copy_h2d(rt, b, 0, src, sizes[i]), T4A_EDRIVER);
+  }
+  inject("cuLaunchKernel", 1, 999);
+  RT_EXPECT(T->launch(rt, fill, &cfg, args), T4A_EDRIVER);
+  t4a_runtime_counters after = rt_counters(rt);
+  ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable);
+  ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d);
+  ck_assert_uint_eq(after.launches, before.launches);
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->witness_release(w));
+  ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, before.seal_events_recorded);
+  inject("cuLaunchKernel", 1, 201); /* CUDA_ERROR_INVALID_CONTEXT: made again, counted once */
+  RT_OK(T->launch(rt, fill, &cfg, args));
+  RT_OK(T->copy_h2d(rt, b, 0, src, 64));
+  after = rt_counters(rt);
+  ck_assert_uint_eq(after.launches, before.launches + 1);
+  ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable + 1);
+  ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d + 64);
+  RT_OK(T->seal(rt, &w));
+  RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
+  RT_OK(T->witness_release(w));
+  ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, before.seal_events_recorded + 1);
+  RT_OK(T->buffer_free(rt, b));
+  RT_OK(T->module_unload(rt, m));
+  RT_OK(T->artifact_release(art));
+  RT_OK(T->runtime_destroy(rt, T4A_WAIT_FOREVER));
+}
+END_TEST
+
 int main(void) {
   setenv("T4A_CUDA_LIBRARY", t4a_test_build_path(T4A_TEST_FAKE_CUDA), 1);
   Suite *s = suite_create("runtime-faults");
@@ -415,6 +475,7 @@ int main(void) {
   tcase_add_test(tc, a_chunk_whose_event_failed_is_not_reused_early);
   tcase_add_test(tc, a_launch_refused_for_its_context_is_made_again);
   tcase_add_test(tc, a_block_whose_reader_cannot_be_waited_for_is_kept);
+  tcase_add_test(tc, a_failed_enqueue_counts_nothing);
   suite_add_tcase(s, tc);
   return t4a_test_run(s);
 }

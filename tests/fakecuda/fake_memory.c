@@ -301,15 +301,28 @@ typedef enum { H2D, D2H, D2D } direction;
 /* Validates and enqueues one copy. Like CUDA, a copy from pageable memory
  * takes the source at once (the caller may reuse it on return) and a copy
  * into pageable memory returns only once it is done. */
+/* A host-to-device copy names its context through the stream, as a launch
+ * does (fake_module.c): the real driver (580.159.04, measured on an H200)
+ * makes one with no context current, or another one, and leaves it alone;
+ * FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models a driver that refuses (a plain
+ * CUDA_ERROR_INVALID_CONTEXT). The other directions keep wanting a current
+ * context: the plugin makes its own current for them, and this checks it. */
 static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream s,
               const char *what) {
-  R r = fake_need_ctx();
+  R r = dir == H2D ? T4A__CUDA_SUCCESS : fake_need_ctx();
   if (r)
     return r;
   op o = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = n};
   bool pinned = true;
   LOCK();
   if ((r = fake_stream_get(&s, what)))
+    goto out;
+  if (dir == H2D && fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 &&
+      fake_current() != s->o.ctx)
+    r = T4A__CUDA_ERROR_INVALID_CONTEXT;
+  else if (dir == H2D)
+    r = fake_device_fault(s->device);
+  if (r)
     goto out;
   int dev = s->device;
   if (dir == D2D) {

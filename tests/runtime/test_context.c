@@ -1,7 +1,7 @@
 /* tests/runtime/test_context.c -- calls work whatever context the calling
  * thread has current, and leave that context as it was (fake and GPU
- * lanes): launch (whose hot path makes no context current), copies and
- * seal, from a thread with no current context, with another device's
+ * lanes): launch and small copy_h2d (whose hot paths make no context
+ * current), copies and seal, from a thread with no current context, with another device's
  * context current, and with the runtime's own; and every slot that
  * enqueues or allocates (memset and the 2D copies included) as the first
  * call of a thread that has no context current. The host lane has no
@@ -64,11 +64,17 @@ static void *work(void *arg) {
   void *args[] = {&addr, &j->value, &n};
   t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {64, 1, 1}, .block = {256, 1, 1}};
   t4a_witness w = {0};
-  int ok = T->launch(j->rt, j->fill, &cfg, args) == T4A_OK && T->seal(j->rt, &w) == T4A_OK &&
+  /* and a small copy_h2d over the first words, which goes to the driver's
+   * pageable call with no context made current first (staging.h) */
+  uint32_t head[16];
+  for (unsigned i = 0; i < 16; i++)
+    head[i] = ~j->value - i;
+  int ok = T->launch(j->rt, j->fill, &cfg, args) == T4A_OK &&
+           T->copy_h2d(j->rt, b, 0, head, sizeof head) == T4A_OK && T->seal(j->rt, &w) == T4A_OK &&
            T->witness_wait(w, T4A_WAIT_FOREVER) == T4A_OK &&
            T->copy_d2h(j->rt, host, b, 0, N * sizeof *host) == T4A_OK;
   for (size_t i = 0; ok && i < N; i++)
-    ok = host[i] == j->value;
+    ok = host[i] == (i < 16 ? head[i] : j->value);
   t4a__CUcontext after = (t4a__CUcontext)1;
   /* another context is restored; with none, the runtime's may stay (the
    * design's context policy, as the CUDA runtime API would leave it) */
@@ -328,6 +334,22 @@ START_TEST(a_driver_wanting_the_context_gets_it) {
   RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
   for (size_t i = 0; i < M; i++)
     ck_assert_uint_eq(host[i], value);
+  /* a small copy_h2d (the driver's pageable call, staging.h) follows the
+   * same rule: refused once with no context current, made again */
+  uint32_t head[16];
+  for (unsigned i = 0; i < 16; i++)
+    head[i] = 0xc0de0000u + i;
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuMemcpyHtoDAsync");
+  RT_OK(T->copy_h2d(rt, b, 0, head, sizeof head));
+  ck_assert_uint_eq(rt_fake_calls("cuMemcpyHtoDAsync") - before, 2);
+  ck_assert_int_eq(a.set(raw.context), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuMemcpyHtoDAsync");
+  RT_OK(T->copy_h2d(rt, b, sizeof head, head, sizeof head));
+  ck_assert_uint_eq(rt_fake_calls("cuMemcpyHtoDAsync") - before, 1);
+  RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
+  for (size_t i = 0; i < M; i++)
+    ck_assert_uint_eq(host[i], i < 32 ? head[i % 16] : value);
   /* launch_ex (cuLaunchKernelEx) and graph_launch (cuGraphLaunch) follow
    * the same rule: refused once with no context current, made again */
   t4a_launch_ex_config ex = {.struct_size = sizeof ex, .grid = {17, 1, 1}, .block = {256, 1, 1}};
