@@ -65,15 +65,26 @@ void t4a__htable_untake(t4a__htable *t, uint32_t index) {
  * on the same runtime slot, table and index to matter). */
 #define GEN_BLOCK 1024u
 static _Atomic uint32_t gen_sequence = 1;
-static _Thread_local uint32_t gen_next_local, gen_end_local;
+typedef struct gen_block {
+  uint32_t next, end;
+} gen_block;
+static _Thread_local gen_block gen_local;
 
+/* A fresh generation from the thread's block. The block's address is taken
+ * once: in a plugin (a dlopened library) each access to a thread-local in
+ * the default TLS model is a call to __tls_get_addr, and gcc recomputes the
+ * address at each access rather than keep it (three calls for one
+ * generation); the empty asm hides where the pointer came from, so it is
+ * kept in a register. */
 static uint32_t gen_fresh(void) {
+  gen_block *b = &gen_local;
+  __asm__("" : "+r"(b));
   for (;;) {
-    if (gen_next_local == gen_end_local) {
-      gen_next_local = atomic_fetch_add_explicit(&gen_sequence, GEN_BLOCK, memory_order_relaxed);
-      gen_end_local = gen_next_local + GEN_BLOCK;
+    if (b->next == b->end) {
+      b->next = atomic_fetch_add_explicit(&gen_sequence, GEN_BLOCK, memory_order_relaxed);
+      b->end = b->next + GEN_BLOCK;
     }
-    uint32_t gen = gen_next_local++ & T4A__GEN_MASK;
+    uint32_t gen = b->next++ & T4A__GEN_MASK;
     if (gen)
       return gen;
   }

@@ -404,7 +404,8 @@ END_TEST
 
 /* The hot enqueues count ahead of their driver call (plugin-cuda/runtime.h)
  * and must put it all back when the call fails: a copy_h2d (the driver's
- * pageable call, and a staged one) and a launch refused by the driver leave
+ * pageable call, and a staged one), a launch and a launch_ex refused by the
+ * driver leave
  * the counters as they were and the runtime clean (the next seal records
  * nothing); one made again after a refusal for its context counts once. */
 START_TEST(a_failed_enqueue_counts_nothing) {
@@ -437,6 +438,9 @@ START_TEST(a_failed_enqueue_counts_nothing) {
   }
   inject("cuLaunchKernel", 1, 999);
   RT_EXPECT(T->launch(rt, fill, &cfg, args), T4A_EDRIVER);
+  t4a_launch_ex_config ex = {.struct_size = sizeof ex, .grid = {8, 1, 1}, .block = {128, 1, 1}};
+  inject("cuLaunchKernelEx", 1, 999);
+  RT_EXPECT(T->launch_ex(rt, fill, &ex, args), T4A_EDRIVER);
   t4a_runtime_counters after = rt_counters(rt);
   ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable);
   ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d);
@@ -446,9 +450,10 @@ START_TEST(a_failed_enqueue_counts_nothing) {
   ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, before.seal_events_recorded);
   inject("cuLaunchKernel", 1, 201); /* CUDA_ERROR_INVALID_CONTEXT: made again, counted once */
   RT_OK(T->launch(rt, fill, &cfg, args));
+  RT_OK(T->launch_ex(rt, fill, &ex, args));
   RT_OK(T->copy_h2d(rt, b, 0, src, 64));
   after = rt_counters(rt);
-  ck_assert_uint_eq(after.launches, before.launches + 1);
+  ck_assert_uint_eq(after.launches, before.launches + 2);
   ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable + 1);
   ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d + 64);
   RT_OK(T->seal(rt, &w));
