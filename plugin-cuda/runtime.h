@@ -134,17 +134,22 @@ void t4a__ctx_leave(t4a__runtime *rt, t4a__CUcontext saved);
 
 /* The hot path's driver calls that name their context through a stream or
  * a function (cuLaunchKernel, cuLaunchKernelEx, cuGraphLaunch, a seal's
- * cuEventRecord): `r = call` with no context made current first (measured
- * on driver 580.159.04: they succeed with another device's context current,
- * or none, and leave it alone), saving a cuCtxGetCurrent each. A driver
- * that wants the context current after all says so (an invalid context or
- * handle): then the call is made again with rt's context current. `rc` (an
- * int, T4A_OK before) gets the failure of making it current; r is the first
- * call's then. */
+ * cuEventRecord, a small pageable cuMemcpyHtoDAsync): `r = call` with no
+ * context made current first (measured on driver 580.159.04: they succeed
+ * with another context current, or none, and leave it alone), saving a
+ * cuCtxGetCurrent each. A driver that wants the context current after all
+ * says so (an invalid context or handle), and one that objects to the
+ * caller's current context having been destroyed (CONTEXT_IS_DESTROYED,
+ * which would otherwise read as this device's fault): then the call is made
+ * again with rt's context current, and a failure then is the call's own.
+ * `rc` (an int, T4A_OK before) gets the failure of making it current; r is
+ * the first call's then. */
 #define T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc, call)                                               \
   do {                                                                                             \
     (r) = (call);                                                                                  \
-    if ((r) == T4A__CUDA_ERROR_INVALID_CONTEXT || (r) == T4A__CUDA_ERROR_INVALID_HANDLE) {         \
+    if ((r) != T4A__CUDA_SUCCESS &&                                                                \
+        ((r) == T4A__CUDA_ERROR_INVALID_CONTEXT || (r) == T4A__CUDA_ERROR_INVALID_HANDLE ||        \
+         (r) == T4A__CUDA_ERROR_CONTEXT_IS_DESTROYED)) {                                           \
       t4a__CUcontext t4a__saved_;                                                                  \
       if (((rc) = t4a__ctx_enter((rt), &t4a__saved_)) == T4A_OK) {                                 \
         (r) = (call);                                                                              \

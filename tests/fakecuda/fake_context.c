@@ -32,13 +32,18 @@ bool fake_ctx_alive(const struct CUctx_st *ctx, uint64_t epoch) {
   return ctx->refs > 0 && ctx->epoch == epoch;
 }
 
+R fake_need_ctx_locked(void) {
+  return !current ? fake_misuse(T4A__CUDA_ERROR_INVALID_CONTEXT, "a call needs a current context")
+         : current->refs == 0
+             ? fake_misuse(T4A__CUDA_ERROR_INVALID_CONTEXT,
+                           "the current context (device %d's primary) was released",
+                           current->device)
+             : fake_device_fault(current->device);
+}
+
 R fake_need_ctx(void) {
   LOCK();
-  R r = !current ? fake_misuse(T4A__CUDA_ERROR_INVALID_CONTEXT, "a call needs a current context")
-        : current->refs == 0
-            ? fake_misuse(T4A__CUDA_ERROR_INVALID_CONTEXT,
-                          "the current context (device %d's primary) was released", current->device)
-            : fake_device_fault(current->device);
+  R r = fake_need_ctx_locked();
   UNLOCK();
   return r;
 }

@@ -181,6 +181,7 @@ struct CUctx_st {
 struct CUctx_st *fake_current(void);
 /* A current, live context whose device has not faulted (G not held). */
 R fake_need_ctx(void);
+R fake_need_ctx_locked(void); /* the same, G held */
 /* Whether ctx is alive in the epoch an object recorded (G held). */
 bool fake_ctx_alive(const struct CUctx_st *ctx, uint64_t epoch);
 /* Whether p is one of the primary contexts. */

@@ -301,12 +301,14 @@ typedef enum { H2D, D2H, D2D } direction;
 /* Validates and enqueues one copy. Like CUDA, a copy from pageable memory
  * takes the source at once (the caller may reuse it on return) and a copy
  * into pageable memory returns only once it is done. */
-/* A host-to-device copy names its context through the stream, as a launch
- * does (fake_module.c): the real driver (580.159.04, measured on an H200)
- * makes one with no context current, or another one, and leaves it alone;
- * FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models a driver that refuses (a plain
- * CUDA_ERROR_INVALID_CONTEXT). The other directions keep wanting a current
- * context: the plugin makes its own current for them, and this checks it. */
+/* A host-to-device copy from pageable memory names its context through the
+ * stream, as a launch does (fake_module.c): the real driver (580.159.04,
+ * measured on an H200) makes one with no context current, or another one,
+ * and leaves it alone; FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models a driver that
+ * refuses (a plain CUDA_ERROR_INVALID_CONTEXT). Every other copy (pinned
+ * sources, the staging's chunks included, and the other directions) keeps
+ * wanting a current context: the plugin makes its own current for those,
+ * and this checks that it does. */
 static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream s,
               const char *what) {
   R r = dir == H2D ? T4A__CUDA_SUCCESS : fake_need_ctx();
@@ -338,6 +340,8 @@ static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream
       r = fake_misuse(T4A__CUDA_ERROR_INVALID_VALUE,
                       "%s: writes host memory %p registered read-only", what, dst);
   }
+  if (!r && dir == H2D && pinned)
+    r = fake_need_ctx_locked();
   if (r)
     goto out;
   if (dir == H2D && !pinned) {
