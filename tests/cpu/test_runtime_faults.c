@@ -369,17 +369,24 @@ START_TEST(a_block_whose_reader_cannot_be_waited_for_is_kept) {
 }
 END_TEST
 
+/* The test PTX's t4a_fill_u32 on rt (its artifact and module kept for the
+ * caller to release). */
+static t4a_function load_fill(t4a_runtime rt, t4a_artifact *art, t4a_module *m) {
+  const char *ptx = rt_test_ptx();
+  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "test.ptx", art));
+  RT_OK(T->module_load(rt, *art, m));
+  t4a_function fill;
+  RT_OK(T->function_get(rt, *m, "t4a_fill_u32", &fill));
+  return fill;
+}
+
 /* A driver that wants the runtime's context current for a launch (it says
  * CUDA_ERROR_INVALID_CONTEXT) gets it: the launch is made again. */
 START_TEST(a_launch_refused_for_its_context_is_made_again) {
   t4a_runtime rt = rt_create();
   t4a_artifact art;
-  const char *ptx = rt_test_ptx();
-  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "test.ptx", &art));
   t4a_module m;
-  RT_OK(T->module_load(rt, art, &m));
-  t4a_function fill;
-  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &fill));
+  t4a_function fill = load_fill(rt, &art, &m);
   enum { N = 4099 };
   uint32_t host[N];
   t4a_buffer b;
@@ -411,12 +418,8 @@ END_TEST
 START_TEST(a_failed_enqueue_counts_nothing) {
   t4a_runtime rt = rt_create();
   t4a_artifact art;
-  const char *ptx = rt_test_ptx();
-  RT_OK(T->artifact_from_bytes(T4A_ARTIFACT_PTX, ptx, strlen(ptx), "test.ptx", &art));
   t4a_module m;
-  RT_OK(T->module_load(rt, art, &m));
-  t4a_function fill;
-  RT_OK(T->function_get(rt, m, "t4a_fill_u32", &fill));
+  t4a_function fill = load_fill(rt, &art, &m);
   enum { N = 4099 };
   t4a_buffer b;
   RT_OK(T->buffer_alloc(rt, MiB, &b));
