@@ -14,9 +14,9 @@
  * taken again) at 256 B, 64 KiB and 1 MiB, each sample --batch pairs
  * (default 4000); launches of an empty kernel (compiled by each side) and
  * 64-byte pageable copy_h2d, each sample 200 of them, the runtime sealed
- * and waited for after each sample (untimed); round trips (a launch, seal,
- * witness_wait, witness_release), each sample 50 of them. A and B alternate which goes
- * first. The report gives each side's median and p99 per operation and two
+ * and waited for after each sample (untimed); round trips (a launch, or a
+ * 4-byte copy_d2d, then seal, witness_wait, witness_release), each sample
+ * 50 of them. A and B alternate which goes first. The report gives each side's median and p99 per operation and two
  * ratios B/A: of the medians, and the median of the per-sample ratios (each
  * sample's B against the A beside it).
  *
@@ -107,6 +107,20 @@ static double round_trip(const side *s, uint64_t unused, int batch) {
   double t0 = bench_now();
   for (int i = 0; i < batch; i++) {
     launch_empty(s);
+    drain(s);
+  }
+  return (bench_now() - t0) / batch;
+}
+
+/* Seconds per round trip (a 4-byte copy_d2d, seal, wait, release) over
+ * batch ones: the bench's "seal+wait after a 4 B copy". */
+static double copy_round_trip(const side *s, uint64_t unused, int batch) {
+  (void)unused;
+  double t0 = bench_now();
+  for (int i = 0; i < batch; i++) {
+    int rc = s->t->copy_d2d(s->rt, s->buf, 2048, s->buf, 0, 4);
+    if (rc != T4A_OK)
+      fail(s, "copy_d2d", rc);
     drain(s);
   }
   return (bench_now() - t0) / batch;
@@ -205,7 +219,8 @@ int main(int argc, char **argv) {
                              {"alloc+free 1 MiB", alloc_free, 1 << 20, 0},
                              {"launch, empty kernel", launch, 0, 200},
                              {"pageable copy_h2d 64 B", small_h2d, 64, 200},
-                             {"seal+wait after a launch", round_trip, 0, 50}};
+                             {"seal+wait after a launch", round_trip, 0, 50},
+                             {"seal+wait after a 4 B copy", copy_round_trip, 0, 50}};
   double *v[2], *ratio;
   v[0] = malloc(sizeof(double) * (size_t)samples);
   v[1] = malloc(sizeof(double) * (size_t)samples);

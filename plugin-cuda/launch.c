@@ -51,12 +51,7 @@ int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cf
   if ((rc = t4a__function_get(rt, fh, "launch", &f)) ||
       (rc = t4a__check_geometry(rt, f, cfg->grid, cfg->block, cfg->shared_bytes, "launch")))
     goto out;
-  /* counted ahead of the call (runtime.h); a launch captured into a graph
-   * is recorded, not run, and not counted */
-  bool capturing = rt->cap.active;
-  uint64_t not_counted = 0;
-  t4a__rt_ahead ahead =
-      t4a__rt_count_ahead(rt, capturing ? &not_counted : &rt->c.launches, NULL, 0);
+  t4a__rt_ahead ahead = t4a__rt_launch_ahead(rt); /* counted ahead of the call (runtime.h) */
   /* no context made current unless the driver asks for it (runtime.h) */
   t4a__CUresult r;
   T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
@@ -70,7 +65,7 @@ int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cf
     t4a__rt_count_undo(rt, &ahead);
     goto out;
   }
-  if (capturing)
+  if (rt->cap.active)
     t4a__capture_kernel(rt, fh.bits, f->fn, cfg->grid, cfg->block, cfg->shared_bytes);
 out:
   t4a__rt_unlock(rt);

@@ -176,10 +176,7 @@ int t4a__slot_launch_ex(t4a_runtime h, t4a_function fh, const t4a_launch_ex_conf
                            .numAttrs = n};
   /* as launch: counted ahead of the call, and no context made current
    * unless the driver asks for it */
-  bool capturing = rt->cap.active;
-  uint64_t not_counted = 0;
-  t4a__rt_ahead ahead =
-      t4a__rt_count_ahead(rt, capturing ? &not_counted : &rt->c.launches, NULL, 0);
+  t4a__rt_ahead ahead = t4a__rt_launch_ahead(rt);
   t4a__CUresult r;
   T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc, t4a__be.cu.cuLaunchKernelEx(&c, f->fn, args, NULL));
   if (rc == T4A_OK && r != T4A__CUDA_SUCCESS)
@@ -188,7 +185,7 @@ int t4a__slot_launch_ex(t4a_runtime h, t4a_function fh, const t4a_launch_ex_conf
     t4a__rt_count_undo(rt, &ahead);
     goto out;
   }
-  if (capturing)
+  if (rt->cap.active)
     t4a__capture_kernel(rt, fh.bits, f->fn, cfg->grid, cfg->block, cfg->shared_bytes);
 out:
   t4a__rt_unlock(rt);

@@ -134,7 +134,8 @@ void t4a__ctx_leave(t4a__runtime *rt, t4a__CUcontext saved);
 
 /* The hot path's driver calls that name their context through a stream or
  * a function (cuLaunchKernel, cuLaunchKernelEx, cuGraphLaunch, a seal's
- * cuEventRecord, a small pageable cuMemcpyHtoDAsync): `r = call` with no
+ * cuEventRecord, a small pageable cuMemcpyHtoDAsync, copy_d2d's
+ * cuMemcpyDtoDAsync): `r = call` with no
  * context made current first (measured on driver 580.159.04: they succeed
  * with another context current, or none, and leave it alone), saving a
  * cuCtxGetCurrent each. A driver that wants the context current after all
@@ -200,8 +201,9 @@ typedef struct t4a__rt_ahead {
 
 static inline t4a__rt_ahead t4a__rt_count_ahead(t4a__runtime *rt, uint64_t *count, uint64_t *bytes,
                                                 uint64_t n) {
-  t4a__rt_ahead a = {count, bytes, *count, bytes ? *bytes : 0, rt->done.dirty};
-  (*count)++;
+  t4a__rt_ahead a = {count, bytes, count ? *count : 0, bytes ? *bytes : 0, rt->done.dirty};
+  if (count)
+    (*count)++;
   if (bytes)
     *bytes += n;
   rt->done.dirty = true;
@@ -209,10 +211,17 @@ static inline t4a__rt_ahead t4a__rt_count_ahead(t4a__runtime *rt, uint64_t *coun
 }
 
 static inline void t4a__rt_count_undo(t4a__runtime *rt, const t4a__rt_ahead *a) {
-  *a->count = a->count_was;
+  if (a->count)
+    *a->count = a->count_was;
   if (a->bytes)
     *a->bytes = a->bytes_was;
   rt->done.dirty = a->dirty_was;
+}
+
+/* A launch's (launch, launch_ex): one captured into a graph is recorded,
+ * not run, and not counted. */
+static inline t4a__rt_ahead t4a__rt_launch_ahead(t4a__runtime *rt) {
+  return t4a__rt_count_ahead(rt, rt->cap.active ? NULL : &rt->c.launches, NULL, 0);
 }
 
 /* The result of a release call that has no status to report it (an undo

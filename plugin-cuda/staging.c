@@ -292,12 +292,17 @@ int t4a__staging_close_fill(t4a__runtime *rt) {
 
 static uint64_t fill_used(uint64_t n) { return (n + FILL_ALIGN - 1) & ~(uint64_t)(FILL_ALIGN - 1); }
 
-static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, uint64_t n) {
-  t4a__CUresult r = t4a__be.cu.cuMemcpyHtoDAsync(dst, piece, (size_t)n, rt->stream);
+static int h2d_result(t4a__runtime *rt, t4a__CUresult r, uint64_t n) {
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
                            (unsigned long long)n);
   return T4A_OK;
+}
+
+/* A DMA made with rt's context current, as t4a__staged_h2d is called: the
+ * driver wants it for a pinned source (the staging's chunks). */
+static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, uint64_t n) {
+  return h2d_result(rt, t4a__be.cu.cuMemcpyHtoDAsync(dst, piece, (size_t)n, rt->stream), n);
 }
 
 int t4a__direct_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
@@ -305,12 +310,7 @@ int t4a__direct_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
   int rc = T4A_OK;
   T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
                               t4a__be.cu.cuMemcpyHtoDAsync(dst, src, (size_t)bytes, rt->stream));
-  if (rc)
-    return rc;
-  if (r != T4A__CUDA_SUCCESS)
-    return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
-                           (unsigned long long)bytes);
-  return T4A_OK;
+  return rc ? rc : h2d_result(rt, r, bytes);
 }
 
 /* A mid-size copy (at most the hot window) into the open hot window, or a

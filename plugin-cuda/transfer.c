@@ -170,19 +170,21 @@ int t4a__slot_copy_d2d(t4a_runtime h, t4a_buffer dst, uint64_t dst_offset, t4a_b
   }
   if (!bytes)
     goto out;
-  t4a__CUcontext saved;
-  if ((rc = t4a__ctx_enter(rt, &saved)))
-    goto out;
-  t4a__CUresult r = t4a__be.cu.cuMemcpyDtoDAsync(d->ptr + dst_offset, sb->ptr + src_offset,
-                                                 (size_t)bytes, rt->stream);
-  t4a__ctx_leave(rt, saved);
-  if (r != T4A__CUDA_SUCCESS)
+  /* Counted ahead of the call, and no context made current unless the
+   * driver asks for it, as a launch (runtime.h): the driver's copy between
+   * two device addresses names its context through the stream. */
+  t4a__rt_ahead ahead = t4a__rt_count_ahead(rt, &rt->c.copies_d2d, &rt->c.bytes_d2d, bytes);
+  t4a__CUresult r;
+  T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
+                              t4a__be.cu.cuMemcpyDtoDAsync(d->ptr + dst_offset,
+                                                           sb->ptr + src_offset, (size_t)bytes,
+                                                           rt->stream));
+  if (rc == T4A_OK && r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "copy_d2d of %llu bytes failed", (unsigned long long)bytes);
-  else {
-    if (rt->cap.active)
-      t4a__capture_copy(rt, dst.bits, src.bits, 0);
-    count(rt, &rt->c.copies_d2d, &rt->c.bytes_d2d, bytes);
-  }
+  if (rc)
+    t4a__rt_count_undo(rt, &ahead);
+  else if (rt->cap.active)
+    t4a__capture_copy(rt, dst.bits, src.bits, 0);
 out:
   t4a__rt_unlock(rt);
   return rc;

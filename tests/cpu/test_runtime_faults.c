@@ -444,10 +444,14 @@ START_TEST(a_failed_enqueue_counts_nothing) {
   t4a_launch_ex_config ex = {.struct_size = sizeof ex, .grid = {8, 1, 1}, .block = {128, 1, 1}};
   inject("cuLaunchKernelEx", 1, 999);
   RT_EXPECT(T->launch_ex(rt, fill, &ex, args), T4A_EDRIVER);
+  inject("cuMemcpyDtoDAsync", 1, 999);
+  RT_EXPECT(T->copy_d2d(rt, b, 0, b, 4096, 4), T4A_EDRIVER);
   t4a_runtime_counters after = rt_counters(rt);
   ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable);
   ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d);
   ck_assert_uint_eq(after.launches, before.launches);
+  ck_assert_uint_eq(after.copies_d2d, before.copies_d2d);
+  ck_assert_uint_eq(after.bytes_d2d, before.bytes_d2d);
   RT_OK(T->seal(rt, &w));
   RT_OK(T->witness_release(w));
   ck_assert_uint_eq(rt_counters(rt).seal_events_recorded, before.seal_events_recorded);
@@ -460,12 +464,16 @@ START_TEST(a_failed_enqueue_counts_nothing) {
     RT_OK(T->launch(rt, fill, &cfg, args));
     inject("cuMemcpyHtoDAsync", 1, refusals[i]);
     RT_OK(T->copy_h2d(rt, b, 0, src, 64));
+    inject("cuMemcpyDtoDAsync", 1, refusals[i]);
+    RT_OK(T->copy_d2d(rt, b, 0, b, 4096, 4));
   }
   RT_OK(T->launch_ex(rt, fill, &ex, args));
   after = rt_counters(rt);
   ck_assert_uint_eq(after.launches, before.launches + 3);
   ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable + 2);
   ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d + 128);
+  ck_assert_uint_eq(after.copies_d2d, before.copies_d2d + 2);
+  ck_assert_uint_eq(after.bytes_d2d, before.bytes_d2d + 8);
   RT_OK(T->seal(rt, &w));
   RT_OK(T->witness_wait(w, T4A_WAIT_FOREVER));
   RT_OK(T->witness_release(w));

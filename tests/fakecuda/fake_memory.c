@@ -301,17 +301,19 @@ typedef enum { H2D, D2H, D2D } direction;
 /* Validates and enqueues one copy. Like CUDA, a copy from pageable memory
  * takes the source at once (the caller may reuse it on return) and a copy
  * into pageable memory returns only once it is done. */
-/* A host-to-device copy from pageable memory names its context through the
- * stream, as a launch does (fake_module.c): the real driver (580.159.04,
- * measured on an H200) makes one with no context current, or another one,
- * and leaves it alone; FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models a driver that
- * refuses (a plain CUDA_ERROR_INVALID_CONTEXT). Every other copy (pinned
- * sources, the staging's chunks included, and the other directions) keeps
- * wanting a current context: the plugin makes its own current for those,
- * and this checks that it does. */
+/* A host-to-device copy from pageable memory, and cuMemcpyDtoDAsync, name
+ * their context through the stream, as a launch does (fake_module.c): the
+ * real driver (580.159.04, measured on an H200) makes them with no context
+ * current, or another one, and leaves it alone; FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1
+ * models a driver that refuses (a plain CUDA_ERROR_INVALID_CONTEXT). Every
+ * other copy (pinned sources, the staging's chunks included, device to
+ * host, between contexts) keeps wanting a current context: the plugin makes
+ * its own current for those, and this checks that it does. `by_stream`
+ * says a device-to-device copy is of the first kind. */
 static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream s,
-              const char *what) {
-  R r = dir == H2D ? T4A__CUDA_SUCCESS : fake_need_ctx();
+              const char *what, bool by_stream) {
+  bool stream_ctx = dir == H2D || (dir == D2D && by_stream); /* H2D: until the source is known */
+  R r = stream_ctx ? T4A__CUDA_SUCCESS : fake_need_ctx();
   if (r)
     return r;
   op o = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = n};
@@ -319,10 +321,10 @@ static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream
   LOCK();
   if ((r = fake_stream_get(&s, what)))
     goto out;
-  if (dir == H2D && fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 &&
+  if (stream_ctx && fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 &&
       fake_current() != s->o.ctx)
     r = T4A__CUDA_ERROR_INVALID_CONTEXT;
-  else if (dir == H2D)
+  else if (stream_ctx)
     r = fake_device_fault(s->device);
   if (r)
     goto out;
@@ -364,18 +366,19 @@ out:
 
 R fake_sym_cuMemcpyHtoDAsync(t4a__CUdeviceptr dst, const void *src, size_t n, t4a__CUstream s) {
   FAKE_ENTER("cuMemcpyHtoDAsync");
-  return copy(H2D, (void *)(uintptr_t)dst, src, n, s, "cuMemcpyHtoDAsync");
+  return copy(H2D, (void *)(uintptr_t)dst, src, n, s, "cuMemcpyHtoDAsync", true);
 }
 
 R fake_sym_cuMemcpyDtoHAsync(void *dst, t4a__CUdeviceptr src, size_t n, t4a__CUstream s) {
   FAKE_ENTER("cuMemcpyDtoHAsync");
-  return copy(D2H, dst, (const void *)(uintptr_t)src, n, s, "cuMemcpyDtoHAsync");
+  return copy(D2H, dst, (const void *)(uintptr_t)src, n, s, "cuMemcpyDtoHAsync", false);
 }
 
 R fake_sym_cuMemcpyDtoDAsync(t4a__CUdeviceptr dst, t4a__CUdeviceptr src, size_t n,
                              t4a__CUstream s) {
   FAKE_ENTER("cuMemcpyDtoDAsync");
-  return copy(D2D, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, s, "cuMemcpyDtoDAsync");
+  return copy(D2D, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, s, "cuMemcpyDtoDAsync",
+              true);
 }
 
 /* A copy between two contexts' memory: each pointer must belong to its
@@ -399,7 +402,7 @@ R fake_sym_cuMemcpyPeerAsync(t4a__CUdeviceptr dst, t4a__CUcontext dctx, t4a__CUd
   UNLOCK();
   return r ? r
            : copy(D2D, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, s,
-                  "cuMemcpyPeerAsync");
+                  "cuMemcpyPeerAsync", false);
 }
 
 R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a__CUstream s) {
@@ -494,7 +497,7 @@ R fake_sym_cuMemcpy2DAsync(const t4a__CUDA_MEMCPY2D *c, t4a__CUstream s) {
     return T4A__CUDA_ERROR_INVALID_VALUE; /* host to host: not the plugin's */
   for (size_t row = 0; row < c->Height && !r; row++)
     r = copy(dir, (void *)(dst + row * c->dstPitch), (const void *)(src + row * c->srcPitch),
-             c->WidthInBytes, s, "cuMemcpy2DAsync");
+             c->WidthInBytes, s, "cuMemcpy2DAsync", false);
   return r;
 }
 

@@ -1,8 +1,9 @@
 /* tests/runtime/test_context.c -- calls work whatever context the calling
  * thread has current, and leave that context as it was (fake and GPU
- * lanes): launch and small copy_h2d (whose hot paths make no context
- * current), copies and seal, from a thread with no current context, with another device's
- * context current, and with the runtime's own; and every slot that
+ * lanes): launch, small copy_h2d and copy_d2d (whose hot paths make no
+ * context current), copies and seal, from a thread with no current
+ * context, with another device's context current, and with the runtime's
+ * own; and every slot that
  * enqueues or allocates (memset and the 2D copies included) as the first
  * call of a thread that has no context current. The host lane has no
  * contexts: it runs the second test for what it still means there (every
@@ -65,16 +66,18 @@ static void *work(void *arg) {
   t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {64, 1, 1}, .block = {256, 1, 1}};
   t4a_witness w = {0};
   /* and a small copy_h2d over the first words, which goes to the driver's
-   * pageable call with no context made current first (staging.h) */
+   * pageable call with no context made current first (staging.h), and a
+   * copy_d2d of them to the next words (made the same way) */
   uint32_t head[16];
   for (unsigned i = 0; i < 16; i++)
     head[i] = ~j->value - i;
   int ok = T->launch(j->rt, j->fill, &cfg, args) == T4A_OK &&
-           T->copy_h2d(j->rt, b, 0, head, sizeof head) == T4A_OK && T->seal(j->rt, &w) == T4A_OK &&
-           T->witness_wait(w, T4A_WAIT_FOREVER) == T4A_OK &&
+           T->copy_h2d(j->rt, b, 0, head, sizeof head) == T4A_OK &&
+           T->copy_d2d(j->rt, b, sizeof head, b, 0, sizeof head) == T4A_OK &&
+           T->seal(j->rt, &w) == T4A_OK && T->witness_wait(w, T4A_WAIT_FOREVER) == T4A_OK &&
            T->copy_d2h(j->rt, host, b, 0, N * sizeof *host) == T4A_OK;
   for (size_t i = 0; ok && i < N; i++)
-    ok = host[i] == (i < 16 ? head[i] : j->value);
+    ok = host[i] == (i < 32 ? head[i % 16] : j->value);
   t4a__CUcontext after = (t4a__CUcontext)1;
   /* another context is restored; with none, the runtime's may stay (the
    * design's context policy, as the CUDA runtime API would leave it) */
@@ -347,9 +350,18 @@ START_TEST(a_driver_wanting_the_context_gets_it) {
   before = rt_fake_calls("cuMemcpyHtoDAsync");
   RT_OK(T->copy_h2d(rt, b, sizeof head, head, sizeof head));
   ck_assert_uint_eq(rt_fake_calls("cuMemcpyHtoDAsync") - before, 1);
+  /* and copy_d2d (cuMemcpyDtoDAsync) too */
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuMemcpyDtoDAsync");
+  RT_OK(T->copy_d2d(rt, b, 2 * sizeof head, b, 0, sizeof head));
+  ck_assert_uint_eq(rt_fake_calls("cuMemcpyDtoDAsync") - before, 2);
+  ck_assert_int_eq(a.set(raw.context), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuMemcpyDtoDAsync");
+  RT_OK(T->copy_d2d(rt, b, 3 * sizeof head, b, 0, sizeof head));
+  ck_assert_uint_eq(rt_fake_calls("cuMemcpyDtoDAsync") - before, 1);
   RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
   for (size_t i = 0; i < M; i++)
-    ck_assert_uint_eq(host[i], i < 32 ? head[i % 16] : value);
+    ck_assert_uint_eq(host[i], i < 64 ? head[i % 16] : value);
   /* launch_ex (cuLaunchKernelEx) and graph_launch (cuGraphLaunch) follow
    * the same rule: refused once with no context current, made again */
   t4a_launch_ex_config ex = {.struct_size = sizeof ex, .grid = {17, 1, 1}, .block = {256, 1, 1}};
