@@ -13,12 +13,13 @@
  * buffer_free in steady state (the block cache's path: a freed block is
  * taken again) at 256 B, 64 KiB and 1 MiB, each sample --batch pairs
  * (default 4000); launches of an empty kernel (compiled by each side) and
- * 64-byte pageable copy_h2d, each sample 200 of them, the runtime sealed
- * and waited for after each sample (untimed); round trips (a launch, or a
- * 4-byte copy_d2d, then seal, witness_wait, witness_release), each sample
- * 50 of them. A and B alternate which goes first. The report gives each side's median and p99 per operation and two
- * ratios B/A: of the medians, and the median of the per-sample ratios (each
- * sample's B against the A beside it).
+ * 64-byte and 4-byte (a scalar: a memset) pageable copy_h2d, each sample
+ * 200 of them, the runtime sealed and waited for after each sample
+ * (untimed); round trips (a launch, or a 4-byte copy_d2d, then seal,
+ * witness_wait, witness_release), each sample 50 of them. A and B
+ * alternate which goes first. The report gives each side's median and p99
+ * per operation and two ratios B/A: of the medians, and the median of the
+ * per-sample ratios (each sample's B against the A beside it).
  *
  * Exit status: 0 done, 1 a call failed, 2 usage. */
 #include "config.h"
@@ -219,6 +220,7 @@ int main(int argc, char **argv) {
                              {"alloc+free 1 MiB", alloc_free, 1 << 20, 0},
                              {"launch, empty kernel", launch, 0, 200},
                              {"pageable copy_h2d 64 B", small_h2d, 64, 200},
+                             {"copy_h2d 4 B (a memset)", small_h2d, 4, 200},
                              {"seal+wait after a launch", round_trip, 0, 50},
                              {"seal+wait after a 4 B copy", copy_round_trip, 0, 50}};
   double *v[2], *ratio;

@@ -135,7 +135,7 @@ void t4a__ctx_leave(t4a__runtime *rt, t4a__CUcontext saved);
 /* The hot path's driver calls that name their context through a stream or
  * a function (cuLaunchKernel, cuLaunchKernelEx, cuGraphLaunch, a seal's
  * cuEventRecord, a small pageable cuMemcpyHtoDAsync, copy_d2d's
- * cuMemcpyDtoDAsync): `r = call` with no
+ * cuMemcpyDtoDAsync, the memsets): `r = call` with no
  * context made current first (measured on driver 580.159.04: they succeed
  * with another context current, or none, and leave it alone), saving a
  * cuCtxGetCurrent each. A driver that wants the context current after all
@@ -174,8 +174,8 @@ static inline bool t4a__rt_has_memset(unsigned element_size) {
 }
 
 /* cuMemsetD8/D16/D32Async of `count` elements of element_size bytes with
- * `value` on rt's stream (t4a__rt_has_memset first; the driver wants a
- * context current). */
+ * `value` on rt's stream (t4a__rt_has_memset first; made through
+ * T4A__RT_CALL_IN_ITS_CONTEXT: the stream names the context). */
 static inline t4a__CUresult t4a__rt_memset(const t4a__runtime *rt, t4a__CUdeviceptr p,
                                            uint32_t value, unsigned element_size, size_t count) {
   const t4a__cuda_api *cu = &t4a__be.cu;

@@ -292,6 +292,27 @@ int t4a__staging_close_fill(t4a__runtime *rt) {
 
 static uint64_t fill_used(uint64_t n) { return (n + FILL_ALIGN - 1) & ~(uint64_t)(FILL_ALIGN - 1); }
 
+/* A scalar's copy as a memset (see memset_tiny): true when it was one,
+ * with the driver's result in *rc; false (nothing done) when its size or
+ * alignment has no memset, or the driver lacks that one. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "h2d_tiny passes the host's bytes as a value: it needs a little-endian host, as the device"
+#endif
+static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
+                     int *rc) {
+  unsigned size = (unsigned)bytes;
+  if ((size != 1 && size != 2 && size != 4) || (dst & (size - 1)) || !t4a__rt_has_memset(size))
+    return false;
+  uint32_t v = 0; /* the host's bytes as they are, in the low ones (both ends little-endian) */
+  memcpy(&v, src, size);
+  t4a__CUresult r;
+  *rc = T4A_OK; /* with no context made current first, as the driver's pageable call */
+  T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, *rc, t4a__rt_memset(rt, dst, v, size, 1));
+  if (*rc == T4A_OK && r != T4A__CUDA_SUCCESS)
+    *rc = t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemsetD%uAsync of one element failed", size * 8);
+  return true;
+}
+
 static int h2d_result(t4a__runtime *rt, t4a__CUresult r, uint64_t n) {
   if (r != T4A__CUDA_SUCCESS)
     return t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemcpyHtoDAsync of %llu bytes failed",
@@ -308,6 +329,8 @@ static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, ui
 int t4a__direct_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__CUresult r;
   int rc = T4A_OK;
+  if (bytes <= 4 && rt->stage.memset_tiny && h2d_tiny(rt, dst, src, bytes, &rc))
+    return rc;
   T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
                               t4a__be.cu.cuMemcpyHtoDAsync(dst, src, (size_t)bytes, rt->stream));
   return rc ? rc : h2d_result(rt, r, bytes);
@@ -342,26 +365,6 @@ static int h2d_hot(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint
   if (opened)
     t4a__staging_note_in_use(rt);
   return s->fill == s->hot_window ? t4a__staging_close_fill(rt) : T4A_OK;
-}
-
-/* A scalar's copy as a memset (see memset_tiny): true when it was one,
- * with the driver's result in *rc; false (nothing done) when its size or
- * alignment has no memset, or the driver lacks that one. */
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "h2d_tiny passes the host's bytes as a value: it needs a little-endian host, as the device"
-#endif
-static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
-                     int *rc) {
-  unsigned size = (unsigned)bytes;
-  if ((size != 1 && size != 2 && size != 4) || (dst & (size - 1)) || !t4a__rt_has_memset(size))
-    return false;
-  uint32_t v = 0; /* the host's bytes as they are, in the low ones (both ends little-endian) */
-  memcpy(&v, src, size);
-  t4a__CUresult r = t4a__rt_memset(rt, dst, v, size, 1);
-  *rc = r == T4A__CUDA_SUCCESS
-            ? T4A_OK
-            : t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemsetD%uAsync of one element failed", size * 8);
-  return true;
 }
 
 /* A piece of a large copy: its memcpy runs on the copy threads while the

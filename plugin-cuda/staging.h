@@ -74,14 +74,14 @@ int t4a__staging_close_fill(t4a__runtime *rt);
 void t4a__staging_note_in_use(t4a__runtime *rt);
 
 /* Whether a host-to-device copy of n bytes goes to the driver's own
- * pageable call (t4a__direct_h2d): at most direct_h2d bytes, and not a
- * scalar that may become a memset. */
+ * pageable call, or is a scalar's memset (t4a__direct_h2d): at most
+ * direct_h2d bytes. */
 static inline bool t4a__staging_direct(const t4a__staging *s, uint64_t n) {
-  return n <= s->direct_h2d && (n > 4 || !s->memset_tiny) && s->count && s->chunk_bytes;
+  return n <= s->direct_h2d && s->count && s->chunk_bytes;
 }
 
-/* That call, on rt's stream, with no context made current first (the
- * driver's refusal gets a second call with rt's current). */
+/* That call (or the memset), on rt's stream, with no context made current
+ * first (the driver's refusal gets a second call with rt's current). */
 int t4a__direct_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes);
 
 /* Pageable copies through the staging; rt's context is current. */

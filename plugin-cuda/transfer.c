@@ -78,10 +78,11 @@ out:
 T4A__PINNED_COPY_SLOTS(pinned_copy)
 
 /* Runs a staged copy with rt's context current. A small host-to-device
- * copy that goes to the driver's own pageable call names its context
- * through the stream, as a launch does: it is made with no context made
- * current first (a cuCtxGetCurrent saved on every small copy), and again
- * with rt's current if the driver refuses (T4A__RT_CALL_IN_ITS_CONTEXT). */
+ * copy that goes to the driver's own pageable call (or a scalar's memset)
+ * names its context through the stream, as a launch does: it is made with
+ * no context made current first (a cuCtxGetCurrent saved on every small
+ * copy), and again with rt's current if the driver refuses
+ * (T4A__RT_CALL_IN_ITS_CONTEXT). */
 static int staged(t4a__runtime *rt, bool to_device, t4a__CUdeviceptr dptr, void *host, uint64_t n) {
   if (to_device && t4a__staging_direct(&rt->stage, n))
     return t4a__direct_h2d(rt, dptr, host, n);
@@ -213,14 +214,12 @@ int t4a__slot_memset(t4a_runtime h, t4a_buffer bh, uint64_t offset, uint32_t pat
   /* a block starts 256-byte aligned and offset is a multiple of the
    * element: the address is aligned as the driver requires */
   t4a__CUdeviceptr p = b->ptr + offset;
-  t4a__CUcontext saved; /* the driver wants a context current: the runtime's */
-  if ((rc = t4a__ctx_enter(rt, &saved)))
-    goto out;
-  t4a__CUresult r = t4a__rt_memset(rt, p, pattern, element_size, (size_t)count);
-  t4a__ctx_leave(rt, saved);
-  if (r != T4A__CUDA_SUCCESS)
+  t4a__CUresult r; /* the memsets name their context through the stream (runtime.h) */
+  T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
+                              t4a__rt_memset(rt, p, pattern, element_size, (size_t)count));
+  if (rc == T4A_OK && r != T4A__CUDA_SUCCESS)
     rc = t4a__rt_cu_fail(rt, r, "memset of %llu bytes failed", (unsigned long long)bytes);
-  else {
+  else if (rc == T4A_OK) {
     if (rt->cap.active)
       t4a__capture_copy(rt, bh.bits, 0, 0);
     t4a__rt_dirty(rt);

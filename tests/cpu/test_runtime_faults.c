@@ -446,6 +446,8 @@ START_TEST(a_failed_enqueue_counts_nothing) {
   RT_EXPECT(T->launch_ex(rt, fill, &ex, args), T4A_EDRIVER);
   inject("cuMemcpyDtoDAsync", 1, 999);
   RT_EXPECT(T->copy_d2d(rt, b, 0, b, 4096, 4), T4A_EDRIVER);
+  inject("cuMemsetD32Async", 1, 999); /* a scalar's copy is a memset */
+  RT_EXPECT(T->copy_h2d(rt, b, 0, src, 4), T4A_EDRIVER);
   t4a_runtime_counters after = rt_counters(rt);
   ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable);
   ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d);
@@ -466,12 +468,16 @@ START_TEST(a_failed_enqueue_counts_nothing) {
     RT_OK(T->copy_h2d(rt, b, 0, src, 64));
     inject("cuMemcpyDtoDAsync", 1, refusals[i]);
     RT_OK(T->copy_d2d(rt, b, 0, b, 4096, 4));
+    inject("cuMemsetD32Async", 1, refusals[i]);
+    RT_OK(T->copy_h2d(rt, b, 0, src, 4));
+    inject("cuMemsetD32Async", 1, refusals[i]);
+    RT_OK(T->memset(rt, b, 0, 0x5au, 4, 16));
   }
   RT_OK(T->launch_ex(rt, fill, &ex, args));
   after = rt_counters(rt);
   ck_assert_uint_eq(after.launches, before.launches + 3);
-  ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable + 2);
-  ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d + 128);
+  ck_assert_uint_eq(after.copies_h2d_pageable, before.copies_h2d_pageable + 4);
+  ck_assert_uint_eq(after.bytes_h2d, before.bytes_h2d + 136);
   ck_assert_uint_eq(after.copies_d2d, before.copies_d2d + 2);
   ck_assert_uint_eq(after.bytes_d2d, before.bytes_d2d + 8);
   RT_OK(T->seal(rt, &w));

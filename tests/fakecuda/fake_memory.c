@@ -298,6 +298,16 @@ static R host_range(op *o, const void *p, size_t n, const char *what, bool *pinn
 
 typedef enum { H2D, D2H, D2D } direction;
 
+/* The check of a call that names its context through its stream (G held):
+ * FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models a driver that wants that context
+ * current after all (a plain CUDA_ERROR_INVALID_CONTEXT); else a faulted
+ * device refuses, as every call that wants a current context does. */
+static R by_stream_locked(t4a__CUstream s) {
+  if (fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 && fake_current() != s->o.ctx)
+    return T4A__CUDA_ERROR_INVALID_CONTEXT;
+  return fake_device_fault(s->device);
+}
+
 /* Validates and enqueues one copy. Like CUDA, a copy from pageable memory
  * takes the source at once (the caller may reuse it on return) and a copy
  * into pageable memory returns only once it is done. */
@@ -321,12 +331,7 @@ static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream
   LOCK();
   if ((r = fake_stream_get(&s, what)))
     goto out;
-  if (stream_ctx && fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 &&
-      fake_current() != s->o.ctx)
-    r = T4A__CUDA_ERROR_INVALID_CONTEXT;
-  else if (stream_ctx)
-    r = fake_device_fault(s->device);
-  if (r)
+  if (stream_ctx && (r = by_stream_locked(s)))
     goto out;
   int dev = s->device;
   if (dir == D2D) {
@@ -405,14 +410,15 @@ R fake_sym_cuMemcpyPeerAsync(t4a__CUdeviceptr dst, t4a__CUcontext dctx, t4a__CUd
                   "cuMemcpyPeerAsync", false);
 }
 
+/* The memsets name their context through the stream too (the real driver,
+ * 580.159.04 on an H200: with no context current, or another one, each
+ * sets the right bytes and leaves the current one alone). */
 R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a__CUstream s) {
   FAKE_ENTER("cuMemsetD8Async");
-  R r = fake_need_ctx();
-  if (r)
-    return r;
   op o = {.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .bytes = n, .value = v};
   LOCK();
-  if (!(r = fake_stream_get(&s, "cuMemsetD8Async")) &&
+  R r = fake_stream_get(&s, "cuMemsetD8Async");
+  if (!r && !(r = by_stream_locked(s)) &&
       !(r = device_range(&o, dst, n, s->device, "cuMemsetD8Async")))
     r = fake_enqueue(s, &o);
   UNLOCK();
@@ -423,9 +429,7 @@ R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a_
 
 static R memset_wide(t4a__CUdeviceptr dst, uint32_t v, unsigned width, size_t n, t4a__CUstream s,
                      const char *what) {
-  R r = fake_need_ctx();
-  if (r)
-    return r;
+  R r;
   if (dst % width) /* CUDA wants the address aligned to the element */
     return T4A__CUDA_ERROR_INVALID_VALUE;
   if (n > SIZE_MAX / width)
@@ -436,7 +440,8 @@ static R memset_wide(t4a__CUdeviceptr dst, uint32_t v, unsigned width, size_t n,
           .width = (unsigned char)width,
           .value32 = v};
   LOCK();
-  if (!(r = fake_stream_get(&s, what)) && !(r = device_range(&o, dst, n * width, s->device, what)))
+  if (!(r = fake_stream_get(&s, what)) && !(r = by_stream_locked(s)) &&
+      !(r = device_range(&o, dst, n * width, s->device, what)))
     r = fake_enqueue(s, &o);
   UNLOCK();
   return r;

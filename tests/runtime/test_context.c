@@ -66,18 +66,21 @@ static void *work(void *arg) {
   t4a_launch_config cfg = {.struct_size = sizeof cfg, .grid = {64, 1, 1}, .block = {256, 1, 1}};
   t4a_witness w = {0};
   /* and a small copy_h2d over the first words, which goes to the driver's
-   * pageable call with no context made current first (staging.h), and a
-   * copy_d2d of them to the next words (made the same way) */
-  uint32_t head[16];
+   * pageable call with no context made current first (staging.h), a
+   * copy_d2d of them to the next words, a memset of the 16 after, and a
+   * scalar's copy_h2d (a memset too), all made the same way */
+  uint32_t head[16], set = j->value ^ 0x5a5a5a5au, scalar = j->value ^ 0xa5a5a5a5u;
   for (unsigned i = 0; i < 16; i++)
     head[i] = ~j->value - i;
   int ok = T->launch(j->rt, j->fill, &cfg, args) == T4A_OK &&
            T->copy_h2d(j->rt, b, 0, head, sizeof head) == T4A_OK &&
            T->copy_d2d(j->rt, b, sizeof head, b, 0, sizeof head) == T4A_OK &&
+           T->memset(j->rt, b, 2 * sizeof head, set, 4, 16) == T4A_OK &&
+           T->copy_h2d(j->rt, b, 3 * sizeof head, &scalar, 4) == T4A_OK &&
            T->seal(j->rt, &w) == T4A_OK && T->witness_wait(w, T4A_WAIT_FOREVER) == T4A_OK &&
            T->copy_d2h(j->rt, host, b, 0, N * sizeof *host) == T4A_OK;
   for (size_t i = 0; ok && i < N; i++)
-    ok = host[i] == (i < 32 ? head[i % 16] : j->value);
+    ok = host[i] == (i < 32 ? head[i % 16] : i < 48 ? set : i == 48 ? scalar : j->value);
   t4a__CUcontext after = (t4a__CUcontext)1;
   /* another context is restored; with none, the runtime's may stay (the
    * design's context policy, as the CUDA runtime API would leave it) */
@@ -350,7 +353,8 @@ START_TEST(a_driver_wanting_the_context_gets_it) {
   before = rt_fake_calls("cuMemcpyHtoDAsync");
   RT_OK(T->copy_h2d(rt, b, sizeof head, head, sizeof head));
   ck_assert_uint_eq(rt_fake_calls("cuMemcpyHtoDAsync") - before, 1);
-  /* and copy_d2d (cuMemcpyDtoDAsync) too */
+  /* and copy_d2d (cuMemcpyDtoDAsync), memset and a scalar's copy_h2d
+   * (cuMemsetD32Async) too */
   ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
   before = rt_fake_calls("cuMemcpyDtoDAsync");
   RT_OK(T->copy_d2d(rt, b, 2 * sizeof head, b, 0, sizeof head));
@@ -359,9 +363,21 @@ START_TEST(a_driver_wanting_the_context_gets_it) {
   before = rt_fake_calls("cuMemcpyDtoDAsync");
   RT_OK(T->copy_d2d(rt, b, 3 * sizeof head, b, 0, sizeof head));
   ck_assert_uint_eq(rt_fake_calls("cuMemcpyDtoDAsync") - before, 1);
+  uint32_t set = 0x77665544u, scalar = 0x0f1e2d3cu;
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuMemsetD32Async");
+  RT_OK(T->memset(rt, b, 4 * sizeof head, set, 4, 16));
+  ck_assert_uint_eq(rt_fake_calls("cuMemsetD32Async") - before, 2);
+  ck_assert_int_eq(a.set(NULL), T4A__CUDA_SUCCESS); /* the retry may leave ours current */
+  RT_OK(T->copy_h2d(rt, b, 5 * sizeof head, &scalar, 4));
+  ck_assert_uint_eq(rt_fake_calls("cuMemsetD32Async") - before, 4);
+  ck_assert_int_eq(a.set(raw.context), T4A__CUDA_SUCCESS);
+  before = rt_fake_calls("cuMemsetD32Async");
+  RT_OK(T->copy_h2d(rt, b, 5 * sizeof head + 4, &scalar, 4));
+  ck_assert_uint_eq(rt_fake_calls("cuMemsetD32Async") - before, 1);
   RT_OK(T->copy_d2h(rt, host, b, 0, M * sizeof *host));
   for (size_t i = 0; i < M; i++)
-    ck_assert_uint_eq(host[i], i < 64 ? head[i % 16] : value);
+    ck_assert_uint_eq(host[i], i < 64 ? head[i % 16] : i < 80 ? set : i < 82 ? scalar : value);
   /* launch_ex (cuLaunchKernelEx) and graph_launch (cuGraphLaunch) follow
    * the same rule: refused once with no context current, made again */
   t4a_launch_ex_config ex = {.struct_size = sizeof ex, .grid = {17, 1, 1}, .block = {256, 1, 1}};
