@@ -51,7 +51,8 @@ int t4a__slot_launch(t4a_runtime h, t4a_function fh, const t4a_launch_config *cf
   if ((rc = t4a__function_get(rt, fh, "launch", &f)) ||
       (rc = t4a__check_geometry(rt, f, cfg->grid, cfg->block, cfg->shared_bytes, "launch")))
     goto out;
-  t4a__rt_ahead ahead = t4a__rt_launch_ahead(rt); /* counted ahead of the call (runtime.h) */
+  uint64_t not_counted = 0; /* counted ahead of the call (runtime.h) */
+  t4a__rt_ahead ahead = t4a__rt_launch_ahead(rt, &not_counted);
   /* no context made current unless the driver asks for it (runtime.h) */
   t4a__CUresult r;
   T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,

@@ -176,7 +176,8 @@ int t4a__slot_launch_ex(t4a_runtime h, t4a_function fh, const t4a_launch_ex_conf
                            .numAttrs = n};
   /* as launch: counted ahead of the call, and no context made current
    * unless the driver asks for it */
-  t4a__rt_ahead ahead = t4a__rt_launch_ahead(rt);
+  uint64_t not_counted = 0;
+  t4a__rt_ahead ahead = t4a__rt_launch_ahead(rt, &not_counted);
   t4a__CUresult r;
   T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc, t4a__be.cu.cuLaunchKernelEx(&c, f->fn, args, NULL));
   if (rc == T4A_OK && r != T4A__CUDA_SUCCESS)

@@ -201,9 +201,8 @@ typedef struct t4a__rt_ahead {
 
 static inline t4a__rt_ahead t4a__rt_count_ahead(t4a__runtime *rt, uint64_t *count, uint64_t *bytes,
                                                 uint64_t n) {
-  t4a__rt_ahead a = {count, bytes, count ? *count : 0, bytes ? *bytes : 0, rt->done.dirty};
-  if (count)
-    (*count)++;
+  t4a__rt_ahead a = {count, bytes, *count, bytes ? *bytes : 0, rt->done.dirty};
+  (*count)++;
   if (bytes)
     *bytes += n;
   rt->done.dirty = true;
@@ -211,17 +210,16 @@ static inline t4a__rt_ahead t4a__rt_count_ahead(t4a__runtime *rt, uint64_t *coun
 }
 
 static inline void t4a__rt_count_undo(t4a__runtime *rt, const t4a__rt_ahead *a) {
-  if (a->count)
-    *a->count = a->count_was;
+  *a->count = a->count_was;
   if (a->bytes)
     *a->bytes = a->bytes_was;
   rt->done.dirty = a->dirty_was;
 }
 
 /* A launch's (launch, launch_ex): one captured into a graph is recorded,
- * not run, and not counted. */
-static inline t4a__rt_ahead t4a__rt_launch_ahead(t4a__runtime *rt) {
-  return t4a__rt_count_ahead(rt, rt->cap.active ? NULL : &rt->c.launches, NULL, 0);
+ * not run, and not counted (its count goes to the caller's *scratch). */
+static inline t4a__rt_ahead t4a__rt_launch_ahead(t4a__runtime *rt, uint64_t *scratch) {
+  return t4a__rt_count_ahead(rt, rt->cap.active ? scratch : &rt->c.launches, NULL, 0);
 }
 
 /* The result of a release call that has no status to report it (an undo

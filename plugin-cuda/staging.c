@@ -321,7 +321,8 @@ static int h2d_result(t4a__runtime *rt, t4a__CUresult r, uint64_t n) {
 }
 
 /* A DMA made with rt's context current, as t4a__staged_h2d is called: the
- * driver wants it for a pinned source (the staging's chunks). */
+ * driver wants it for a pinned source (the staging's chunks), and a
+ * pageable one below the direct limit does not mind it. */
 static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, uint64_t n) {
   return h2d_result(rt, t4a__be.cu.cuMemcpyHtoDAsync(dst, piece, (size_t)n, rt->stream), n);
 }

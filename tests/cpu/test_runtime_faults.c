@@ -411,10 +411,11 @@ END_TEST
 
 /* The hot enqueues count ahead of their driver call (plugin-cuda/runtime.h)
  * and must put it all back when the call fails: a copy_h2d (the driver's
- * pageable call, and a staged one), a launch and a launch_ex refused by the
- * driver leave the counters as they were and the runtime clean (the next
- * seal records nothing); one made again after a refusal for its context
- * counts once, and the device stays usable. */
+ * pageable call, a staged one, a scalar's memset), a launch, a launch_ex
+ * and a copy_d2d refused by the driver leave the counters as they were and
+ * the runtime clean (the next seal records nothing); one made again after a
+ * refusal for its context (memset's too) counts once, and the device stays
+ * usable. */
 START_TEST(a_failed_enqueue_counts_nothing) {
   t4a_runtime rt = rt_create();
   t4a_artifact art;

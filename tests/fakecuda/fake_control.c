@@ -151,8 +151,9 @@ R fake_enter_on(const char *name, bool needs_init, int object_device) {
                        : cur              ? (unsigned char)(cur->device + 1)
                                           : 0;
   }
-  if (sticky(r) && cur)
-    fake_fault_device(cur->device, r);
+  int dev = object_device >= 0 ? object_device : cur ? cur->device : -1;
+  if (sticky(r) && dev >= 0)
+    fake_fault_device(dev, r);
   UNLOCK();
   return r;
 }

@@ -314,7 +314,7 @@ static R replay_op(const struct CUgraphExec_st *e, size_t i, int dev, op *o) {
 }
 
 R fake_sym_cuGraphLaunch(t4a__CUgraphExec e, t4a__CUstream s) {
-  FAKE_ENTER("cuGraphLaunch");
+  FAKE_ENTER_STREAM("cuGraphLaunch", s);
   LOCK();
   R r = fake_obj_check(e, OBJ_GRAPH_EXEC, "cuGraphLaunch");
   if (!r)

@@ -101,9 +101,12 @@ bool fake_can_access_peer(int from, int to);
  * injection (FAKE_CUDA_FAIL or fake_cuda_fail). Returns the injected or
  * error code, or 0. */
 R fake_enter(const char *name, bool needs_init);
-/* The same for a call releasing an object of device `object_device` (-1:
- * unknown): the schedule's trace names that device (fake_cuda_call_device),
- * not the current context's. */
+/* The same for a call on an object of device `object_device` (-1: unknown):
+ * a release, or an enqueue that names its context through its stream (the
+ * launches, the seal's record, the pageable and device-to-device copies, the
+ * memsets: FAKE_ENTER_STREAM). The schedule's trace names that device
+ * (fake_cuda_call_device), and an injected sticky fault poisons it, not the
+ * current context's (which may be another device's, or none). */
 R fake_enter_on(const char *name, bool needs_init, int object_device);
 #define FAKE_ENTER_ON(name, device)                                                                \
   do {                                                                                             \
@@ -111,6 +114,7 @@ R fake_enter_on(const char *name, bool needs_init, int object_device);
     if (fake_r_)                                                                                   \
       return fake_r_;                                                                              \
   } while (0)
+#define FAKE_ENTER_STREAM(name, stream) FAKE_ENTER_ON(name, fake_object_device(stream, OBJ_STREAM))
 #define FAKE_ENTER(name)                                                                           \
   do {                                                                                             \
     R fake_r_ = fake_enter(name, true);                                                            \

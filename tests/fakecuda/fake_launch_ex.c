@@ -266,7 +266,7 @@ R fake_sym_cuOccupancyMaxActiveClusters(int *n, t4a__CUfunction f, const t4a__CU
  * the stream's context, whatever is current), then the attributes. */
 R fake_sym_cuLaunchKernelEx(const t4a__CUlaunchConfig *c, t4a__CUfunction f, void **params,
                             void **extra) {
-  FAKE_ENTER("cuLaunchKernelEx");
+  FAKE_ENTER_STREAM("cuLaunchKernelEx", c ? c->hStream : NULL);
   if (!c)
     return T4A__CUDA_ERROR_INVALID_VALUE;
   geometry g = {.grid = {c->gridDimX, c->gridDimY, c->gridDimZ},

@@ -370,7 +370,7 @@ out:
 }
 
 R fake_sym_cuMemcpyHtoDAsync(t4a__CUdeviceptr dst, const void *src, size_t n, t4a__CUstream s) {
-  FAKE_ENTER("cuMemcpyHtoDAsync");
+  FAKE_ENTER_STREAM("cuMemcpyHtoDAsync", s);
   return copy(H2D, (void *)(uintptr_t)dst, src, n, s, "cuMemcpyHtoDAsync", true);
 }
 
@@ -381,7 +381,7 @@ R fake_sym_cuMemcpyDtoHAsync(void *dst, t4a__CUdeviceptr src, size_t n, t4a__CUs
 
 R fake_sym_cuMemcpyDtoDAsync(t4a__CUdeviceptr dst, t4a__CUdeviceptr src, size_t n,
                              t4a__CUstream s) {
-  FAKE_ENTER("cuMemcpyDtoDAsync");
+  FAKE_ENTER_STREAM("cuMemcpyDtoDAsync", s);
   return copy(D2D, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, s, "cuMemcpyDtoDAsync",
               true);
 }
@@ -414,7 +414,7 @@ R fake_sym_cuMemcpyPeerAsync(t4a__CUdeviceptr dst, t4a__CUcontext dctx, t4a__CUd
  * 580.159.04 on an H200: with no context current, or another one, each
  * sets the right bytes and leaves the current one alone). */
 R fake_sym_cuMemsetD8Async(t4a__CUdeviceptr dst, unsigned char v, size_t n, t4a__CUstream s) {
-  FAKE_ENTER("cuMemsetD8Async");
+  FAKE_ENTER_STREAM("cuMemsetD8Async", s);
   op o = {.kind = OP_SET, .dst = (void *)(uintptr_t)dst, .bytes = n, .value = v};
   LOCK();
   R r = fake_stream_get(&s, "cuMemsetD8Async");
@@ -448,12 +448,12 @@ static R memset_wide(t4a__CUdeviceptr dst, uint32_t v, unsigned width, size_t n,
 }
 
 R fake_sym_cuMemsetD16Async(t4a__CUdeviceptr dst, unsigned short v, size_t n, t4a__CUstream s) {
-  FAKE_ENTER("cuMemsetD16Async");
+  FAKE_ENTER_STREAM("cuMemsetD16Async", s);
   return memset_wide(dst, v, 2, n, s, "cuMemsetD16Async");
 }
 
 R fake_sym_cuMemsetD32Async(t4a__CUdeviceptr dst, unsigned int v, size_t n, t4a__CUstream s) {
-  FAKE_ENTER("cuMemsetD32Async");
+  FAKE_ENTER_STREAM("cuMemsetD32Async", s);
   return memset_wide(dst, v, 4, n, s, "cuMemsetD32Async");
 }
 

@@ -278,7 +278,7 @@ R fake_launch_enqueue(t4a__CUfunction f, t4a__CUstream s, const geometry *g, voi
 R fake_sym_cuLaunchKernel(t4a__CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned shared, t4a__CUstream s, void **params,
                           void **extra) {
-  FAKE_ENTER("cuLaunchKernel");
+  FAKE_ENTER_STREAM("cuLaunchKernel", s);
   geometry g = {.grid = {gx, gy, gz}, .block = {bx, by, bz}, .shared = shared};
   LOCK();
   R r = fake_launch_check("cuLaunchKernel", f, &s, &g, params, extra);

@@ -339,7 +339,7 @@ R fake_sym_cuEventDestroy(t4a__CUevent e) {
 }
 
 R fake_sym_cuEventRecord(t4a__CUevent e, t4a__CUstream s) {
-  FAKE_ENTER("cuEventRecord");
+  FAKE_ENTER_STREAM("cuEventRecord", s);
   LOCK();
   R r = fake_obj_check(e, OBJ_EVENT, "cuEventRecord");
   if (!r)

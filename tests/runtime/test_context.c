@@ -1,9 +1,9 @@
 /* tests/runtime/test_context.c -- calls work whatever context the calling
  * thread has current, and leave that context as it was (fake and GPU
- * lanes): launch, small copy_h2d and copy_d2d (whose hot paths make no
- * context current), copies and seal, from a thread with no current
- * context, with another device's context current, and with the runtime's
- * own; and every slot that
+ * lanes): launch, small copy_h2d, copy_d2d, memset and a scalar's copy_h2d
+ * (whose paths make no context current), copies, a graph captured and
+ * replayed, and seal, from a thread with no current context, with another
+ * device's context current, and with the runtime's own; and every slot that
  * enqueues or allocates (memset and the 2D copies included) as the first
  * call of a thread that has no context current. The host lane has no
  * contexts: it runs the second test for what it still means there (every
@@ -81,6 +81,23 @@ static void *work(void *arg) {
            T->copy_d2h(j->rt, host, b, 0, N * sizeof *host) == T4A_OK;
   for (size_t i = 0; ok && i < N; i++)
     ok = host[i] == (i < 32 ? head[i % 16] : i < 48 ? set : i == 48 ? scalar : j->value);
+  /* and a graph captured with the thread's context as it was: a memset and
+   * a copy_d2d (neither makes a context current), replayed */
+  t4a_graph g = {0};
+  uint32_t set2 = set ^ 0x0f0f0f0fu;
+  ok = ok && T->graph_begin(j->rt) == T4A_OK && a.set(j->current) == T4A__CUDA_SUCCESS &&
+       T->memset(j->rt, b, 64 * sizeof *host, set2, 4, 16) == T4A_OK &&
+       T->copy_d2d(j->rt, b, 80 * sizeof *host, b, 0, sizeof head) == T4A_OK &&
+       T->graph_end(j->rt, &g) == T4A_OK && T->graph_launch(j->rt, g) == T4A_OK;
+  if (w.bits)
+    T->witness_release(w);
+  w.bits = 0;
+  ok = ok && T->seal(j->rt, &w) == T4A_OK && T->witness_wait(w, T4A_WAIT_FOREVER) == T4A_OK &&
+       T->copy_d2h(j->rt, host, b, 0, 96 * sizeof *host) == T4A_OK;
+  for (size_t i = 64; ok && i < 96; i++)
+    ok = host[i] == (i < 80 ? set2 : head[i - 80]);
+  if (g.bits)
+    T->graph_release(j->rt, g);
   t4a__CUcontext after = (t4a__CUcontext)1;
   /* another context is restored; with none, the runtime's may stay (the
    * design's context policy, as the CUDA runtime API would leave it) */
@@ -138,10 +155,12 @@ END_TEST
 /* ---- every call as a thread's first ---------------------------------------------- */
 
 /* A slot that makes driver calls needing a context (enqueueing, allocating,
- * registering) must make the runtime's current itself: a thread's first
- * call finds none current, and a call made earlier on the same thread may
- * have left the runtime's (the context policy), hiding the bug. So each
- * call below runs on a fresh thread with no context current. */
+ * registering) must make the runtime's current itself, or, for the calls
+ * that name it through the stream, make the call again with it current when
+ * the driver refuses (T4A__RT_CALL_IN_ITS_CONTEXT): a thread's first call
+ * finds none current, and a call made earlier on the same thread may have
+ * left the runtime's (the context policy), hiding the bug. So each call
+ * below runs on a fresh thread with no context current. */
 enum { BYTES = 256, WORDS = BYTES / 4 };
 
 typedef struct bare {
