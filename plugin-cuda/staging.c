@@ -293,15 +293,17 @@ int t4a__staging_close_fill(t4a__runtime *rt) {
 static uint64_t fill_used(uint64_t n) { return (n + FILL_ALIGN - 1) & ~(uint64_t)(FILL_ALIGN - 1); }
 
 /* A scalar's copy as a memset (see memset_tiny): true when it was one,
- * with the driver's result in *rc; false (nothing done) when its size or
- * alignment has no memset, or the driver lacks that one. */
+ * with the driver's result in *rc; false (nothing done) when the memsets
+ * are off, or its size or alignment has no memset, or the driver lacks
+ * that one. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "h2d_tiny passes the host's bytes as a value: it needs a little-endian host, as the device"
 #endif
 static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
                      int *rc) {
   unsigned size = (unsigned)bytes;
-  if ((size != 1 && size != 2 && size != 4) || (dst & (size - 1)) || !t4a__rt_has_memset(size))
+  if (bytes > 4 || !rt->stage.memset_tiny || (size != 1 && size != 2 && size != 4) ||
+      (dst & (size - 1)) || !t4a__rt_has_memset(size))
     return false;
   uint32_t v = 0; /* the host's bytes as they are, in the low ones (both ends little-endian) */
   memcpy(&v, src, size);
@@ -330,7 +332,7 @@ static int h2d_dma(t4a__runtime *rt, t4a__CUdeviceptr dst, const char *piece, ui
 int t4a__direct_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes) {
   t4a__CUresult r;
   int rc = T4A_OK;
-  if (bytes <= 4 && rt->stage.memset_tiny && h2d_tiny(rt, dst, src, bytes, &rc))
+  if (h2d_tiny(rt, dst, src, bytes, &rc))
     return rc;
   T4A__RT_CALL_IN_ITS_CONTEXT(rt, r, rc,
                               t4a__be.cu.cuMemcpyHtoDAsync(dst, src, (size_t)bytes, rt->stream));
@@ -417,7 +419,7 @@ int t4a__staged_h2d(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uin
   int rc;
   if (!s->count || !s->chunk_bytes)
     return t4a__fail(T4A_EINTERNAL, "copy_h2d: the runtime has no staging; recreate it");
-  if (bytes <= 4 && s->memset_tiny && h2d_tiny(rt, dst, src, bytes, &rc))
+  if (h2d_tiny(rt, dst, src, bytes, &rc))
     return rc;
   if (bytes <= s->direct_h2d)
     return h2d_dma(rt, dst, src, bytes); /* the driver stages it: see direct_limit */

@@ -41,6 +41,12 @@ R fake_need_ctx_locked(void) {
              : fake_device_fault(current->device);
 }
 
+R fake_refuse_uncurrent(const struct CUctx_st *ctx) {
+  return fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 && fake_current() != ctx
+             ? T4A__CUDA_ERROR_INVALID_CONTEXT
+             : T4A__CUDA_SUCCESS;
+}
+
 R fake_need_ctx(void) {
   LOCK();
   R r = fake_need_ctx_locked();

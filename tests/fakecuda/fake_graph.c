@@ -323,11 +323,9 @@ R fake_sym_cuGraphLaunch(t4a__CUgraphExec e, t4a__CUstream s) {
     r = fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
                     "cuGraphLaunch: the executable graph is device %d's, the stream device %d's",
                     e->o.ctx->device, s->o.ctx->device);
-  /* launched like a kernel: in the graph's and the stream's context */
-  else if (!r && fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 &&
-           fake_current() != e->o.ctx)
-    r = T4A__CUDA_ERROR_INVALID_CONTEXT;
-  else if (!r && s->capture)
+  if (!r) /* launched like a kernel: in the graph's and the stream's context */
+    r = fake_refuse_uncurrent(e->o.ctx);
+  if (!r && s->capture)
     r = T4A__CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* child graphs: not simulated */
   else if (!r)
     r = fake_device_fault(s->device);

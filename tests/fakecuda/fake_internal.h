@@ -186,6 +186,12 @@ struct CUctx_st *fake_current(void);
 /* A current, live context whose device has not faulted (G not held). */
 R fake_need_ctx(void);
 R fake_need_ctx_locked(void); /* the same, G held */
+/* A call that names its context `ctx` through its stream or function (a
+ * launch, a record, a pageable or device-to-device copy, a memset) is made
+ * whatever is current, as the real driver does; FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1
+ * models a driver that wants ctx current after all: then this is a plain
+ * CUDA_ERROR_INVALID_CONTEXT (not a misuse) unless it is. */
+R fake_refuse_uncurrent(const struct CUctx_st *ctx);
 /* Whether ctx is alive in the epoch an object recorded (G held). */
 bool fake_ctx_alive(const struct CUctx_st *ctx, uint64_t epoch);
 /* Whether p is one of the primary contexts. */

@@ -299,13 +299,11 @@ static R host_range(op *o, const void *p, size_t n, const char *what, bool *pinn
 typedef enum { H2D, D2H, D2D } direction;
 
 /* The check of a call that names its context through its stream (G held):
- * FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models a driver that wants that context
- * current after all (a plain CUDA_ERROR_INVALID_CONTEXT); else a faulted
- * device refuses, as every call that wants a current context does. */
+ * fake_refuse_uncurrent, then a faulted device refuses, as every call that
+ * wants a current context does. */
 static R by_stream_locked(t4a__CUstream s) {
-  if (fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 && fake_current() != s->o.ctx)
-    return T4A__CUDA_ERROR_INVALID_CONTEXT;
-  return fake_device_fault(s->device);
+  R r = fake_refuse_uncurrent(s->o.ctx);
+  return r ? r : fake_device_fault(s->device);
 }
 
 /* Validates and enqueues one copy. Like CUDA, a copy from pageable memory
@@ -319,11 +317,11 @@ static R by_stream_locked(t4a__CUstream s) {
  * other copy (pinned sources, the staging's chunks included, device to
  * host, between contexts) keeps wanting a current context: the plugin makes
  * its own current for those, and this checks that it does. `by_stream`
- * says a device-to-device copy is of the first kind. */
+ * says a copy is of the first kind (a host-to-device one until its source
+ * is known to be pinned). */
 static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream s,
               const char *what, bool by_stream) {
-  bool stream_ctx = dir == H2D || (dir == D2D && by_stream); /* H2D: until the source is known */
-  R r = stream_ctx ? T4A__CUDA_SUCCESS : fake_need_ctx();
+  R r = by_stream ? T4A__CUDA_SUCCESS : fake_need_ctx();
   if (r)
     return r;
   op o = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = n};
@@ -331,7 +329,7 @@ static R copy(direction dir, void *dst, const void *src, size_t n, t4a__CUstream
   LOCK();
   if ((r = fake_stream_get(&s, what)))
     goto out;
-  if (stream_ctx && (r = by_stream_locked(s)))
+  if (by_stream && (r = by_stream_locked(s)))
     goto out;
   int dev = s->device;
   if (dir == D2D) {
@@ -502,7 +500,7 @@ R fake_sym_cuMemcpy2DAsync(const t4a__CUDA_MEMCPY2D *c, t4a__CUstream s) {
     return T4A__CUDA_ERROR_INVALID_VALUE; /* host to host: not the plugin's */
   for (size_t row = 0; row < c->Height && !r; row++)
     r = copy(dir, (void *)(dst + row * c->dstPitch), (const void *)(src + row * c->srcPitch),
-             c->WidthInBytes, s, "cuMemcpy2DAsync", false);
+             c->WidthInBytes, s, "cuMemcpy2DAsync", dir == H2D);
   return r;
 }
 

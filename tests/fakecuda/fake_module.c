@@ -235,9 +235,7 @@ R fake_launch_check(const char *what, t4a__CUfunction f, t4a__CUstream *sp, geom
     return fake_misuse(T4A__CUDA_ERROR_INVALID_HANDLE,
                        "%s: '%s' is device %d's, the stream device %d's", what, f->k->name,
                        f->o.ctx->device, s->o.ctx->device);
-  if (fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 && fake_current() != f->o.ctx)
-    return T4A__CUDA_ERROR_INVALID_CONTEXT;
-  if ((r = fake_device_fault(f->o.ctx->device)))
+  if ((r = fake_refuse_uncurrent(f->o.ctx)) || (r = fake_device_fault(f->o.ctx->device)))
     return r;
   fake_function_load(f, what, true);
   g->device = s->device;

@@ -355,8 +355,8 @@ R fake_sym_cuEventRecord(t4a__CUevent e, t4a__CUstream s) {
   /* as a launch (fake_module.c): the real driver records with another
    * context current, or none; FAKE_CUDA_LAUNCH_NEEDS_CONTEXT=1 models one
    * that refuses (a plain CUDA_ERROR_INVALID_CONTEXT) */
-  if (!r && fake_env_int("FAKE_CUDA_LAUNCH_NEEDS_CONTEXT", 0) != 0 && fake_current() != e->o.ctx)
-    r = T4A__CUDA_ERROR_INVALID_CONTEXT;
+  if (!r)
+    r = fake_refuse_uncurrent(e->o.ctx);
   if (!r) {
     op o = {.kind = OP_RECORD, .event = e, .gen = ++e->recorded};
     e->failed = 0;
