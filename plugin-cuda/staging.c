@@ -293,17 +293,14 @@ int t4a__staging_close_fill(t4a__runtime *rt) {
 static uint64_t fill_used(uint64_t n) { return (n + FILL_ALIGN - 1) & ~(uint64_t)(FILL_ALIGN - 1); }
 
 /* A scalar's copy as a memset (see memset_tiny): true when it was one,
- * with the driver's result in *rc; false (nothing done) when the memsets
- * are off, or its size or alignment has no memset, or the driver lacks
- * that one. */
+ * with the driver's result in *rc; false (nothing done) when its size or
+ * alignment has no memset, or the driver lacks that one. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "h2d_tiny passes the host's bytes as a value: it needs a little-endian host, as the device"
+#error "h2d_memset passes the host's bytes as a value: it needs a little-endian host, as the device"
 #endif
-static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
-                     int *rc) {
-  unsigned size = (unsigned)bytes;
-  if (bytes > 4 || !rt->stage.memset_tiny || (size != 1 && size != 2 && size != 4) ||
-      (dst & (size - 1)) || !t4a__rt_has_memset(size))
+static bool h2d_memset(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, unsigned size,
+                       int *rc) {
+  if ((size != 1 && size != 2 && size != 4) || (dst & (size - 1)) || !t4a__rt_has_memset(size))
     return false;
   uint32_t v = 0; /* the host's bytes as they are, in the low ones (both ends little-endian) */
   memcpy(&v, src, size);
@@ -313,6 +310,13 @@ static bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, ui
   if (*rc == T4A_OK && r != T4A__CUDA_SUCCESS)
     *rc = t4a__rt_cu_fail(rt, r, "copy_h2d: cuMemsetD%uAsync of one element failed", size * 8);
   return true;
+}
+
+/* h2d_memset when the copy is at most 4 bytes and the memsets are on: the
+ * test inline, so that the other copies pay no call for it. */
+static inline bool h2d_tiny(t4a__runtime *rt, t4a__CUdeviceptr dst, const void *src, uint64_t bytes,
+                            int *rc) {
+  return bytes <= 4 && rt->stage.memset_tiny && h2d_memset(rt, dst, src, (unsigned)bytes, rc);
 }
 
 static int h2d_result(t4a__runtime *rt, t4a__CUresult r, uint64_t n) {
